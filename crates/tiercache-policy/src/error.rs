@@ -1,0 +1,21 @@
+//! Errors a person can cause when configuring a policy.
+
+/// A policy or admission configuration that cannot work.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    #[error("unknown policy '{name}'; known policies: {known}")]
+    UnknownPolicy { name: String, known: String },
+    #[error("unknown admission filter '{name}'; known filters: {known}")]
+    UnknownAdmission { name: String, known: String },
+    #[error("policy '{policy}': parameter '{key}' {reason}")]
+    BadParameter { policy: String, key: String, reason: String },
+    #[error("capacity must be at least 1 {unit}, got 0")]
+    ZeroCapacity { unit: &'static str },
+}
+
+impl PolicyError {
+    pub fn bad(policy: &str, key: &str, reason: impl Into<String>) -> PolicyError {
+        PolicyError::BadParameter { policy: policy.into(), key: key.into(), reason: reason.into() }
+    }
+}

@@ -1,0 +1,48 @@
+//! FIFO: evict in insertion order; a hit changes nothing. The baseline every queue-based policy
+//! (CLOCK, S3-FIFO) refines.
+
+use tiercache_core::{Capacity, Key, Request};
+
+use crate::frame::Eviction;
+use crate::queue::{expected_objects, Queue};
+
+pub struct Fifo {
+    queue: Queue,
+}
+
+impl Fifo {
+    pub fn new(capacity: Capacity) -> Fifo {
+        Fifo { queue: Queue::new(capacity.unit, expected_objects(capacity)) }
+    }
+}
+
+impl Eviction for Fifo {
+    #[inline]
+    fn access(&mut self, req: &Request) -> Option<u32> {
+        self.queue.find(req.key).map(|node| self.queue.arena.get(node).size)
+    }
+
+    fn evict(&mut self, _incoming: &Request) -> Option<(Key, u32)> {
+        self.queue.pop_oldest()
+    }
+
+    fn insert(&mut self, req: &Request) {
+        self.queue.push(req.key, req.size, 0);
+    }
+
+    fn remove(&mut self, key: Key) -> Option<u32> {
+        self.queue.remove(key)
+    }
+
+    fn used(&self) -> u64 {
+        self.queue.used()
+    }
+
+    fn resident(&self) -> u64 {
+        self.queue.resident()
+    }
+
+    fn label(&self) -> String {
+        "fifo".into()
+    }
+}

@@ -1,0 +1,181 @@
+//! The frame shared by every single-tier policy. An [`Eviction`] is the policy proper (which key
+//! to keep, which to drop); [`SingleTier`] turns it into a [`Policy`] by handling what every
+//! policy does the same way:
+//!
+//! - a read or write of a resident key is a hit; a write hit updates the copy in place
+//!   (write-through, so the copy stays clean);
+//! - a miss of either kind is admitted unless the object can never fit, an admission filter
+//!   declines it, or the policy itself declines it; then victims are evicted until it fits;
+//! - a delete invalidates the key (remove-on-free).
+//!
+//! Invariant: after every decision the used space is at most the capacity.
+
+use tiercache_core::{Action, Capacity, Decision, Key, Op, RejectReason, Request, TierId};
+
+use crate::admission::Admission;
+use crate::Policy;
+
+/// Where an [`Eviction`] reports blocks it drops outside the frame's own eviction loop (ARC's
+/// ghostless eviction, LFRU's sweep).
+pub struct Sink<'a> {
+    decision: &'a mut Decision,
+    tier: TierId,
+}
+
+impl Sink<'_> {
+    pub fn evicted(&mut self, key: Key, size: u32) {
+        self.decision.push(Action::Evict { tier: self.tier, key, size });
+    }
+}
+
+/// The policy-specific half of a single-tier policy. Sizes are bytes; `used` is in the unit of
+/// the capacity the policy was built with.
+pub trait Eviction {
+    /// Periodic work done before the lookup (LFRU's sweep).
+    fn tick(&mut self, _req: &Request, _sink: &mut Sink) {}
+
+    /// Looks the key up. On a hit, updates the key's state and returns the stored size.
+    fn access(&mut self, req: &Request) -> Option<u32>;
+
+    /// Whether the policy itself declines a missed key that fits and passed the filters.
+    /// `needs_room` says whether admitting it would require evictions.
+    fn admit(&mut self, _req: &Request, _needs_room: bool) -> Result<(), RejectReason> {
+        Ok(())
+    }
+
+    /// Bookkeeping for a missed key about to be inserted (ghost lists, adaptation). May drop
+    /// blocks through `sink`.
+    fn prepare_insert(&mut self, _req: &Request, _sink: &mut Sink) {}
+
+    /// Chooses one victim, removes it and returns it; `None` only when empty.
+    fn evict(&mut self, incoming: &Request) -> Option<(Key, u32)>;
+
+    /// Inserts a missed key. The frame made room first.
+    fn insert(&mut self, req: &Request);
+
+    /// Removes a key if resident and returns its size.
+    fn remove(&mut self, key: Key) -> Option<u32>;
+
+    /// Space in use, in the capacity's unit.
+    fn used(&self) -> u64;
+
+    /// Resident objects.
+    fn resident(&self) -> u64;
+
+    fn label(&self) -> String;
+}
+
+/// A single-tier [`Policy`] made of an [`Eviction`] and an [`Admission`] filter.
+pub struct SingleTier<E> {
+    eviction: E,
+    capacity: Capacity,
+    admission: Admission,
+    tier: TierId,
+}
+
+impl<E: Eviction> SingleTier<E> {
+    pub fn new(eviction: E, capacity: Capacity, admission: Admission) -> SingleTier<E> {
+        SingleTier { eviction, capacity, admission, tier: TierId(0) }
+    }
+
+    pub fn eviction(&self) -> &E {
+        &self.eviction
+    }
+
+    fn sink<'a>(&self, out: &'a mut Decision) -> Sink<'a> {
+        Sink { decision: out, tier: self.tier }
+    }
+
+    fn on_miss(&mut self, req: &Request, out: &mut Decision) {
+        let reject = |out: &mut Decision, reason| {
+            out.push(Action::Reject { key: req.key, size: req.size, reason });
+        };
+        if !self.capacity.fits(req.size) {
+            return reject(out, RejectReason::TooLarge);
+        }
+        if let Err(reason) = self.admission.admit(req) {
+            return reject(out, reason);
+        }
+        let needs_room =
+            self.eviction.used() + self.capacity.charge(req.size) > self.capacity.amount;
+        if let Err(reason) = self.eviction.admit(req, needs_room) {
+            return reject(out, reason);
+        }
+        self.eviction.prepare_insert(req, &mut self.sink(out));
+        self.make_room(req, out);
+        self.eviction.insert(req);
+        let (tier, key, size) = (self.tier, req.key, req.size);
+        out.push(Action::Insert { tier, key, size, dirty: false });
+    }
+
+    fn make_room(&mut self, req: &Request, out: &mut Decision) {
+        let charge = self.capacity.charge(req.size);
+        while self.eviction.used() + charge > self.capacity.amount {
+            let (key, size) =
+                self.eviction.evict(req).expect("a policy over capacity has something to evict");
+            out.push(Action::Evict { tier: self.tier, key, size });
+        }
+    }
+
+    /// A hit whose request size differs from the stored one: the copy is replaced by one of the
+    /// new size, making room if it grew, or dropped if it can no longer fit.
+    fn on_resize(&mut self, req: &Request, stored: u32, out: &mut Decision) {
+        self.eviction.remove(req.key);
+        if !self.capacity.fits(req.size) {
+            let (tier, key) = (self.tier, req.key);
+            out.push(Action::Invalidate { tier, key, size: stored });
+            return;
+        }
+        self.make_room(req, out);
+        self.eviction.insert(req);
+        let (tier, key, size) = (self.tier, req.key, req.size);
+        out.push(Action::Update { tier, key, size, dirty: false });
+    }
+}
+
+impl<E: Eviction> Policy for SingleTier<E> {
+    fn decide(&mut self, req: &Request, out: &mut Decision) {
+        self.eviction.tick(req, &mut self.sink(out));
+        if req.op == Op::Delete {
+            if let Some(size) = self.eviction.remove(req.key) {
+                out.push(Action::Invalidate { tier: self.tier, key: req.key, size });
+            }
+            return;
+        }
+        match self.eviction.access(req) {
+            Some(stored) => {
+                out.hit = Some(self.tier);
+                if stored != req.size {
+                    self.on_resize(req, stored, out);
+                } else if req.op == Op::Write {
+                    let (tier, key, size) = (self.tier, req.key, req.size);
+                    out.push(Action::Update { tier, key, size, dirty: false });
+                }
+            }
+            None => self.on_miss(req, out),
+        }
+    }
+
+    fn tier_count(&self) -> usize {
+        1
+    }
+
+    fn capacity(&self, _tier: TierId) -> Capacity {
+        self.capacity
+    }
+
+    fn used(&self, _tier: TierId) -> u64 {
+        self.eviction.used()
+    }
+
+    fn resident(&self, _tier: TierId) -> u64 {
+        self.eviction.resident()
+    }
+
+    fn label(&self) -> String {
+        match self.admission.label() {
+            None => self.eviction.label(),
+            Some(filter) => format!("{}+{}", self.eviction.label(), filter),
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Cache policies as pure, deterministic state machines. For each request a policy returns a
+//! [`Decision`]: where the data is served from and the actions (insert, evict, move, write
+//! back...) that carry the decision out. A policy never does any of it: it has no clock, no I/O,
+//! no threads and no global randomness. The simulator applies decisions to counters; the engine
+//! applies the very same decisions to real media.
+//!
+//! Single-tier policies are written as [`Eviction`] state machines (find, insert, evict,
+//! remove) and wrapped by [`SingleTier`], which owns the parts they all share: capacity checks,
+//! admission filters, reads versus writes versus deletes, and the action list. Every policy is
+//! registered in one place, [`PolicyConfig`] and [`AnyPolicy`].
+
+pub mod admission;
+pub mod conformance;
+pub mod error;
+pub mod frame;
+pub mod list;
+pub mod queue;
+pub mod registry;
+
+pub mod arc;
+pub mod belady;
+pub mod clock;
+pub mod fifo;
+pub mod lfru;
+pub mod lfu;
+pub mod lru;
+pub mod s3fifo;
+
+pub use admission::{Admission, AdmissionConfig};
+pub use error::PolicyError;
+pub use frame::{Eviction, SingleTier, Sink};
+pub use registry::{AnyPolicy, PolicyConfig};
+
+use tiercache_core::{Capacity, Decision, Request, TierId};
+
+/// A cache policy: one deterministic state machine over a hierarchy of one or more tiers.
+pub trait Policy {
+    /// Decides one request. `out` is cleared by the caller; the policy sets `out.hit` and
+    /// appends the actions that carry its decision out, in the order they must be applied.
+    fn decide(&mut self, req: &Request, out: &mut Decision);
+
+    /// Number of tiers the policy manages.
+    fn tier_count(&self) -> usize;
+
+    /// Capacity of a tier.
+    fn capacity(&self, tier: TierId) -> Capacity;
+
+    /// Space of a tier in use, in the unit of its capacity.
+    fn used(&self, tier: TierId) -> u64;
+
+    /// Objects resident in a tier.
+    fn resident(&self, tier: TierId) -> u64;
+
+    /// A short name with the parameters that matter, e.g. `s3fifo(small=0.1)`.
+    fn label(&self) -> String;
+}

@@ -1,0 +1,267 @@
+//! The one place policies are registered: [`PolicyConfig`] names a policy and its parameters
+//! (serde, with the papers' defaults), and [`AnyPolicy::from_config`] builds it. Adding a policy
+//! means a file, a variant here, and a line in each match below.
+
+use serde::{Deserialize, Serialize};
+use tiercache_core::{Capacity, Decision, Request, TierId};
+
+use crate::admission::{Admission, AdmissionConfig};
+use crate::arc::Arc;
+use crate::belady::Belady;
+use crate::clock::{Clock, ClockConfig};
+use crate::error::PolicyError;
+use crate::fifo::Fifo;
+use crate::frame::SingleTier;
+use crate::lfru::{Lfru, LfruConfig};
+use crate::lfu::{Lfu, LfuConfig};
+use crate::lru::Lru;
+use crate::s3fifo::{S3Fifo, S3FifoConfig};
+use crate::Policy;
+
+/// A policy and its parameters, as written in a configuration file or on the command line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "lowercase")]
+pub enum PolicyConfig {
+    Fifo,
+    Lru,
+    Clock(ClockConfig),
+    Lfu(LfuConfig),
+    Arc,
+    S3fifo(S3FifoConfig),
+    Lfru(LfruConfig),
+    Belady,
+}
+
+const KNOWN: &str = "fifo, lru, clock, lfu, arc, s3fifo, lfru, belady";
+
+fn parse_value<T: std::str::FromStr>(
+    policy: &str,
+    key: &str,
+    value: &str,
+) -> Result<T, PolicyError> {
+    value.parse().map_err(|_| PolicyError::bad(policy, key, format!("cannot be '{value}'")))
+}
+
+impl PolicyConfig {
+    /// All policy names, for help texts and sweeps.
+    pub const NAMES: [&'static str; 8] =
+        ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "lfru", "belady"];
+
+    /// Parses `name` or `name:key=value,key=value`, e.g. `clock:bits=2`, `lfu:aging_threshold=none`.
+    pub fn parse(spec: &str) -> Result<PolicyConfig, PolicyError> {
+        let (name, params) = match spec.split_once(':') {
+            Some((n, p)) => (n.trim().to_ascii_lowercase(), p),
+            None => (spec.trim().to_ascii_lowercase(), ""),
+        };
+        let mut config = match name.as_str() {
+            "fifo" => PolicyConfig::Fifo,
+            "lru" => PolicyConfig::Lru,
+            "clock" => PolicyConfig::Clock(ClockConfig::default()),
+            "lfu" => PolicyConfig::Lfu(LfuConfig::default()),
+            "arc" => PolicyConfig::Arc,
+            "s3fifo" | "s3-fifo" => PolicyConfig::S3fifo(S3FifoConfig::default()),
+            "lfru" => PolicyConfig::Lfru(LfruConfig::default()),
+            "belady" | "opt" | "min" => PolicyConfig::Belady,
+            _ => return Err(PolicyError::UnknownPolicy { name, known: KNOWN.into() }),
+        };
+        for pair in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| PolicyError::bad(&name, pair, "needs the form key=value"))?;
+            config.set(key.trim(), value.trim())?;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), PolicyError> {
+        let name = self.name();
+        match (self, key) {
+            (PolicyConfig::Clock(c), "bits") => c.bits = parse_value(name, key, value)?,
+            (PolicyConfig::Lfu(c), "aging_threshold") => {
+                c.aging_threshold = match value {
+                    "none" | "off" => None,
+                    v => Some(parse_value(name, key, v)?),
+                }
+            }
+            (PolicyConfig::S3fifo(c), "small_ratio") => {
+                c.small_ratio = parse_value(name, key, value)?
+            }
+            (PolicyConfig::S3fifo(c), "ghost_ratio") => {
+                c.ghost_ratio = parse_value(name, key, value)?
+            }
+            (PolicyConfig::S3fifo(c), "move_to_main_threshold") => {
+                c.move_to_main_threshold = parse_value(name, key, value)?
+            }
+            (PolicyConfig::S3fifo(c), "fill_main_first") => {
+                c.fill_main_first = parse_value(name, key, value)?
+            }
+            (PolicyConfig::Lfru(c), "sweep_interval_us") => {
+                c.sweep_interval_us = parse_value(name, key, value)?
+            }
+            (PolicyConfig::Lfru(c), "window_us") => c.window_us = parse_value(name, key, value)?,
+            (PolicyConfig::Lfru(c), "free_target") => {
+                c.free_target = parse_value(name, key, value)?
+            }
+            _ => return Err(PolicyError::bad(name, key, "is not a parameter of this policy")),
+        }
+        Ok(())
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            PolicyConfig::Fifo => "fifo",
+            PolicyConfig::Lru => "lru",
+            PolicyConfig::Clock(_) => "clock",
+            PolicyConfig::Lfu(_) => "lfu",
+            PolicyConfig::Arc => "arc",
+            PolicyConfig::S3fifo(_) => "s3fifo",
+            PolicyConfig::Lfru(_) => "lfru",
+            PolicyConfig::Belady => "belady",
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        match self {
+            PolicyConfig::Clock(c) => c.validate(),
+            PolicyConfig::Lfu(c) => c.validate(),
+            PolicyConfig::S3fifo(c) => c.validate(),
+            PolicyConfig::Lfru(c) => c.validate(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the policy reads `next_access` (the future), so the stream must be annotated.
+    pub fn needs_future(&self) -> bool {
+        matches!(self, PolicyConfig::Belady)
+    }
+}
+
+/// Any registered policy, built from its configuration. Dispatch is a `match`, so the
+/// simulator's inner loop stays monomorphic per arm.
+pub enum AnyPolicy {
+    Fifo(SingleTier<Fifo>),
+    Lru(SingleTier<Lru>),
+    Clock(SingleTier<Clock>),
+    Lfu(SingleTier<Lfu>),
+    Arc(SingleTier<Arc>),
+    S3fifo(SingleTier<S3Fifo>),
+    Lfru(SingleTier<Lfru>),
+    Belady(SingleTier<Belady>),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $p:ident => $body:expr) => {
+        match $self {
+            AnyPolicy::Fifo($p) => $body,
+            AnyPolicy::Lru($p) => $body,
+            AnyPolicy::Clock($p) => $body,
+            AnyPolicy::Lfu($p) => $body,
+            AnyPolicy::Arc($p) => $body,
+            AnyPolicy::S3fifo($p) => $body,
+            AnyPolicy::Lfru($p) => $body,
+            AnyPolicy::Belady($p) => $body,
+        }
+    };
+}
+
+impl AnyPolicy {
+    /// Builds a single-tier policy of `capacity` with an admission chain, seeded by `seed`.
+    pub fn from_config(
+        config: &PolicyConfig,
+        capacity: Capacity,
+        admission: &[AdmissionConfig],
+        seed: u64,
+    ) -> Result<AnyPolicy, PolicyError> {
+        config.validate()?;
+        if capacity.amount == 0 {
+            return Err(PolicyError::ZeroCapacity { unit: capacity.unit.as_str() });
+        }
+        let filters = Admission::new(admission, capacity, seed);
+        Ok(match config {
+            PolicyConfig::Fifo => {
+                AnyPolicy::Fifo(SingleTier::new(Fifo::new(capacity), capacity, filters))
+            }
+            PolicyConfig::Lru => {
+                AnyPolicy::Lru(SingleTier::new(Lru::new(capacity), capacity, filters))
+            }
+            PolicyConfig::Clock(c) => {
+                AnyPolicy::Clock(SingleTier::new(Clock::new(c, capacity), capacity, filters))
+            }
+            PolicyConfig::Lfu(c) => {
+                AnyPolicy::Lfu(SingleTier::new(Lfu::new(c, capacity), capacity, filters))
+            }
+            PolicyConfig::Arc => {
+                AnyPolicy::Arc(SingleTier::new(Arc::new(capacity), capacity, filters))
+            }
+            PolicyConfig::S3fifo(c) => {
+                AnyPolicy::S3fifo(SingleTier::new(S3Fifo::new(c, capacity), capacity, filters))
+            }
+            PolicyConfig::Lfru(c) => {
+                AnyPolicy::Lfru(SingleTier::new(Lfru::new(c, capacity), capacity, filters))
+            }
+            PolicyConfig::Belady => {
+                AnyPolicy::Belady(SingleTier::new(Belady::new(capacity), capacity, filters))
+            }
+        })
+    }
+}
+
+impl Policy for AnyPolicy {
+    #[inline]
+    fn decide(&mut self, req: &Request, out: &mut Decision) {
+        dispatch!(self, p => p.decide(req, out))
+    }
+
+    fn tier_count(&self) -> usize {
+        dispatch!(self, p => p.tier_count())
+    }
+
+    fn capacity(&self, tier: TierId) -> Capacity {
+        dispatch!(self, p => p.capacity(tier))
+    }
+
+    fn used(&self, tier: TierId) -> u64 {
+        dispatch!(self, p => p.used(tier))
+    }
+
+    fn resident(&self, tier: TierId) -> u64 {
+        dispatch!(self, p => p.resident(tier))
+    }
+
+    fn label(&self) -> String {
+        dispatch!(self, p => p.label())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_parameters() {
+        assert_eq!(PolicyConfig::parse("LRU").unwrap(), PolicyConfig::Lru);
+        let clock = PolicyConfig::parse("clock:bits=2").unwrap();
+        assert_eq!(clock, PolicyConfig::Clock(ClockConfig { bits: 2 }));
+        let lfu = PolicyConfig::parse("lfu:aging_threshold=none").unwrap();
+        assert_eq!(lfu, PolicyConfig::Lfu(LfuConfig { aging_threshold: None }));
+    }
+
+    #[test]
+    fn errors_name_the_policy_and_the_key() {
+        let err = PolicyConfig::parse("lru2").unwrap_err().to_string();
+        assert!(err.contains("lru2") && err.contains("s3fifo"), "{err}");
+        let err = PolicyConfig::parse("clock:bits=9").unwrap_err().to_string();
+        assert!(err.contains("clock") && err.contains("bits"), "{err}");
+        let err = PolicyConfig::parse("arc:p=3").unwrap_err().to_string();
+        assert!(err.contains("'p'"), "{err}");
+        let err = PolicyConfig::parse("clock:bits=two").unwrap_err().to_string();
+        assert!(err.contains("two"), "{err}");
+    }
+
+    #[test]
+    fn zero_capacity_is_refused() {
+        let err = AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(0), &[], 0);
+        assert!(err.is_err());
+    }
+}

@@ -1,0 +1,252 @@
+//! S3-FIFO (Yang et al., "FIFO queues are all you need for cache eviction", SOSP'23): a small
+//! FIFO (10% of the cache) filters one-hit wonders, a main FIFO with a 2-bit CLOCK counter keeps
+//! the rest, and a ghost FIFO of keys (no data) remembers what the small queue let go, so a key
+//! that returns soon enters main directly.
+//!
+//! - Insert: into main if the key is in the ghost, else into small. Counters start at 0; a hit
+//!   raises the counter, saturating at 3.
+//! - Evict: from main if it is over its share or small is empty, else from small.
+//! - Small's oldest key moves to main if its counter reached `move_to_main_threshold`, else it
+//!   becomes a ghost and is evicted.
+//! - Main's oldest key is reinserted at the head with its counter lowered by one while the
+//!   counter is above zero, else evicted.
+//!
+//! `move_to_main_threshold` defaults to 2 and the ghost holds 90% of the cache's capacity, the
+//! defaults of libCacheSim's `S3FIFO`. An object larger than the small queue is not admitted
+//! (as in libCacheSim). libCacheSim also sends new keys to main while small is full before the
+//! first eviction; `fill_main_first` enables that variant.
+
+use serde::{Deserialize, Serialize};
+use tiercache_core::{Capacity, Key, KeyMap, RejectReason, Request, Unit};
+
+use crate::error::PolicyError;
+use crate::frame::{Eviction, Sink};
+use crate::list::{Arena, List};
+use crate::queue::expected_objects;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct S3FifoConfig {
+    pub small_ratio: f64,
+    pub ghost_ratio: f64,
+    pub move_to_main_threshold: u32,
+    pub fill_main_first: bool,
+}
+
+impl Default for S3FifoConfig {
+    fn default() -> S3FifoConfig {
+        S3FifoConfig {
+            small_ratio: 0.1,
+            ghost_ratio: 0.9,
+            move_to_main_threshold: 2,
+            fill_main_first: false,
+        }
+    }
+}
+
+impl S3FifoConfig {
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if !(self.small_ratio > 0.0 && self.small_ratio < 1.0) {
+            return Err(PolicyError::bad("s3fifo", "small_ratio", "must be in (0, 1)"));
+        }
+        if !(0.0..=4.0).contains(&self.ghost_ratio) {
+            return Err(PolicyError::bad("s3fifo", "ghost_ratio", "must be in [0, 4]"));
+        }
+        if !(1..=3).contains(&self.move_to_main_threshold) {
+            return Err(PolicyError::bad("s3fifo", "move_to_main_threshold", "must be 1 to 3"));
+        }
+        Ok(())
+    }
+}
+
+const SMALL: u32 = 0;
+const MAIN: u32 = 1;
+const GHOST: u32 = 2;
+const COUNTER_MAX: u32 = 3;
+
+#[inline]
+fn tag(aux: u32) -> u32 {
+    aux >> 8
+}
+
+#[inline]
+fn counter(aux: u32) -> u32 {
+    aux & 0xff
+}
+
+#[inline]
+fn aux(tag: u32, counter: u32) -> u32 {
+    (tag << 8) | counter
+}
+
+pub struct S3Fifo {
+    arena: Arena,
+    small: List,
+    main: List,
+    ghost: List,
+    map: KeyMap<u32>,
+    unit: Unit,
+    small_target: u64,
+    main_target: u64,
+    ghost_target: u64,
+    threshold: u32,
+    fill_main_first: bool,
+    has_evicted: bool,
+    ghost_hit: bool,
+}
+
+impl S3Fifo {
+    pub fn new(config: &S3FifoConfig, capacity: Capacity) -> S3Fifo {
+        let expected = expected_objects(capacity).min(1 << 24);
+        let small_target = ((capacity.amount as f64 * config.small_ratio) as u64).max(1);
+        let mut map = KeyMap::default();
+        map.reserve(expected * 2);
+        S3Fifo {
+            arena: Arena::with_capacity(expected * 2),
+            small: List::default(),
+            main: List::default(),
+            ghost: List::default(),
+            map,
+            unit: capacity.unit,
+            small_target,
+            main_target: capacity.amount.saturating_sub(small_target),
+            ghost_target: (capacity.amount as f64 * config.ghost_ratio) as u64,
+            threshold: config.move_to_main_threshold,
+            fill_main_first: config.fill_main_first,
+            has_evicted: false,
+            ghost_hit: false,
+        }
+    }
+
+    fn forget(&mut self, node: u32) -> (Key, u32) {
+        let (key, size, t) = {
+            let n = self.arena.get(node);
+            (n.key, n.size, tag(n.aux))
+        };
+        let list = match t {
+            SMALL => &mut self.small,
+            MAIN => &mut self.main,
+            _ => &mut self.ghost,
+        };
+        self.arena.unlink(list, node);
+        self.arena.release(node);
+        self.map.remove(&key);
+        (key, size)
+    }
+
+    fn trim_ghost(&mut self) {
+        while self.ghost.charge(self.unit) > self.ghost_target {
+            let Some(node) = self.arena.back(&self.ghost) else { break };
+            self.forget(node);
+        }
+    }
+
+    /// Evicts one key from main, reinserting those whose counter is above zero.
+    fn evict_main(&mut self) -> Option<(Key, u32)> {
+        loop {
+            let node = self.arena.back(&self.main)?;
+            let c = counter(self.arena.get(node).aux).min(COUNTER_MAX);
+            if c == 0 {
+                return Some(self.forget(node));
+            }
+            self.arena.get_mut(node).aux = aux(MAIN, c - 1);
+            self.arena.move_to_front(&mut self.main, node);
+        }
+    }
+
+    /// Moves small's oldest keys to main or to the ghost; returns the first one that leaves
+    /// the cache, or `None` if small emptied into main.
+    fn evict_small(&mut self) -> Option<(Key, u32)> {
+        while let Some(node) = self.arena.pop_back(&mut self.small) {
+            let n = *self.arena.get(node);
+            if counter(n.aux) >= self.threshold {
+                self.arena.get_mut(node).aux = aux(MAIN, 0);
+                self.arena.push_front(&mut self.main, node);
+            } else if self.ghost_target > 0 {
+                self.arena.get_mut(node).aux = aux(GHOST, 0);
+                self.arena.push_front(&mut self.ghost, node);
+                self.trim_ghost();
+                return Some((n.key, n.size));
+            } else {
+                self.map.remove(&n.key);
+                self.arena.release(node);
+                return Some((n.key, n.size));
+            }
+        }
+        None
+    }
+}
+
+impl Eviction for S3Fifo {
+    #[inline]
+    fn access(&mut self, req: &Request) -> Option<u32> {
+        let node = self.arena.get_mut(*self.map.get(&req.key)?);
+        if tag(node.aux) == GHOST {
+            return None;
+        }
+        node.aux = aux(tag(node.aux), (counter(node.aux) + 1).min(COUNTER_MAX));
+        Some(node.size)
+    }
+
+    fn admit(&mut self, req: &Request, _needs_room: bool) -> Result<(), RejectReason> {
+        let charge = match self.unit {
+            Unit::Bytes => req.size as u64,
+            Unit::Objects => 1,
+        };
+        if charge > self.small_target {
+            return Err(RejectReason::TooLarge);
+        }
+        Ok(())
+    }
+
+    fn prepare_insert(&mut self, req: &Request, _sink: &mut Sink) {
+        self.ghost_hit = false;
+        if let Some(&node) = self.map.get(&req.key) {
+            debug_assert_eq!(tag(self.arena.get(node).aux), GHOST);
+            self.forget(node);
+            self.ghost_hit = true;
+        }
+    }
+
+    fn evict(&mut self, _incoming: &Request) -> Option<(Key, u32)> {
+        self.has_evicted = true;
+        loop {
+            if self.main.charge(self.unit) > self.main_target || self.small.is_empty() {
+                return self.evict_main();
+            }
+            if let Some(victim) = self.evict_small() {
+                return Some(victim);
+            }
+        }
+    }
+
+    fn insert(&mut self, req: &Request) {
+        let small_full = self.small.charge(self.unit) >= self.small_target;
+        let to_main = std::mem::take(&mut self.ghost_hit)
+            || (self.fill_main_first && !self.has_evicted && small_full);
+        let t = if to_main { MAIN } else { SMALL };
+        let node = self.arena.alloc(req.key, req.size, aux(t, 0));
+        let list = if to_main { &mut self.main } else { &mut self.small };
+        self.arena.push_front(list, node);
+        self.map.insert(req.key, node);
+    }
+
+    fn remove(&mut self, key: Key) -> Option<u32> {
+        let node = *self.map.get(&key)?;
+        let resident = tag(self.arena.get(node).aux) != GHOST;
+        let (_, size) = self.forget(node);
+        resident.then_some(size)
+    }
+
+    fn used(&self) -> u64 {
+        self.small.charge(self.unit) + self.main.charge(self.unit)
+    }
+
+    fn resident(&self) -> u64 {
+        self.small.len + self.main.len
+    }
+
+    fn label(&self) -> String {
+        "s3fifo".into()
+    }
+}

@@ -1,0 +1,94 @@
+//! Every registered policy, with and without admission filters, in both capacity units, on
+//! random streams of reads, writes and deletes: the conformance shadow must accept every
+//! decision (capacity never exceeded, hits only on resident keys, accounting exact). And
+//! Belady's MIN never misses more than any other policy on the same stream and capacity.
+
+use proptest::prelude::*;
+use tiercache_core::{annotate_next_access, Capacity, Op, Request, Unit};
+use tiercache_policy::conformance::check_stream;
+use tiercache_policy::{AdmissionConfig, AnyPolicy, PolicyConfig};
+
+fn stream(keys: u64, max_size: u32, with_deletes: bool) -> impl Strategy<Value = Vec<Request>> {
+    let op = if with_deletes {
+        prop_oneof![6 => Just(Op::Read), 3 => Just(Op::Write), 1 => Just(Op::Delete)].boxed()
+    } else {
+        prop_oneof![3 => Just(Op::Read), 1 => Just(Op::Write)].boxed()
+    };
+    // Keys skewed toward small numbers so there are hits; sizes depend on the key mostly, but
+    // sometimes change, to exercise resizing hits.
+    let request = (0..keys, 0..keys, op, 0u32..8, 0u64..400_000);
+    prop::collection::vec(request, 1..600).prop_map(move |raw| {
+        let mut time = 0;
+        raw.into_iter()
+            .map(|(a, b, op, jitter, dt)| {
+                let key = a.min(b);
+                let size = if jitter == 0 {
+                    1 + (key as u32 * 7919) % max_size
+                } else {
+                    1 + (key as u32 * 104_729) % max_size
+                };
+                time += dt;
+                let mut r = Request::new(time, key, size, op);
+                r.size = size;
+                r
+            })
+            .collect()
+    })
+}
+
+fn all_policies() -> Vec<PolicyConfig> {
+    let mut list: Vec<PolicyConfig> =
+        PolicyConfig::NAMES.iter().map(|n| PolicyConfig::parse(n).unwrap()).collect();
+    list.push(PolicyConfig::parse("clock:bits=2").unwrap());
+    list.push(PolicyConfig::parse("lfu:aging_threshold=none").unwrap());
+    list.push(PolicyConfig::parse("s3fifo:fill_main_first=true").unwrap());
+    list.push(PolicyConfig::parse("lfru:sweep_interval_us=100000,window_us=50000").unwrap());
+    list
+}
+
+fn admissions() -> Vec<Vec<AdmissionConfig>> {
+    ["always", "prob:0.5", "second-hit:8", "size:300+second-hit"]
+        .iter()
+        .map(|s| AdmissionConfig::parse_chain(s).unwrap())
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_policy_conforms(
+        reqs in stream(60, 500, true),
+        amount in 1u64..40,
+        bytes in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let mut reqs = reqs;
+        annotate_next_access(&mut reqs);
+        let capacity = if bytes { Capacity::bytes(amount * 100) } else { Capacity::objects(amount) };
+        for config in all_policies() {
+            for admission in admissions() {
+                let mut policy = AnyPolicy::from_config(&config, capacity, &admission, seed).unwrap();
+                let result = check_stream(&mut policy, &reqs);
+                prop_assert!(result.is_ok(), "{} at {capacity} (seed {seed}): {}",
+                    config.name(), result.unwrap_err());
+            }
+        }
+    }
+
+    #[test]
+    fn belady_misses_least(reqs in stream(50, 1, false), amount in 1u64..30) {
+        let mut reqs = reqs;
+        annotate_next_access(&mut reqs);
+        let capacity = Capacity { amount, unit: Unit::Objects };
+        let run = |config: &PolicyConfig| {
+            let mut policy = AnyPolicy::from_config(config, capacity, &[], 1).unwrap();
+            reqs.len() as u64 - check_stream(&mut policy, &reqs).unwrap()
+        };
+        let belady = run(&PolicyConfig::Belady);
+        for config in all_policies() {
+            let misses = run(&config);
+            prop_assert!(belady <= misses, "belady {} > {} {}", belady, config.name(), misses);
+        }
+    }
+}
