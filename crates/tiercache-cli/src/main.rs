@@ -1,1 +1,88 @@
-fn main() {}
+//! `tiercache`: the command line of the tiercache simulator (and, later, engine and lab).
+
+mod demo;
+mod plot;
+mod progress;
+mod sim;
+mod sweep;
+mod trace;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "tiercache",
+    version,
+    about = "Hybrid-memory cache policies: simulate, sweep, inspect traces"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a few policies on a built-in synthetic workload and compare them.
+    Demo(demo::DemoArgs),
+    /// Simulate one policy at one capacity over a trace.
+    Sim(sim::SimArgs),
+    /// Simulate policies x capacities in parallel; write CSV and a miss-ratio-curve plot.
+    Sweep(sweep::SweepArgs),
+    /// Inspect, convert or generate traces.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
+}
+
+/// How to read a trace; shared by every command that reads one.
+#[derive(Args, Clone, Debug)]
+pub struct TraceArgs {
+    /// Trace file (.zst, .gz, .xz, .bz2 are decompressed on the fly).
+    #[arg(long)]
+    pub trace: PathBuf,
+    /// auto, msr, systor, oracle-general, vscsi, csv, txt, arc-lis.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// Columns of a --format csv trace, e.g. 'time=1,key=2,size=3,op=4,header=true'.
+    #[arg(long)]
+    pub csv_spec: Option<String>,
+    /// Split byte-range requests into aligned blocks of this size (e.g. 4096, 4KiB).
+    #[arg(long)]
+    pub block_size: Option<String>,
+    /// Skip malformed records (and report how many) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad: bool,
+}
+
+impl TraceArgs {
+    pub fn options(&self) -> anyhow::Result<tiercache_workload::TraceOptions> {
+        let format =
+            tiercache_workload::TraceFormat::parse(&self.format, self.csv_spec.as_deref())?;
+        let block_size = match &self.block_size {
+            None => None,
+            Some(text) => {
+                let bytes = tiercache_core::parse_size(text)?;
+                Some(
+                    u32::try_from(bytes)
+                        .map_err(|_| anyhow::anyhow!("--block-size {text} is too large"))?,
+                )
+            }
+        };
+        Ok(tiercache_workload::TraceOptions { format, block_size, skip_bad: self.skip_bad })
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(&args),
+        Command::Sim(args) => sim::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
+        Command::Trace(command) => trace::run(command),
+    };
+    if let Err(error) = result {
+        eprintln!("error: {error:#}");
+        std::process::exit(1);
+    }
+}

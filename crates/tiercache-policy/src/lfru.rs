@@ -109,14 +109,17 @@ impl Lfru {
 
 impl Eviction for Lfru {
     fn tick(&mut self, req: &Request, sink: &mut Sink) {
+        // Sweeps fire at multiples of the interval, like a timer thread waking each second.
         let now = req.time_us;
+        let interval = self.config.sweep_interval_us;
+        let next_due = (now / interval + 1) * interval;
         match self.next_sweep_us {
-            None => self.next_sweep_us = Some(now + self.config.sweep_interval_us),
             Some(due) if now >= due => {
                 self.sweep(now, sink);
-                self.next_sweep_us = Some(now + self.config.sweep_interval_us);
+                self.next_sweep_us = Some(next_due);
             }
             Some(_) => {}
+            None => self.next_sweep_us = Some(next_due),
         }
     }
 
@@ -170,5 +173,56 @@ impl Eviction for Lfru {
 
     fn label(&self) -> String {
         "lfru".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::Admission;
+    use crate::frame::SingleTier;
+    use crate::Policy;
+    use tiercache_core::{Action, Decision, Op};
+
+    fn at(time_us: u64, key: u64) -> Request {
+        Request::new(time_us, key, 1, Op::Read)
+    }
+
+    #[test]
+    fn full_cache_admits_nothing_until_a_sweep_evicts_stale_least_frequent() {
+        let config = LfruConfig { sweep_interval_us: 1000, window_us: 500, free_target: 0.5 };
+        let capacity = Capacity::objects(4);
+        let mut policy =
+            SingleTier::new(Lfru::new(&config, capacity), capacity, Admission::always());
+        let mut d = Decision::new();
+        let mut run = |policy: &mut SingleTier<Lfru>, req: Request| {
+            d.clear();
+            policy.decide(&req, &mut d);
+            d.clone()
+        };
+        for key in 1..=4 {
+            run(&mut policy, at(10, key));
+        }
+        // Key 1 is used often and recently; 2 is used often but long ago; 3 and 4 once, long ago.
+        for _ in 0..3 {
+            run(&mut policy, at(100, 2));
+            run(&mut policy, at(900, 1));
+        }
+        let full = run(&mut policy, at(950, 5));
+        assert!(matches!(full.actions[..], [Action::Reject { reason: RejectReason::NoSpace, .. }]));
+        // The sweep at t=1000 considers blocks idle since t=500 (2, 3, 4), evicts the least
+        // frequent first until half the cache is free: 3 and 4, then admits 5.
+        let swept = run(&mut policy, at(1000, 5));
+        let evicted: Vec<u64> = swept
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Evict { key, .. } => Some(*key),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(evicted, vec![3, 4]);
+        assert!(matches!(swept.actions.last(), Some(Action::Insert { key: 5, .. })));
+        assert_eq!(policy.eviction().sweeps(), 1);
     }
 }

@@ -41,7 +41,7 @@ fn all_policies() -> Vec<PolicyConfig> {
         PolicyConfig::NAMES.iter().map(|n| PolicyConfig::parse(n).unwrap()).collect();
     list.push(PolicyConfig::parse("clock:bits=2").unwrap());
     list.push(PolicyConfig::parse("lfu:aging_threshold=none").unwrap());
-    list.push(PolicyConfig::parse("s3fifo:fill_main_first=true").unwrap());
+    list.push(PolicyConfig::parse("s3fifo:fill_main_first=false").unwrap());
     list.push(PolicyConfig::parse("lfru:sweep_interval_us=100000,window_us=50000").unwrap());
     list
 }

@@ -1,0 +1,158 @@
+//! Plots as SVG and PNG. Text is laid out (and, in PNG, rasterised) from a TrueType font,
+//! looked up in the usual system places or taken from `TIERCACHE_FONT`; without one, plots are
+//! skipped with a note and the CSV remains the result.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::Context;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+const FONT_CANDIDATES: [&str; 5] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/Library/Fonts/Arial.ttf",
+];
+
+/// Registers a font for PNG text once; returns whether one was found.
+fn font_ready() -> bool {
+    static READY: OnceLock<bool> = OnceLock::new();
+    *READY.get_or_init(|| {
+        let from_env = std::env::var_os("TIERCACHE_FONT").map(PathBuf::from);
+        let candidates = from_env.into_iter().chain(FONT_CANDIDATES.iter().map(PathBuf::from));
+        for path in candidates {
+            if let Ok(bytes) = std::fs::read(&path) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return true;
+                }
+            }
+        }
+        false
+    })
+}
+
+/// One line of a plot.
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+pub struct Chart<'a> {
+    pub title: &'a str,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub log_x: bool,
+    /// Formats an x-axis value (sizes as `64 MiB`, counts as `10k`).
+    pub x_format: fn(f64) -> String,
+    pub series: &'a [Series],
+}
+
+/// Formats a byte count for an axis.
+pub fn axis_bytes(x: f64) -> String {
+    tiercache_core::format_size(x.max(0.0) as u64)
+}
+
+/// Formats a count for an axis: 950, 12k, 3.5M.
+pub fn axis_count(x: f64) -> String {
+    match x {
+        x if x >= 1e6 => {
+            format!("{:.3}M", x / 1e6).trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+        x if x >= 1e3 => {
+            format!("{:.3}k", x / 1e3).trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+        x => format!("{x:.0}"),
+    }
+}
+
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+fn draw<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, chart: &Chart) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let xs = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let (x_min, x_max) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let y_max =
+        chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(0.0f64, f64::max);
+    let y_range = 0.0..(y_max * 1.05).max(0.01);
+    let mut builder = ChartBuilder::on(&area);
+    builder
+        .caption(chart.title, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60);
+    macro_rules! finish {
+        ($ctx:expr) => {{
+            let mut ctx = $ctx;
+            ctx.configure_mesh()
+                .x_labels(8)
+                .x_label_formatter(&|x| (chart.x_format)(*x))
+                .light_line_style(WHITE.mix(0.0))
+                .x_desc(chart.x_label)
+                .y_desc(chart.y_label)
+                .draw()
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            for (i, s) in chart.series.iter().enumerate() {
+                let color = COLORS[i % COLORS.len()];
+                ctx.draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+                    .map_err(|e| anyhow::anyhow!("{e:?}"))?
+                    .label(s.name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    });
+                ctx.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            }
+            ctx.configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::LowerLeft)
+                .draw()
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        }};
+    }
+    if chart.log_x && x_min > 0.0 {
+        finish!(builder
+            .build_cartesian_2d((x_min * 0.9..x_max * 1.1).log_scale(), y_range)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?);
+    } else {
+        finish!(builder
+            .build_cartesian_2d(x_min..x_max, y_range)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?);
+    }
+    area.present().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    Ok(())
+}
+
+/// Writes `<stem>.svg` and `<stem>.png`. Returns the files written (none without a font).
+pub fn write_chart(stem: &Path, chart: &Chart) -> anyhow::Result<Vec<PathBuf>> {
+    if !font_ready() {
+        eprintln!(
+            "note: no TrueType font found, so no plot was drawn; install fonts-dejavu-core or set \
+             TIERCACHE_FONT to a .ttf file"
+        );
+        return Ok(Vec::new());
+    }
+    let svg = stem.with_extension("svg");
+    draw(SVGBackend::new(&svg, (960, 600)).into_drawing_area(), chart)
+        .with_context(|| format!("cannot draw {}", svg.display()))?;
+    let png = stem.with_extension("png");
+    draw(BitMapBackend::new(&png, (960, 600)).into_drawing_area(), chart)
+        .with_context(|| format!("cannot draw {}", png.display()))?;
+    Ok(vec![svg, png])
+}

@@ -1,0 +1,160 @@
+//! `tiercache sim`: one policy, one capacity, one trace.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use tiercache_core::{format_size, parse_size, Capacity, Unit};
+use tiercache_policy::{AdmissionConfig, PolicyConfig};
+use tiercache_sim::{simulate, RunOptions, SimReport};
+use tiercache_workload::TraceReader;
+
+use crate::progress::Progress;
+use crate::TraceArgs;
+
+#[derive(Args)]
+pub struct SimArgs {
+    #[command(flatten)]
+    pub trace: TraceArgs,
+    /// Policy, optionally with parameters: lru, arc, 'clock:bits=2', 's3fifo:small_ratio=0.2'...
+    #[arg(long)]
+    pub policy: String,
+    /// Admission filters joined by '+': always, prob:P, second-hit[:N], size:BYTES.
+    #[arg(long, default_value = "always")]
+    pub admission: String,
+    /// Cache size: bytes ('64MiB', '4GiB') or, with --unit objects, a count.
+    #[arg(long)]
+    pub capacity: String,
+    /// What capacity counts: bytes (object sizes respected) or objects.
+    #[arg(long, default_value = "bytes", value_parser = ["bytes", "objects"])]
+    pub unit: String,
+    /// Seed of the policy's and filters' randomness.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the report as CSV (a header and one row) to this file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+pub fn parse_capacity(text: &str, unit: &str) -> anyhow::Result<Capacity> {
+    let amount = parse_size(text).with_context(|| format!("--capacity {text}"))?;
+    let unit = if unit == "objects" { Unit::Objects } else { Unit::Bytes };
+    anyhow::ensure!(amount > 0, "--capacity must be above 0");
+    Ok(Capacity { amount, unit })
+}
+
+pub fn run(args: &SimArgs) -> anyhow::Result<()> {
+    let options = RunOptions {
+        policy: PolicyConfig::parse(&args.policy)?,
+        capacity: parse_capacity(&args.capacity, &args.unit)?,
+        admission: AdmissionConfig::parse_chain(&args.admission)?,
+        seed: args.seed,
+        logical_time: false,
+    };
+    let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
+    let options = RunOptions { logical_time: !reader.info().has_time, ..options };
+    let mut progress = Progress::new("simulating", None);
+    let report = simulate(&options, reader.by_ref(), &mut |n| progress.set(n))?;
+    progress.finish();
+    if reader.skipped() > 0 {
+        eprintln!(
+            "warning: skipped {} malformed records; the first: {}",
+            reader.skipped(),
+            reader.first_skipped().unwrap_or("")
+        );
+    }
+    if let Some(path) = &args.csv {
+        write_csv(path, &report, reader.skipped())?;
+    }
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["trace"] = serde_json::json!(reader.info().path);
+        value["format"] = serde_json::json!(reader.info().format);
+        value["skipped_records"] = serde_json::json!(reader.skipped());
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print_table(&report, reader.info());
+    }
+    Ok(())
+}
+
+/// Flattens a report to (column, value) pairs for CSV.
+pub fn flat_fields(report: &SimReport) -> Vec<(String, String)> {
+    let value = serde_json::to_value(report).expect("reports serialize");
+    let mut fields = Vec::new();
+    if let serde_json::Value::Object(map) = value {
+        for (key, v) in map {
+            match v {
+                serde_json::Value::Object(inner) => {
+                    for (k, x) in inner {
+                        fields.push((format!("{key}_{k}"), x.to_string()));
+                    }
+                }
+                serde_json::Value::Array(_) => {}
+                serde_json::Value::String(s) => fields.push((key, s)),
+                other => fields.push((key, other.to_string())),
+            }
+        }
+    }
+    fields
+}
+
+fn write_csv(path: &std::path::Path, report: &SimReport, skipped: u64) -> anyhow::Result<()> {
+    let mut fields = flat_fields(report);
+    fields.push(("skipped_records".into(), skipped.to_string()));
+    let header: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+    let row: Vec<&str> = fields.iter().map(|(_, v)| v.as_str()).collect();
+    let text = format!("{}\n{}\n", header.join(","), row.join(","));
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:6.2}%", x * 100.0)
+}
+
+fn print_table(r: &SimReport, info: &tiercache_workload::TraceInfo) {
+    let c = &r.counters;
+    let capacity =
+        if r.unit == "bytes" { format_size(r.capacity) } else { format!("{} objects", r.capacity) };
+    println!("trace     {} ({})", info.path.display(), info.format);
+    println!("policy    {}   capacity {}", r.policy, capacity);
+    println!();
+    println!(
+        "          {:>12} {:>12} {:>9} {:>14}",
+        "requests", "hits", "hit ratio", "byte hit ratio"
+    );
+    let row = |name: &str, n: u64, h: u64, hr: f64, bhr: f64| {
+        println!("{name:<9} {n:>12} {h:>12} {:>9} {:>14}", pct(hr), pct(bhr));
+    };
+    row("all", c.reads + c.writes, c.hits, r.hit_ratio, r.byte_hit_ratio);
+    row("reads", c.reads, c.read_hits, r.read_hit_ratio, r.read_byte_hit_ratio);
+    row("writes", c.writes, c.write_hits, r.write_hit_ratio, r.write_byte_hit_ratio);
+    if c.deletes > 0 {
+        println!("deletes   {:>12}", c.deletes);
+    }
+    println!();
+    println!(
+        "insertions {}   evictions {}   invalidations {}",
+        c.insertions, c.evictions, c.invalidations
+    );
+    if c.rejections > 0 {
+        let reasons: Vec<String> =
+            r.rejections_by_reason.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("not admitted {} ({})", c.rejections, reasons.join(", "));
+    }
+    println!(
+        "bytes written to cache {}   read from backing {}   written to backing {}",
+        format_size(c.bytes_written_to_cache),
+        format_size(c.bytes_read_from_backing),
+        format_size(c.bytes_written_to_backing)
+    );
+    println!(
+        "simulated {} requests in {:.2} s ({:.2} M requests/s)",
+        c.requests,
+        r.elapsed_seconds,
+        r.requests_per_second / 1e6
+    );
+}

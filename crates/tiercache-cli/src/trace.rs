@@ -1,0 +1,242 @@
+//! `tiercache trace`: statistics, format conversion and generation.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use tiercache_core::{format_size, parse_size, Request};
+use tiercache_workload::gen::ycsb::{Ycsb, YcsbConfig, YcsbWorkload};
+use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
+use tiercache_workload::stats::{ReuseHistogram, StatsBuilder, TraceStats};
+use tiercache_workload::writer::{write_oracle_general, CsvWriter};
+use tiercache_workload::TraceReader;
+
+use crate::progress::Progress;
+use crate::TraceArgs;
+
+#[derive(Subcommand)]
+pub enum TraceCommand {
+    /// Requests, unique keys, footprint, read/write mix and the reuse-distance histogram.
+    Stats {
+        #[command(flatten)]
+        trace: TraceArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite a trace in another format (block view and skip-bad apply).
+    Convert {
+        #[command(flatten)]
+        trace: TraceArgs,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Generate a seeded synthetic trace.
+    Gen(GenArgs),
+}
+
+#[derive(Args)]
+pub struct OutputArgs {
+    /// Output format: oracle-general or csv (tiercache's `time_us,key,size,op`).
+    #[arg(long, default_value = "csv", value_parser = ["csv", "oracle-general"])]
+    pub to: String,
+    /// Output file; a .zst or .gz name compresses.
+    #[arg(long, short)]
+    pub output: PathBuf,
+}
+
+#[derive(Args)]
+pub struct GenArgs {
+    /// Key distribution: uniform, zipf, scrambled-zipf, hotspot, latest, sequential.
+    #[arg(long, default_value = "zipf")]
+    pub dist: String,
+    /// Zipf exponent.
+    #[arg(long, default_value_t = 0.99)]
+    pub theta: f64,
+    /// Hotspot: fraction of keys that are hot, and of requests that go to them.
+    #[arg(long, default_value_t = 0.2)]
+    pub hot_fraction: f64,
+    #[arg(long, default_value_t = 0.8)]
+    pub hot_op_fraction: f64,
+    #[arg(long, default_value = "1000000")]
+    pub objects: String,
+    #[arg(long, default_value = "10000000")]
+    pub requests: String,
+    /// Fraction of reads; the rest are writes.
+    #[arg(long, default_value_t = 1.0)]
+    pub read_ratio: f64,
+    /// Object size, or a range 'MIN..MAX' drawn per object.
+    #[arg(long, default_value = "4096")]
+    pub size: String,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// A YCSB core workload (A-F) instead of --dist; uses --records and --operations.
+    #[arg(long)]
+    pub ycsb: Option<String>,
+    #[arg(long, default_value = "1000")]
+    pub records: String,
+    #[arg(long, default_value = "1000")]
+    pub operations: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub fn run(command: TraceCommand) -> anyhow::Result<()> {
+    match command {
+        TraceCommand::Stats { trace, json } => stats(&trace, json),
+        TraceCommand::Convert { trace, output } => {
+            let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
+            let written = write(reader.by_ref().map(|r| r.map_err(anyhow::Error::from)), &output)?;
+            if reader.skipped() > 0 {
+                eprintln!("warning: skipped {} malformed records", reader.skipped());
+            }
+            println!("wrote {written} requests to {}", output.output.display());
+            Ok(())
+        }
+        TraceCommand::Gen(args) => generate(&args),
+    }
+}
+
+fn write(
+    requests: impl Iterator<Item = anyhow::Result<Request>>,
+    output: &OutputArgs,
+) -> anyhow::Result<u64> {
+    let mut progress = Progress::new("writing", None);
+    let mut count = 0u64;
+    if output.to == "oracle-general" {
+        let mut all: Vec<Request> = Vec::new();
+        for r in requests {
+            all.push(r?);
+        }
+        count = all.len() as u64;
+        write_oracle_general(&output.output, &mut all)?;
+    } else {
+        let mut writer = CsvWriter::create(&output.output)?;
+        for r in requests {
+            writer.write(&r?)?;
+            count += 1;
+            if count.is_multiple_of(65536) {
+                progress.set(count);
+            }
+        }
+        writer.finish()?;
+    }
+    progress.finish();
+    Ok(count)
+}
+
+fn count(text: &str, flag: &str) -> anyhow::Result<u64> {
+    parse_size(text).with_context(|| format!("{flag} {text}"))
+}
+
+fn generate(args: &GenArgs) -> anyhow::Result<()> {
+    let written = if let Some(workload) = &args.ycsb {
+        let config = YcsbConfig {
+            record_count: count(&args.records, "--records")?,
+            operation_count: count(&args.operations, "--operations")?,
+            seed: args.seed,
+            ..YcsbConfig::new(YcsbWorkload::parse(workload)?)
+        };
+        write(Ycsb::new(config)?.map(Ok), &args.output)?
+    } else {
+        let distribution = match args.dist.as_str() {
+            "uniform" => KeyDistribution::Uniform,
+            "zipf" => KeyDistribution::Zipf { theta: args.theta },
+            "scrambled-zipf" => KeyDistribution::ScrambledZipf { theta: args.theta },
+            "hotspot" => KeyDistribution::Hotspot {
+                hot_fraction: args.hot_fraction,
+                hot_op_fraction: args.hot_op_fraction,
+            },
+            "latest" => KeyDistribution::Latest { theta: args.theta },
+            "sequential" => KeyDistribution::Sequential,
+            other => anyhow::bail!(
+                "--dist {other}: use uniform, zipf, scrambled-zipf, hotspot, latest or sequential"
+            ),
+        };
+        let size = match args.size.split_once("..") {
+            Some((a, b)) => SizeDistribution::Uniform { min: size32(a)?, max: size32(b)? },
+            None => SizeDistribution::Fixed { bytes: size32(&args.size)? },
+        };
+        let config = SyntheticConfig {
+            distribution,
+            objects: count(&args.objects, "--objects")?,
+            requests: count(&args.requests, "--requests")?,
+            read_ratio: args.read_ratio,
+            size,
+            seed: args.seed,
+        };
+        write(Synthetic::new(config)?.map(Ok), &args.output)?
+    };
+    println!("wrote {written} requests to {}", args.output.output.display());
+    Ok(())
+}
+
+fn size32(text: &str) -> anyhow::Result<u32> {
+    let bytes = parse_size(text).with_context(|| format!("--size {text}"))?;
+    u32::try_from(bytes).map_err(|_| anyhow::anyhow!("--size {text} is above 4 GiB"))
+}
+
+fn stats(trace: &TraceArgs, json: bool) -> anyhow::Result<()> {
+    let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
+    let mut builder = StatsBuilder::default();
+    let mut progress = Progress::new("reading", None);
+    let mut n = 0u64;
+    for item in reader.by_ref() {
+        builder.add(&item?);
+        n += 1;
+        if n.is_multiple_of(65536) {
+            progress.set(n);
+        }
+    }
+    progress.finish();
+    let stats = builder.finish();
+    if json {
+        let mut value = serde_json::to_value(&stats)?;
+        value["trace"] = serde_json::json!(trace.trace);
+        value["skipped_records"] = serde_json::json!(reader.skipped());
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    print_stats(&stats, reader.info());
+    if reader.skipped() > 0 {
+        println!("skipped       {} malformed records", reader.skipped());
+    }
+    Ok(())
+}
+
+fn print_stats(s: &TraceStats, info: &tiercache_workload::TraceInfo) {
+    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 };
+    println!("trace         {} ({})", info.path.display(), info.format);
+    println!("requests      {}", s.requests);
+    println!(
+        "reads         {} ({:.1}%)   {}",
+        s.reads,
+        pct(s.reads, s.requests),
+        format_size(s.read_bytes)
+    );
+    println!(
+        "writes        {} ({:.1}%)   {}",
+        s.writes,
+        pct(s.writes, s.requests),
+        format_size(s.write_bytes)
+    );
+    if s.deletes > 0 {
+        println!("deletes       {}", s.deletes);
+    }
+    println!("unique keys   {}", s.unique_keys);
+    println!("footprint     {}", format_size(s.footprint_bytes));
+    println!("bytes         {}", format_size(s.bytes_requested));
+    if let (Some(a), Some(b)) = (s.first_time_us, s.last_time_us) {
+        if info.has_time {
+            println!("duration      {:.1} s", b.saturating_sub(a) as f64 / 1e6);
+        }
+    }
+    println!();
+    println!("reuse distance (distinct keys in between)   requests   cumulative = LRU hit ratio at that many objects");
+    let mut cumulative = 0u64;
+    for (i, count) in s.reuse.buckets.iter().enumerate() {
+        cumulative += count;
+        let (lo, hi) = ReuseHistogram::bounds(i);
+        println!("  {:>12} .. {:<12} {:>12} {:>10.2}%", lo, hi, count, pct(cumulative, s.requests));
+    }
+    println!("  {:>12}    {:<12} {:>12}", "first use", "", s.reuse.cold);
+}

@@ -1,0 +1,247 @@
+//! The commands end to end: demo, sim (table, JSON, CSV), sweep (CSV and plots), trace
+//! stats/convert/gen, and clear errors for bad input, never a panic.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{shared_trace, sim_json, tiercache, tiercache_fails};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tiercache-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn demo_compares_policies_and_belady_wins() {
+    let out = tiercache(&["demo", "--requests", "200000", "--json"]);
+    let points: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let points = points.as_array().unwrap();
+    assert_eq!(points.len(), 7 * 4);
+    for capacity in points.iter().map(|p| p["capacity"].as_u64().unwrap()) {
+        let at: Vec<&serde_json::Value> =
+            points.iter().filter(|p| p["capacity"] == capacity).collect();
+        let belady =
+            at.iter().find(|p| p["policy"] == "belady").unwrap()["miss_ratio"].as_f64().unwrap();
+        assert!(at.iter().all(|p| p["miss_ratio"].as_f64().unwrap() >= belady));
+    }
+    let table = tiercache(&["demo", "--requests", "100000"]);
+    assert!(table.contains("s3fifo") && table.contains("hit ratio"), "{table}");
+}
+
+#[test]
+fn sim_reports_reads_writes_and_writes_csv() {
+    let trace = shared_trace("msr_hm_0_first1000.csv");
+    let csv = scratch("report.csv");
+    let args = [
+        "--trace",
+        trace.to_str().unwrap(),
+        "--block-size",
+        "4KiB",
+        "--policy",
+        "lru",
+        "--capacity",
+        "1MiB",
+    ];
+    let mut with_csv = args.to_vec();
+    with_csv.extend(["--csv", csv.to_str().unwrap()]);
+    let report = sim_json(&with_csv);
+    let (reads, writes) = (report["reads"].as_u64().unwrap(), report["writes"].as_u64().unwrap());
+    assert!(reads >= 508 && writes >= 492);
+    for field in
+        ["hit_ratio", "byte_hit_ratio", "read_hit_ratio", "write_hit_ratio", "requests_per_second"]
+    {
+        assert!(report[field].is_number(), "{field} missing");
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].contains("hit_ratio") && lines[0].contains("bytes_written_to_cache"));
+    let mut sim_args = vec!["sim"];
+    sim_args.extend_from_slice(&args);
+    let table = tiercache(&sim_args);
+    assert!(
+        table.contains("reads") && table.contains("writes") && table.contains("M requests/s"),
+        "{table}"
+    );
+}
+
+#[test]
+fn sweep_writes_csv_svg_and_png() {
+    let trace = shared_trace("cloudPhysicsIO.oracleGeneral.bin");
+    let out = scratch("sweep");
+    let stdout = tiercache(&[
+        "sweep",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--policy",
+        "lru",
+        "--policy",
+        "s3fifo",
+        "--capacities",
+        "64MiB,256MiB,1GiB",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(stdout.contains("lru") && stdout.contains("s3fifo"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * 3);
+    let svg = std::fs::read_to_string(out.join("mrc.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("s3fifo"));
+    let png = std::fs::read(out.join("mrc.png")).expect("a PNG: CI installs fonts-dejavu-core");
+    assert_eq!(&png[1..4], b"PNG");
+}
+
+#[test]
+fn trace_gen_convert_and_stats_agree() {
+    let generated = scratch("zipf.csv.zst");
+    let generated_s = generated.to_str().unwrap();
+    tiercache(&[
+        "trace",
+        "gen",
+        "--dist",
+        "zipf",
+        "--theta",
+        "1.0",
+        "--objects",
+        "5000",
+        "--requests",
+        "50000",
+        "--read-ratio",
+        "0.8",
+        "--seed",
+        "3",
+        "-o",
+        generated_s,
+    ]);
+    let oracle = scratch("zipf.oracleGeneral.bin");
+    tiercache(&[
+        "trace",
+        "convert",
+        "--trace",
+        generated_s,
+        "--to",
+        "oracle-general",
+        "-o",
+        oracle.to_str().unwrap(),
+    ]);
+    let stats = |path: &str| -> serde_json::Value {
+        serde_json::from_str(&tiercache(&["trace", "stats", "--trace", path, "--json"])).unwrap()
+    };
+    let (a, b) = (stats(generated_s), stats(oracle.to_str().unwrap()));
+    assert_eq!(a["requests"], 50000);
+    assert_eq!(a["unique_keys"], b["unique_keys"]);
+    assert_eq!(a["reuse"], b["reuse"]);
+    let writes = a["writes"].as_u64().unwrap();
+    assert!((9_000..11_000).contains(&writes), "{writes}");
+    // Same seed, same file.
+    let again = scratch("zipf2.csv.zst");
+    tiercache(&[
+        "trace",
+        "gen",
+        "--dist",
+        "zipf",
+        "--theta",
+        "1.0",
+        "--objects",
+        "5000",
+        "--requests",
+        "50000",
+        "--read-ratio",
+        "0.8",
+        "--seed",
+        "3",
+        "-o",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(stats(again.to_str().unwrap())["reuse"], a["reuse"]);
+    let ycsb = scratch("ycsb_a.csv");
+    tiercache(&[
+        "trace",
+        "gen",
+        "--ycsb",
+        "A",
+        "--operations",
+        "2000",
+        "-o",
+        ycsb.to_str().unwrap(),
+    ]);
+    assert_eq!(stats(ycsb.to_str().unwrap())["requests"], 2000);
+}
+
+#[test]
+fn lru_hit_ratio_equals_the_reuse_distance_histogram() {
+    // Mattson's stack property, two independent computations: LRU of 2^k objects hits exactly
+    // the requests whose reuse distance is below 2^k.
+    let trace = shared_trace("cloudPhysicsIO.txt");
+    let path = trace.to_str().unwrap();
+    let stats: serde_json::Value =
+        serde_json::from_str(&tiercache(&["trace", "stats", "--trace", path, "--json"])).unwrap();
+    let buckets: Vec<u64> =
+        stats["reuse"]["buckets"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).collect();
+    for k in [8usize, 11, 14] {
+        let below: u64 = buckets.iter().take(k + 1).sum();
+        let capacity = (1u64 << k).to_string();
+        let report = sim_json(&[
+            "--trace",
+            path,
+            "--policy",
+            "lru",
+            "--unit",
+            "objects",
+            "--capacity",
+            &capacity,
+        ]);
+        assert_eq!(report["hits"].as_u64().unwrap(), below, "LRU at {capacity} objects");
+    }
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let e = tiercache_fails(&[
+        "sim",
+        "--trace",
+        "/no/such/trace.csv",
+        "--policy",
+        "lru",
+        "--capacity",
+        "1MiB",
+    ]);
+    assert!(e.contains("/no/such/trace.csv") && e.contains("cannot open"), "{e}");
+    let trace = shared_trace("msr_hm_0_first1000.csv");
+    let t = trace.to_str().unwrap();
+    let e = tiercache_fails(&["sim", "--trace", t, "--policy", "lru2", "--capacity", "1MiB"]);
+    assert!(e.contains("lru2") && e.contains("known policies"), "{e}");
+    let e = tiercache_fails(&["sim", "--trace", t, "--policy", "lru", "--capacity", "12 parsecs"]);
+    assert!(e.contains("--capacity") && e.contains("parsecs"), "{e}");
+    let e = tiercache_fails(&["sim", "--trace", t, "--policy", "lru", "--capacity", "0"]);
+    assert!(e.contains("--capacity"), "{e}");
+    let e = tiercache_fails(&[
+        "sim",
+        "--trace",
+        t,
+        "--policy",
+        "lru",
+        "--capacity",
+        "1MiB",
+        "--admission",
+        "prob:2",
+    ]);
+    assert!(e.contains("prob") && e.contains("[0, 1]"), "{e}");
+
+    let bad = scratch("bad_msr.csv");
+    std::fs::write(
+        &bad,
+        "128166385295514663,hm,0,Write,9056014336,2048,2833\n128166385295514664,hm,0,Read,1,x,2\n",
+    )
+    .unwrap();
+    let b = bad.to_str().unwrap();
+    let e = tiercache_fails(&["sim", "--trace", b, "--policy", "lru", "--capacity", "1MiB"]);
+    assert!(e.contains("bad_msr.csv") && e.contains("line 2") && e.contains("'Size'"), "{e}");
+    let report = sim_json(&["--trace", b, "--policy", "lru", "--capacity", "1MiB", "--skip-bad"]);
+    assert_eq!(
+        (report["requests"].as_u64(), report["skipped_records"].as_u64()),
+        (Some(1), Some(1))
+    );
+}

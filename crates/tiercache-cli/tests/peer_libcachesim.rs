@@ -1,0 +1,138 @@
+//! Peer check against libCacheSim (the `libcachesim` Python package, an independent simulator
+//! written in C) on the CloudPhysics block trace in oracleGeneral form, at four capacities in
+//! each unit. Both sides run the same trace file; ours through `tiercache sim`.
+//!
+//! - LRU and FIFO: identical object and byte miss ratios.
+//! - CLOCK, LFU (no aging), S3-FIFO and ARC: within 0.5 percentage points, except where our
+//!   semantics differ on purpose (below), where both numbers are pinned.
+//!
+//! Documented difference: ARC with capacity in bytes. libCacheSim adapts `p` by
+//! `max(|B2| / |B1|, 1)` bytes (integer division, not scaled by the object's size) and evicts
+//! on every ghost hit even when the cache has room; tiercache scales the step by the object's
+//! size (one ARC "page" is the object) and evicts only to make room. With capacity in objects
+//! both are the paper's ARC and agree.
+//!
+//! Needs `python3` with `libcachesim==0.3.5` (the test command installs it).
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use common::{shared_trace, sim_json};
+
+const TRACE: &str = "cloudPhysicsIO.oracleGeneral.bin";
+const BYTES: [u64; 4] = [16 << 20, 64 << 20, 256 << 20, 1 << 30];
+const OBJECTS: [u64; 4] = [500, 2000, 8000, 20000];
+
+type Peer = HashMap<String, HashMap<String, (f64, f64)>>;
+
+fn peer(unit: &str, capacities: &[u64]) -> Peer {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/peer_libcachesim.py");
+    let trace = shared_trace(TRACE);
+    let mut command = Command::new("python3");
+    command.arg(script).arg(&trace).arg(unit);
+    command.args(capacities.iter().map(|c| c.to_string()));
+    let output = command.output().expect("python3 must be installed for the peer check");
+    assert!(
+        output.status.success(),
+        "libCacheSim peer failed (pip install libcachesim==0.3.5): {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let raw: HashMap<String, HashMap<String, Vec<f64>>> =
+        serde_json::from_slice(&output.stdout).unwrap();
+    raw.into_iter()
+        .map(|(policy, by_capacity)| {
+            let by_capacity = by_capacity.into_iter().map(|(c, v)| (c, (v[0], v[1]))).collect();
+            (policy, by_capacity)
+        })
+        .collect()
+}
+
+fn ours(policy: &str, unit: &str, capacity: u64) -> (f64, f64) {
+    let trace = shared_trace(TRACE);
+    let capacity = capacity.to_string();
+    let args = [
+        "--trace",
+        trace.to_str().unwrap(),
+        "--policy",
+        policy,
+        "--unit",
+        unit,
+        "--capacity",
+        &capacity,
+    ];
+    let report = sim_json(&args);
+    (report["miss_ratio"].as_f64().unwrap(), report["byte_miss_ratio"].as_f64().unwrap())
+}
+
+/// (libCacheSim name, our policy spec, tolerance in points; 0 means identical).
+const PAIRS: [(&str, &str, f64); 6] = [
+    ("lru", "lru", 0.0),
+    ("fifo", "fifo", 0.0),
+    ("clock", "clock", 0.5),
+    ("lfu", "lfu:aging_threshold=none", 0.5),
+    ("s3fifo", "s3fifo", 0.5),
+    ("arc", "arc", 0.5),
+];
+
+fn compare(unit: &str, capacities: &[u64], exempt: &[(&str, u64)]) {
+    let peer = peer(unit, capacities);
+    for (peer_name, spec, tolerance) in PAIRS {
+        for &capacity in capacities {
+            if exempt.contains(&(peer_name, capacity)) {
+                continue;
+            }
+            let (their_miss, their_byte_miss) = peer[peer_name][&capacity.to_string()];
+            let (miss, byte_miss) = ours(spec, unit, capacity);
+            let what = format!("{spec} at {capacity} {unit}");
+            if unit == "objects" {
+                // libCacheSim's ignore_obj_size makes every size 1, so its byte ratio is its
+                // object ratio; ours still weighs bytes by real sizes. Only objects compare.
+                assert_eq!(their_miss, their_byte_miss);
+            }
+            let byte_miss = if unit == "objects" { their_byte_miss } else { byte_miss };
+            if tolerance == 0.0 {
+                assert!(
+                    (miss - their_miss).abs() < 1e-12,
+                    "{what}: miss {miss} vs libCacheSim {their_miss}"
+                );
+                assert!(
+                    (byte_miss - their_byte_miss).abs() < 1e-12,
+                    "{what}: byte miss {byte_miss} vs libCacheSim {their_byte_miss}"
+                );
+            } else {
+                let gap = (miss - their_miss).abs() * 100.0;
+                assert!(
+                    gap <= tolerance,
+                    "{what}: miss {miss:.4} vs libCacheSim {their_miss:.4} ({gap:.2} points)"
+                );
+                let gap = (byte_miss - their_byte_miss).abs() * 100.0;
+                assert!(
+                    gap <= tolerance,
+                    "{what}: byte miss {byte_miss:.4} vs {their_byte_miss:.4}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn agrees_with_libcachesim_in_objects() {
+    compare("objects", &OBJECTS, &[]);
+}
+
+#[test]
+fn agrees_with_libcachesim_in_bytes() {
+    compare("bytes", &BYTES, &[("arc", 256 << 20)]);
+}
+
+#[test]
+fn byte_arc_difference_is_pinned() {
+    // The one pair outside 0.5 points, with the reason in the module comment.
+    let peer = peer("bytes", &[256 << 20]);
+    let (their_miss, _) = peer["arc"][&(256u64 << 20).to_string()];
+    let (miss, _) = ours("arc", "bytes", 256 << 20);
+    assert!((their_miss - 0.75401).abs() < 1e-4, "libCacheSim byte ARC at 256 MiB: {their_miss}");
+    assert!((miss - 0.73764).abs() < 1e-4, "tiercache byte ARC at 256 MiB: {miss}");
+}

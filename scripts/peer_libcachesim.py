@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Peer check: miss ratios from libCacheSim (the `libcachesim` Python package, an independent
+C simulator) on an oracleGeneral trace, printed as JSON for tiercache's tests to compare with.
+
+Usage: peer_libcachesim.py TRACE bytes|objects CAPACITY [CAPACITY ...]
+With `objects`, every object counts as one unit of capacity (libCacheSim's ignore_obj_size).
+Prints {"<policy>": {"<capacity>": [object_miss_ratio, byte_miss_ratio], ...}, ...}
+"""
+import json
+import sys
+
+try:
+    import libcachesim as lcs
+except ImportError:
+    sys.exit("the libcachesim Python package is missing: pip install libcachesim==0.3.5")
+
+POLICIES = {
+    "lru": lambda c: lcs.LRU(cache_size=c),
+    "fifo": lambda c: lcs.FIFO(cache_size=c),
+    "arc": lambda c: lcs.ARC(cache_size=c),
+    "clock": lambda c: lcs.Clock(cache_size=c),
+    "lfu": lambda c: lcs.LFU(cache_size=c),
+    "s3fifo": lambda c: lcs.S3FIFO(cache_size=c),
+}
+
+
+def main():
+    trace, unit = sys.argv[1], sys.argv[2]
+    if unit not in ("bytes", "objects"):
+        sys.exit(f"unit must be bytes or objects, not {unit}")
+    capacities = [int(c) for c in sys.argv[3:]]
+    out = {}
+    for name, make in POLICIES.items():
+        out[name] = {}
+        for capacity in capacities:
+            params = lcs.ReaderInitParam()
+            params.ignore_obj_size = unit == "objects"
+            reader = lcs.TraceReader(
+                trace=trace,
+                trace_type=lcs.TraceType.ORACLE_GENERAL_TRACE,
+                reader_init_params=params,
+            )
+            miss, byte_miss = make(capacity).process_trace(reader)
+            out[name][str(capacity)] = [miss, byte_miss]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
