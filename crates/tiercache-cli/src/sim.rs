@@ -57,7 +57,8 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
     let options = RunOptions { logical_time: !reader.info().has_time, ..options };
     let mut progress = Progress::new("simulating", None);
-    let report = simulate(&options, reader.by_ref(), &mut |n| progress.set(n))?;
+    let report =
+        simulate(&options, &mut |batch| reader.next_batch(batch), &mut |n| progress.set(n))?;
     progress.finish();
     if reader.skipped() > 0 {
         eprintln!(

@@ -103,6 +103,7 @@ impl Decision {
         Decision { hit: None, actions: Vec::with_capacity(16) }
     }
 
+    #[inline]
     pub fn clear(&mut self) {
         self.hit = None;
         self.actions.clear();
@@ -116,6 +117,7 @@ impl Decision {
         }
     }
 
+    #[inline]
     pub fn push(&mut self, action: Action) {
         self.actions.push(action);
     }

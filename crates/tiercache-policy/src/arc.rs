@@ -11,7 +11,9 @@
 //! Invariants: `|T1| + |T2| <= c`; `|T1| + |B1| <= c` and the four lists together hold at most
 //! `2c` after each insert of a new key.
 
-use tiercache_core::{Capacity, Key, KeyMap, Request, Unit};
+use tiercache_core::{Capacity, Key, Request, Unit};
+
+use crate::index::KeyIndex;
 
 use crate::frame::{Eviction, Sink};
 use crate::list::{Arena, List};
@@ -25,7 +27,7 @@ const B2: usize = 3;
 pub struct Arc {
     arena: Arena,
     lists: [List; 4],
-    map: KeyMap<u32>,
+    map: KeyIndex,
     unit: Unit,
     c: u64,
     p: f64,
@@ -36,8 +38,7 @@ pub struct Arc {
 impl Arc {
     pub fn new(capacity: Capacity) -> Arc {
         let expected = expected_objects(capacity).min(1 << 24);
-        let mut map = KeyMap::default();
-        map.reserve(expected * 2);
+        let map = KeyIndex::with_capacity(expected * 2);
         Arc {
             arena: Arena::with_capacity(expected * 2),
             lists: [List::default(); 4],
@@ -77,13 +78,13 @@ impl Arc {
     fn drop_oldest(&mut self, list: usize) -> Option<(Key, u32)> {
         let node = self.arena.pop_back(&mut self.lists[list])?;
         let (key, size) = (self.arena.get(node).key, self.arena.get(node).size);
-        self.map.remove(&key);
+        self.map.remove(key);
         self.arena.release(node);
         Some((key, size))
     }
 
     fn forget(&mut self, key: Key) -> Option<(usize, u32)> {
-        let node = self.map.remove(&key)?;
+        let node = self.map.remove(key)?;
         let list = self.arena.get(node).aux as usize;
         let size = self.arena.get(node).size;
         self.arena.unlink(&mut self.lists[list], node);
@@ -118,8 +119,13 @@ impl Arc {
 
 impl Eviction for Arc {
     #[inline]
+    fn prefetch(&self, key: Key) {
+        self.map.prefetch(key);
+    }
+
+    #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
-        let node = *self.map.get(&req.key)?;
+        let node = self.map.get(req.key)?;
         let list = self.arena.get(node).aux as usize;
         if list == T1 || list == T2 {
             self.relink(node, list, T2);
@@ -132,7 +138,7 @@ impl Eviction for Arc {
     fn prepare_insert(&mut self, req: &Request, sink: &mut Sink) {
         let charge = self.size_charge(req.size) as f64;
         self.ghost_hit = None;
-        match self.map.get(&req.key).map(|n| self.arena.get(*n).aux as usize) {
+        match self.map.get(req.key).map(|n| self.arena.get(n).aux as usize) {
             Some(B1) => {
                 let ratio = self.charge(B2) as f64 / self.charge(B1) as f64;
                 self.p = (self.p + ratio.max(1.0) * charge).min(self.c as f64);
@@ -173,7 +179,7 @@ impl Eviction for Arc {
     }
 
     fn remove(&mut self, key: Key) -> Option<u32> {
-        let node = *self.map.get(&key)?;
+        let node = self.map.get(key)?;
         let list = self.arena.get(node).aux as usize;
         let (_, size) = self.forget(key)?;
         (list == T1 || list == T2).then_some(size)

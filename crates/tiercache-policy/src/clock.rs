@@ -50,6 +50,11 @@ impl Clock {
 
 impl Eviction for Clock {
     #[inline]
+    fn prefetch(&self, key: Key) {
+        self.queue.map.prefetch(key);
+    }
+
+    #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
         let node = self.queue.arena.get_mut(self.queue.find(req.key)?);
         node.aux = (node.aux + 1).min(self.max_count);

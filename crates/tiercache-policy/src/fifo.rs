@@ -18,6 +18,11 @@ impl Fifo {
 
 impl Eviction for Fifo {
     #[inline]
+    fn prefetch(&self, key: Key) {
+        self.queue.map.prefetch(key);
+    }
+
+    #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
         self.queue.find(req.key).map(|node| self.queue.arena.get(node).size)
     }

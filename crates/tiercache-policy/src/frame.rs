@@ -34,6 +34,10 @@ pub trait Eviction {
     /// Periodic work done before the lookup (LFRU's sweep).
     fn tick(&mut self, _req: &Request, _sink: &mut Sink) {}
 
+    /// A hint that `key` comes soon; prefetch its metadata. Changes nothing.
+    #[inline]
+    fn prefetch(&self, _key: Key) {}
+
     /// Looks the key up. On a hit, updates the key's state and returns the stored size.
     fn access(&mut self, req: &Request) -> Option<u32>;
 
@@ -134,6 +138,11 @@ impl<E: Eviction> SingleTier<E> {
 }
 
 impl<E: Eviction> Policy for SingleTier<E> {
+    #[inline]
+    fn prefetch(&self, key: Key) {
+        self.eviction.prefetch(key);
+    }
+
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         self.eviction.tick(req, &mut self.sink(out));
         if req.op == Op::Delete {

@@ -13,6 +13,7 @@ pub mod admission;
 pub mod conformance;
 pub mod error;
 pub mod frame;
+pub mod index;
 pub mod list;
 pub mod queue;
 pub mod registry;
@@ -31,13 +32,18 @@ pub use error::PolicyError;
 pub use frame::{Eviction, SingleTier, Sink};
 pub use registry::{AnyPolicy, PolicyConfig};
 
-use tiercache_core::{Capacity, Decision, Request, TierId};
+use tiercache_core::{Capacity, Decision, Key, Request, TierId};
 
 /// A cache policy: one deterministic state machine over a hierarchy of one or more tiers.
 pub trait Policy {
     /// Decides one request. `out` is cleared by the caller; the policy sets `out.hit` and
     /// appends the actions that carry its decision out, in the order they must be applied.
     fn decide(&mut self, req: &Request, out: &mut Decision);
+
+    /// A hint that `key` will be decided on soon: a policy may prefetch its metadata into the
+    /// CPU cache. It must not change any state a decision depends on.
+    #[inline]
+    fn prefetch(&self, _key: Key) {}
 
     /// Number of tiers the policy manages.
     fn tier_count(&self) -> usize;

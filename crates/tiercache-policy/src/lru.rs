@@ -18,6 +18,11 @@ impl Lru {
 
 impl Eviction for Lru {
     #[inline]
+    fn prefetch(&self, key: Key) {
+        self.queue.map.prefetch(key);
+    }
+
+    #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
         let node = self.queue.find(req.key)?;
         self.queue.arena.move_to_front(&mut self.queue.list, node);

@@ -1,28 +1,29 @@
 //! One keyed list: the state FIFO, LRU and CLOCK share. A map from key to arena node, and the
 //! list that orders the nodes (head newest). Each policy decides what a hit does to the order.
 
-use tiercache_core::{Key, KeyMap, Unit};
+use tiercache_core::{Key, Unit};
+
+use crate::index::KeyIndex;
 
 use crate::list::{Arena, List};
 
 pub struct Queue {
     pub arena: Arena,
     pub list: List,
-    pub map: KeyMap<u32>,
+    pub map: KeyIndex,
     pub unit: Unit,
 }
 
 impl Queue {
     pub fn new(unit: Unit, expected_objects: usize) -> Queue {
         let expected = expected_objects.min(1 << 24);
-        let mut map = KeyMap::default();
-        map.reserve(expected);
+        let map = KeyIndex::with_capacity(expected);
         Queue { arena: Arena::with_capacity(expected), list: List::default(), map, unit }
     }
 
     #[inline]
     pub fn find(&self, key: Key) -> Option<u32> {
-        self.map.get(&key).copied()
+        self.map.get(key)
     }
 
     #[inline]
@@ -38,13 +39,13 @@ impl Queue {
     pub fn pop_oldest(&mut self) -> Option<(Key, u32)> {
         let node = self.arena.pop_back(&mut self.list)?;
         let (key, size) = (self.arena.get(node).key, self.arena.get(node).size);
-        self.map.remove(&key);
+        self.map.remove(key);
         self.arena.release(node);
         Some((key, size))
     }
 
     pub fn remove(&mut self, key: Key) -> Option<u32> {
-        let node = self.map.remove(&key)?;
+        let node = self.map.remove(key)?;
         let size = self.arena.get(node).size;
         self.arena.unlink(&mut self.list, node);
         self.arena.release(node);

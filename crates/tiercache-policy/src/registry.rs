@@ -209,6 +209,11 @@ impl AnyPolicy {
 
 impl Policy for AnyPolicy {
     #[inline]
+    fn prefetch(&self, key: tiercache_core::Key) {
+        dispatch!(self, p => p.prefetch(key))
+    }
+
+    #[inline]
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         dispatch!(self, p => p.decide(req, out))
     }

@@ -89,40 +89,45 @@ pub enum RunError<E: std::error::Error + 'static> {
     Stream(E),
 }
 
-/// Simulates over a stream. Policies that need the future (Belady) read the whole stream into
+/// Simulates over batches of requests: `next_batch` replaces its argument's contents with the
+/// next batch, empty at the end. Policies that need the future (Belady) read everything into
 /// memory first to annotate it; the others run in constant memory.
-pub fn simulate<E, I>(
+pub fn simulate<E: std::error::Error + 'static>(
     options: &RunOptions,
-    stream: I,
+    next_batch: &mut dyn FnMut(&mut Vec<Request>) -> Result<(), E>,
     progress: &mut dyn FnMut(u64),
-) -> Result<SimReport, RunError<E>>
-where
-    E: std::error::Error + 'static,
-    I: Iterator<Item = Result<Request, E>>,
-{
+) -> Result<SimReport, RunError<E>> {
     let mut policy = AnyPolicy::from_config(
         &options.policy,
         options.capacity,
         &options.admission,
         options.seed,
     )?;
+    let mut state = LoopState::new(options.logical_time);
+    let mut batch = Vec::new();
     if options.policy.needs_future() {
-        let mut requests: Vec<Request> =
-            stream.collect::<Result<_, E>>().map_err(RunError::Stream)?;
-        if options.logical_time {
-            requests.iter_mut().enumerate().for_each(|(i, r)| r.time_us = i as u64);
+        let mut requests = Vec::new();
+        loop {
+            next_batch(&mut batch).map_err(RunError::Stream)?;
+            if batch.is_empty() {
+                break;
+            }
+            requests.extend_from_slice(&batch);
         }
         annotate_next_access(&mut requests);
         let start = Instant::now();
-        let counters =
-            run_loop(&mut policy, requests.iter().map(|r| Ok::<_, E>(*r)), false, progress)
-                .map_err(RunError::Stream)?;
-        return Ok(SimReport::new(&policy, counters, start.elapsed().as_secs_f64()));
+        state.run(&mut policy, &requests, progress);
+        return Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()));
     }
     let start = Instant::now();
-    let counters =
-        run_loop(&mut policy, stream, options.logical_time, progress).map_err(RunError::Stream)?;
-    Ok(SimReport::new(&policy, counters, start.elapsed().as_secs_f64()))
+    loop {
+        next_batch(&mut batch).map_err(RunError::Stream)?;
+        if batch.is_empty() {
+            break;
+        }
+        state.run(&mut policy, &batch, progress);
+    }
+    Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()))
 }
 
 /// Simulates over requests already in memory (annotated already if the policy needs it).
@@ -136,39 +141,52 @@ pub fn simulate_slice(
         &options.admission,
         options.seed,
     )?;
+    let mut state = LoopState::new(options.logical_time);
     let start = Instant::now();
-    let stream = requests.iter().map(|r| Ok::<_, std::convert::Infallible>(*r));
-    let counters = match run_loop(&mut policy, stream, options.logical_time, &mut |_| {}) {
-        Ok(c) => c,
-        Err(never) => match never {},
-    };
-    Ok(SimReport::new(&policy, counters, start.elapsed().as_secs_f64()))
+    state.run(&mut policy, requests, &mut |_| {});
+    Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()))
 }
 
-/// The inner loop: decide, count, repeat. The decision buffer is reused, so the loop does not
-/// allocate once warm.
-fn run_loop<E, I>(
-    policy: &mut AnyPolicy,
-    stream: I,
+/// How far ahead of the request being decided the policy is asked to prefetch its metadata.
+const PREFETCH_DISTANCE: usize = 8;
+
+/// The inner loop's state across batches.
+struct LoopState {
+    counters: Counters,
+    decision: Decision,
+    index: u64,
     logical_time: bool,
-    progress: &mut dyn FnMut(u64),
-) -> Result<Counters, E>
-where
-    I: Iterator<Item = Result<Request, E>>,
-{
-    let mut counters = Counters::default();
-    let mut decision = Decision::new();
-    for (index, item) in stream.enumerate() {
-        let mut req = item?;
-        if logical_time {
-            req.time_us = index as u64;
-        }
-        decision.clear();
-        policy.decide(&req, &mut decision);
-        counters.record(&req, &decision);
-        if (index as u64 + 1).is_multiple_of(PROGRESS_EVERY) {
-            progress(index as u64 + 1);
+}
+
+impl LoopState {
+    fn new(logical_time: bool) -> LoopState {
+        LoopState {
+            counters: Counters::default(),
+            decision: Decision::new(),
+            index: 0,
+            logical_time,
         }
     }
-    Ok(counters)
+
+    /// Decide, count, repeat. The decision buffer is reused, so the loop does not allocate once
+    /// warm. The policy is told a few requests ahead which keys are coming, so it can prefetch
+    /// their metadata: the simulator is bound by memory latency, not by computation.
+    fn run(&mut self, policy: &mut AnyPolicy, requests: &[Request], progress: &mut dyn FnMut(u64)) {
+        for (i, req) in requests.iter().enumerate() {
+            if let Some(ahead) = requests.get(i + PREFETCH_DISTANCE) {
+                policy.prefetch(ahead.key);
+            }
+            let mut req = *req;
+            if self.logical_time {
+                req.time_us = self.index;
+            }
+            self.decision.clear();
+            policy.decide(&req, &mut self.decision);
+            self.counters.record(&req, &self.decision);
+            self.index += 1;
+            if self.index.is_multiple_of(PROGRESS_EVERY) {
+                progress(self.index);
+            }
+        }
+    }
 }

@@ -37,7 +37,39 @@ pub struct TraceInfo {
     pub block_size: Option<u32>,
 }
 
-type Source = Box<dyn Iterator<Item = Result<Request, TraceError>> + Send>;
+/// Requests a reader can hand over in batches, so the per-request cost of reading is a decode
+/// and not a call through a trait object returning a large `Result`.
+pub trait RequestSource: Send {
+    /// Appends up to `max` requests to `out` and returns how many; 0 only at the end. A bad
+    /// record stops the batch: the requests before it are kept in `out` and its error returned.
+    fn fill(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError>;
+}
+
+/// Any iterator of requests as a [`RequestSource`].
+pub struct IterSource<I>(pub I);
+
+impl<I: Iterator<Item = Result<Request, TraceError>> + Send> RequestSource for IterSource<I> {
+    fn fill(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
+        let mut added = 0;
+        while added < max {
+            match self.0.next() {
+                Some(Ok(req)) => {
+                    out.push(req);
+                    added += 1;
+                }
+                Some(Err(e)) => return Err(e),
+                None => break,
+            }
+        }
+        Ok(added)
+    }
+}
+
+type Source = Box<dyn RequestSource>;
+type Stream = Box<dyn Iterator<Item = Result<Request, TraceError>> + Send>;
+
+/// Requests per batch.
+pub const BATCH_REQUESTS: usize = 4096;
 
 /// A stream of requests from a trace file, in constant memory.
 pub struct TraceReader {
@@ -47,6 +79,11 @@ pub struct TraceReader {
     skipped: u64,
     first_skipped: Option<String>,
     stopped: bool,
+    /// Requests read ahead for the `Iterator` interface, consumed from `buffered_at`.
+    buffered: Vec<Request>,
+    buffered_at: usize,
+    /// An error met after some good requests of a batch; reported after them.
+    pending_error: Option<TraceError>,
 }
 
 impl TraceReader {
@@ -56,44 +93,75 @@ impl TraceReader {
             None => TraceFormat::detect(path)?,
         };
         let reader = open(path)?;
-        let (source, has_time, address_unit): (Source, bool, Option<u32>) = match &format {
-            TraceFormat::Msr => csv(reader, path, CsvSpec::msr()),
-            TraceFormat::Systor => csv(reader, path, CsvSpec::systor()),
-            TraceFormat::Txt => csv(reader, path, CsvSpec::txt()),
-            TraceFormat::Csv(spec) => csv(reader, path, spec.clone()),
-            TraceFormat::OracleGeneral => (Box::new(OracleReader::new(reader, path)), true, None),
-            TraceFormat::Vscsi => {
-                (Box::new(VscsiReader::new(reader, path)), true, Some(SECTOR_BYTES))
-            }
-            TraceFormat::ArcLis => {
-                (Box::new(LisReader::new(reader, path)), false, Some(LIS_BLOCK_BYTES))
-            }
+        let (has_time, address_unit) = match &format {
+            TraceFormat::Msr => (true, CsvSpec::msr().addr_unit),
+            TraceFormat::Systor => (true, CsvSpec::systor().addr_unit),
+            TraceFormat::Txt => (false, None),
+            TraceFormat::Csv(spec) => (spec.time.is_some(), spec.addr_unit),
+            TraceFormat::OracleGeneral => (true, None),
+            TraceFormat::Vscsi => (true, Some(SECTOR_BYTES)),
+            TraceFormat::ArcLis => (false, Some(LIS_BLOCK_BYTES)),
         };
-        let source = match options.block_size {
-            None => source,
+        let stream: Stream = match &format {
+            // Decoded in batches, not one boxed iterator call a request: the format of large
+            // converted and generated traces.
+            TraceFormat::OracleGeneral if options.block_size.is_none() => {
+                return Ok(TraceReader::new(
+                    Box::new(OracleReader::new(reader, path)),
+                    path,
+                    &format,
+                    has_time,
+                    options,
+                ))
+            }
+            TraceFormat::OracleGeneral => Box::new(OracleReader::new(reader, path)),
+            TraceFormat::Msr => Box::new(CsvReader::new(reader, path, CsvSpec::msr())),
+            TraceFormat::Systor => Box::new(CsvReader::new(reader, path, CsvSpec::systor())),
+            TraceFormat::Txt => Box::new(CsvReader::new(reader, path, CsvSpec::txt())),
+            TraceFormat::Csv(spec) => Box::new(CsvReader::new(reader, path, spec.clone())),
+            TraceFormat::Vscsi => Box::new(VscsiReader::new(reader, path)),
+            TraceFormat::ArcLis => Box::new(LisReader::new(reader, path)),
+        };
+        let source: Source = match options.block_size {
+            None => Box::new(IterSource(stream)),
             Some(block) => {
                 let unit = address_unit.ok_or(TraceError::NoAddresses {
                     path: path.to_path_buf(),
                     format: format.name(),
                 })?;
-                Box::new(BlockView::new(source, block, unit)?) as Source
+                Box::new(IterSource(BlockView::new(stream, block, unit)?))
             }
         };
+        let mut trace = TraceReader::new(source, path, &format, has_time, options);
+        trace.info.address_unit = address_unit;
+        Ok(trace)
+    }
+
+    fn new(
+        source: Source,
+        path: &Path,
+        format: &TraceFormat,
+        has_time: bool,
+        options: &TraceOptions,
+    ) -> TraceReader {
         let info = TraceInfo {
             path: path.to_path_buf(),
             format: format.name(),
             has_time,
-            address_unit,
+            address_unit: None,
             block_size: options.block_size,
         };
-        Ok(TraceReader {
+        TraceReader {
             source,
             info,
             skip_bad: options.skip_bad,
             skipped: 0,
             first_skipped: None,
             stopped: false,
-        })
+            buffered: Vec::with_capacity(BATCH_REQUESTS),
+            buffered_at: 0,
+            pending_error: None,
+        }
     }
 
     pub fn info(&self) -> &TraceInfo {
@@ -109,15 +177,35 @@ impl TraceReader {
     pub fn first_skipped(&self) -> Option<&str> {
         self.first_skipped.as_deref()
     }
-}
 
-fn csv(
-    reader: Box<dyn std::io::BufRead + Send>,
-    path: &Path,
-    spec: CsvSpec,
-) -> (Source, bool, Option<u32>) {
-    let (has_time, unit) = (spec.time.is_some(), spec.addr_unit);
-    (Box::new(CsvReader::new(reader, path, spec)), has_time, unit)
+    /// Replaces `out` with the next batch of requests; an empty batch means the end. With
+    /// `skip_bad`, malformed records are counted and skipped; otherwise the first one is the
+    /// error, reported after the good requests before it.
+    pub fn next_batch(&mut self, out: &mut Vec<Request>) -> Result<(), TraceError> {
+        out.clear();
+        if let Some(e) = self.pending_error.take() {
+            return Err(e);
+        }
+        while !self.stopped && out.len() < BATCH_REQUESTS {
+            let wanted = BATCH_REQUESTS - out.len();
+            match self.source.fill(out, wanted) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if self.skip_bad && e.is_skippable() => {
+                    self.skipped += 1;
+                    self.first_skipped.get_or_insert_with(|| e.to_string());
+                }
+                Err(e) => {
+                    self.stopped = true;
+                    if out.is_empty() {
+                        return Err(e);
+                    }
+                    self.pending_error = Some(e);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Iterator for TraceReader {
@@ -125,21 +213,20 @@ impl Iterator for TraceReader {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.stopped {
-            return None;
-        }
-        loop {
-            match self.source.next()? {
-                Ok(req) => return Some(Ok(req)),
-                Err(e) if self.skip_bad && e.is_skippable() => {
-                    self.skipped += 1;
-                    self.first_skipped.get_or_insert_with(|| e.to_string());
-                }
-                Err(e) => {
-                    self.stopped = true;
-                    return Some(Err(e));
-                }
+        if self.buffered_at == self.buffered.len() {
+            let mut batch = std::mem::take(&mut self.buffered);
+            let result = self.next_batch(&mut batch);
+            self.buffered = batch;
+            self.buffered_at = 0;
+            if let Err(e) = result {
+                return Some(Err(e));
+            }
+            if self.buffered.is_empty() {
+                return None;
             }
         }
+        let req = self.buffered[self.buffered_at];
+        self.buffered_at += 1;
+        Some(Ok(req))
     }
 }

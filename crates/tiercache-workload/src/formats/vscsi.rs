@@ -8,12 +8,12 @@
 //! microseconds; `cmd` is the SCSI opcode (READ and WRITE of every length are accepted).
 //! The version is taken from the first record.
 
-use std::io::BufRead;
+use std::io::Read;
 use std::path::Path;
 
 use tiercache_core::{scsi_op, Request};
 
-use super::oracle::read_record;
+use super::oracle::Records;
 use crate::error::{Position, TraceError};
 
 pub const SECTOR_BYTES: u32 = 512;
@@ -25,18 +25,22 @@ enum Version {
 }
 
 pub struct VscsiReader {
-    reader: Box<dyn BufRead + Send>,
+    records: Records,
     position: Position,
     version: Option<Version>,
 }
 
 impl VscsiReader {
-    pub fn new(reader: Box<dyn BufRead + Send>, path: &Path) -> VscsiReader {
-        VscsiReader { reader, position: Position::new(path, "record"), version: None }
+    pub fn new(reader: Box<dyn Read + Send>, path: &Path) -> VscsiReader {
+        VscsiReader {
+            records: Records::new(reader),
+            position: Position::new(path, "record"),
+            version: None,
+        }
     }
 
     fn detect(&mut self) -> Result<Version, TraceError> {
-        let head = self.reader.fill_buf().map_err(|e| self.position.io(e))?;
+        let head = self.records.peek(16, &self.position)?;
         if head.len() >= 16 && u16::from_le_bytes([head[14], head[15]]) >> 8 == 1 {
             return Ok(Version::V1);
         }
@@ -67,8 +71,10 @@ impl Iterator for VscsiReader {
     fn next(&mut self) -> Option<Self::Item> {
         self.position.index += 1;
         if self.version.is_none() {
-            if self.reader.fill_buf().map(|b| b.is_empty()).unwrap_or(false) {
-                return None;
+            match self.records.peek(1, &self.position) {
+                Ok([]) => return None,
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
             }
             match self.detect() {
                 Ok(v) => self.version = Some(v),
@@ -76,10 +82,16 @@ impl Iterator for VscsiReader {
             }
         }
         let mut record = [0u8; 40];
-        let bytes = if self.version == Some(Version::V1) { 32 } else { 40 };
-        match read_record(&mut self.reader, &mut record[..bytes], &self.position) {
-            Ok(false) => None,
-            Ok(true) => Some(self.decode(&record[..bytes])),
+        let read = match self.version {
+            Some(Version::V1) => self
+                .records
+                .next::<32>(&self.position)
+                .map(|r| r.map(|r| record[..32].copy_from_slice(r))),
+            _ => self.records.next::<40>(&self.position).map(|r| r.map(|r| record = *r)),
+        };
+        match read {
+            Ok(None) => None,
+            Ok(Some(())) => Some(self.decode(&record)),
             Err(e) => Some(Err(e)),
         }
     }
