@@ -93,28 +93,19 @@ fn sweep_writes_csv_svg_and_png() {
     assert_eq!(&png[1..4], b"PNG");
 }
 
+/// 50,000 requests, Zipf(1.0) over 5,000 objects, 80% reads, seed 3.
+fn gen_zipf(path: &str) {
+    let args = "trace gen --dist zipf --theta 1.0 --objects 5000 --requests 50000 --read-ratio 0.8 --seed 3 -o";
+    let mut args: Vec<&str> = args.split(' ').collect();
+    args.push(path);
+    tiercache(&args);
+}
+
 #[test]
 fn trace_gen_convert_and_stats_agree() {
     let generated = scratch("zipf.csv.zst");
     let generated_s = generated.to_str().unwrap();
-    tiercache(&[
-        "trace",
-        "gen",
-        "--dist",
-        "zipf",
-        "--theta",
-        "1.0",
-        "--objects",
-        "5000",
-        "--requests",
-        "50000",
-        "--read-ratio",
-        "0.8",
-        "--seed",
-        "3",
-        "-o",
-        generated_s,
-    ]);
+    gen_zipf(generated_s);
     let oracle = scratch("zipf.oracleGeneral.bin");
     tiercache(&[
         "trace",
@@ -137,24 +128,7 @@ fn trace_gen_convert_and_stats_agree() {
     assert!((9_000..11_000).contains(&writes), "{writes}");
     // Same seed, same file.
     let again = scratch("zipf2.csv.zst");
-    tiercache(&[
-        "trace",
-        "gen",
-        "--dist",
-        "zipf",
-        "--theta",
-        "1.0",
-        "--objects",
-        "5000",
-        "--requests",
-        "50000",
-        "--read-ratio",
-        "0.8",
-        "--seed",
-        "3",
-        "-o",
-        again.to_str().unwrap(),
-    ]);
+    gen_zipf(again.to_str().unwrap());
     assert_eq!(stats(again.to_str().unwrap())["reuse"], a["reuse"]);
     let ycsb = scratch("ycsb_a.csv");
     tiercache(&[

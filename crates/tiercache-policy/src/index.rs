@@ -72,19 +72,28 @@ impl KeyIndex {
         let _ = key;
     }
 
+    /// The slot holding `key`, or the empty slot ending its probe run.
     #[inline]
-    pub fn get(&self, key: u64) -> Option<u32> {
+    fn probe(&self, key: u64) -> (usize, bool) {
         let mask = self.mask();
         let mut i = self.home(key);
         loop {
             let slot = self.slots[i];
             if slot.value == EMPTY {
-                return None;
+                return (i, false);
             }
             if slot.key == key {
-                return Some(slot.value);
+                return (i, true);
             }
             i = (i + 1) & mask;
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, key: u64) -> Option<u32> {
+        match self.probe(key) {
+            (i, true) => Some(self.slots[i].value),
+            _ => None,
         }
     }
 
@@ -95,37 +104,26 @@ impl KeyIndex {
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
-        let mask = self.mask();
-        let mut i = self.home(key);
-        loop {
-            let slot = &mut self.slots[i];
-            if slot.value == EMPTY {
-                *slot = Slot { key, value };
+        match self.probe(key) {
+            (i, true) => Some(std::mem::replace(&mut self.slots[i].value, value)),
+            (i, false) => {
+                self.slots[i] = Slot { key, value };
                 self.len += 1;
-                return None;
+                None
             }
-            if slot.key == key {
-                return Some(std::mem::replace(&mut slot.value, value));
-            }
-            i = (i + 1) & mask;
         }
     }
 
     #[inline]
     pub fn remove(&mut self, key: u64) -> Option<u32> {
-        let mask = self.mask();
-        let mut i = self.home(key);
-        loop {
-            let slot = self.slots[i];
-            if slot.value == EMPTY {
-                return None;
-            }
-            if slot.key == key {
+        match self.probe(key) {
+            (i, true) => {
+                let value = self.slots[i].value;
                 self.len -= 1;
                 self.close_gap(i);
-                return Some(slot.value);
+                Some(value)
             }
-            i = (i + 1) & mask;
+            _ => None,
         }
     }
 

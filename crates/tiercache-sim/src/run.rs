@@ -97,37 +97,37 @@ pub fn simulate<E: std::error::Error + 'static>(
     next_batch: &mut dyn FnMut(&mut Vec<Request>) -> Result<(), E>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SimReport, RunError<E>> {
-    let mut policy = AnyPolicy::from_config(
-        &options.policy,
-        options.capacity,
-        &options.admission,
-        options.seed,
-    )?;
-    let mut state = LoopState::new(options.logical_time);
-    let mut batch = Vec::new();
     if options.policy.needs_future() {
         let mut requests = Vec::new();
-        loop {
-            next_batch(&mut batch).map_err(RunError::Stream)?;
-            if batch.is_empty() {
-                break;
-            }
-            requests.extend_from_slice(&batch);
-        }
+        for_each_batch(next_batch, |batch| requests.extend_from_slice(batch))
+            .map_err(RunError::Stream)?;
         annotate_next_access(&mut requests);
-        let start = Instant::now();
-        state.run(&mut policy, &requests, progress);
-        return Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()));
+        return Ok(simulate_slice(options, &requests)?);
     }
+    let mut policy = build(options)?;
+    let mut state = LoopState::new(options.logical_time);
     let start = Instant::now();
-    loop {
-        next_batch(&mut batch).map_err(RunError::Stream)?;
-        if batch.is_empty() {
-            break;
-        }
-        state.run(&mut policy, &batch, progress);
-    }
+    for_each_batch(next_batch, |batch| state.run(&mut policy, batch, progress))
+        .map_err(RunError::Stream)?;
     Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()))
+}
+
+fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
+    AnyPolicy::from_config(&options.policy, options.capacity, &options.admission, options.seed)
+}
+
+fn for_each_batch<E>(
+    next_batch: &mut dyn FnMut(&mut Vec<Request>) -> Result<(), E>,
+    mut each: impl FnMut(&[Request]),
+) -> Result<(), E> {
+    let mut batch = Vec::new();
+    loop {
+        next_batch(&mut batch)?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        each(&batch);
+    }
 }
 
 /// Simulates over requests already in memory (annotated already if the policy needs it).
@@ -135,12 +135,7 @@ pub fn simulate_slice(
     options: &RunOptions,
     requests: &[Request],
 ) -> Result<SimReport, PolicyError> {
-    let mut policy = AnyPolicy::from_config(
-        &options.policy,
-        options.capacity,
-        &options.admission,
-        options.seed,
-    )?;
+    let mut policy = build(options)?;
     let mut state = LoopState::new(options.logical_time);
     let start = Instant::now();
     state.run(&mut policy, requests, &mut |_| {});

@@ -197,6 +197,28 @@ fn malformed_records_name_file_position_and_field() {
 }
 
 #[test]
+fn generic_csv_and_txt_malformed_input() {
+    let path = write_text("bad_generic.csv", "1,2,3\n4,5\n");
+    let spec = CsvSpec::parse("key=1,size=2,op=3").unwrap();
+    let options = TraceOptions { format: Some(TraceFormat::Csv(spec)), ..TraceOptions::default() };
+    let e = TraceReader::open(&path, &options)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bad_generic.csv") && e.contains("line 1") && e.contains("op (column 3)"),
+        "{e}"
+    );
+    let e = error_of("bad.txt", b"17\n\xff\xfe\n");
+    assert!(e.contains("bad.txt") && e.contains("line 2") && e.contains("UTF-8"), "{e}");
+    let e = CsvSpec::parse("key=0").unwrap_err().to_string();
+    assert!(e.contains("key=0") && e.contains("count from 1"), "{e}");
+    let e = CsvSpec::parse("time=1").unwrap_err().to_string();
+    assert!(e.contains("key=N is required"), "{e}");
+}
+
+#[test]
 fn skip_bad_skips_and_counts() {
     let path = write_text("skip.lis", "1 1 0 0\nnope\n2 1 0 1\n3 z 0 2\n4 1 0 3\n");
     let options = TraceOptions { skip_bad: true, ..TraceOptions::default() };
