@@ -17,6 +17,10 @@ pub enum Op {
     Write,
     /// The key's data is freed or trimmed; a cache must drop it (remove-on-free).
     Delete,
+    /// A look-aside read (an engine's `get`): a hit is a read hit; a miss changes nothing and
+    /// admits nothing, because the caller has no data yet. A caller that loads the data follows
+    /// with a `Read`, which then decides exactly as a read-through `Read` would have.
+    Lookup,
 }
 
 impl Op {
@@ -25,6 +29,7 @@ impl Op {
             Op::Read => "read",
             Op::Write => "write",
             Op::Delete => "delete",
+            Op::Lookup => "lookup",
         }
     }
 
@@ -36,6 +41,7 @@ impl Op {
             "r" | "read" | "get" | "gets" | "0" | "rs" => Some(Op::Read),
             "w" | "write" | "set" | "put" | "update" | "1" | "ws" => Some(Op::Write),
             "d" | "delete" | "del" | "trim" | "discard" | "remove" => Some(Op::Delete),
+            "lookup" => Some(Op::Lookup),
             _ => scsi_opcode(&lower),
         }
     }

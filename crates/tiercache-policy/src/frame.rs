@@ -6,7 +6,9 @@
 //!   (write-through, so the copy stays clean);
 //! - a miss of either kind is admitted unless the object can never fit, an admission filter
 //!   declines it, or the policy itself declines it; then victims are evicted until it fits;
-//! - a delete invalidates the key (remove-on-free).
+//! - a delete invalidates the key (remove-on-free);
+//! - a lookup (look-aside get) that misses changes nothing: a following read decides as if the
+//!   lookup had not happened, which is how the engine's read-through matches the simulator.
 //!
 //! Invariant: after every decision the used space is at most the capacity.
 
@@ -161,6 +163,7 @@ impl<E: Eviction> Policy for SingleTier<E> {
                     out.push(Action::Update { tier, key, size, dirty: false });
                 }
             }
+            None if req.op == Op::Lookup => {}
             None => self.on_miss(req, out),
         }
     }

@@ -10,7 +10,8 @@ use tiercache_policy::{AdmissionConfig, AnyPolicy, PolicyConfig};
 
 fn stream(keys: u64, max_size: u32, with_deletes: bool) -> impl Strategy<Value = Vec<Request>> {
     let op = if with_deletes {
-        prop_oneof![6 => Just(Op::Read), 3 => Just(Op::Write), 1 => Just(Op::Delete)].boxed()
+        prop_oneof![5 => Just(Op::Read), 3 => Just(Op::Write), 1 => Just(Op::Delete), 1 => Just(Op::Lookup)]
+            .boxed()
     } else {
         prop_oneof![3 => Just(Op::Read), 1 => Just(Op::Write)].boxed()
     };
@@ -53,6 +54,26 @@ fn admissions() -> Vec<Vec<AdmissionConfig>> {
         .collect()
 }
 
+/// A lookup that misses is invisible: removing the missed lookups from a stream leaves every
+/// other decision unchanged. LFRU is the exception by design: its sweep is due at a time and
+/// runs on the first request at or after it, whatever that request is, so a missed lookup can
+/// carry a sweep that would otherwise run one request later.
+fn decisions(
+    config: &PolicyConfig,
+    capacity: Capacity,
+    reqs: &[Request],
+) -> Vec<tiercache_core::Decision> {
+    use tiercache_policy::Policy;
+    let mut policy = AnyPolicy::from_config(config, capacity, &[], 5).unwrap();
+    reqs.iter()
+        .map(|r| {
+            let mut d = tiercache_core::Decision::new();
+            policy.decide(r, &mut d);
+            d
+        })
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -73,6 +94,29 @@ proptest! {
                 prop_assert!(result.is_ok(), "{} at {capacity} (seed {seed}): {}",
                     config.name(), result.unwrap_err());
             }
+        }
+    }
+
+    #[test]
+    fn missed_lookups_change_nothing(reqs in stream(40, 300, true), amount in 1u64..20) {
+        let mut reqs = reqs;
+        annotate_next_access(&mut reqs);
+        let capacity = Capacity::bytes(amount * 100);
+        for config in all_policies().into_iter().filter(|c| c.name() != "lfru") {
+            let all = decisions(&config, capacity, &reqs);
+            let kept: Vec<Request> = reqs
+                .iter()
+                .zip(&all)
+                .filter(|(r, d)| !(r.op == Op::Lookup && d.hit.is_none()))
+                .map(|(r, _)| *r)
+                .collect();
+            let expected: Vec<_> = all
+                .iter()
+                .zip(&reqs)
+                .filter(|(d, r)| !(r.op == Op::Lookup && d.hit.is_none()))
+                .map(|(d, _)| d.clone())
+                .collect();
+            prop_assert_eq!(decisions(&config, capacity, &kept), expected, "{}", config.name());
         }
     }
 

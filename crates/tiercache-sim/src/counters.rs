@@ -43,7 +43,7 @@ impl Counters {
         let hit = decision.hit.is_some();
         self.requests += 1;
         match req.op {
-            Op::Read => {
+            Op::Read | Op::Lookup => {
                 self.reads += 1;
                 self.read_bytes += size;
                 if hit {

@@ -118,7 +118,7 @@ impl StatsBuilder {
         s.requests += 1;
         s.bytes_requested += req.size as u64;
         match req.op {
-            Op::Read => (s.reads += 1, s.read_bytes += req.size as u64),
+            Op::Read | Op::Lookup => (s.reads += 1, s.read_bytes += req.size as u64),
             Op::Write => (s.writes += 1, s.write_bytes += req.size as u64),
             Op::Delete => (s.deletes += 1, ()),
         };

@@ -1,0 +1,77 @@
+//! The layout of a block in a slot: a 24-byte header, then the value.
+//!
+//! ```text
+//! 0   u32 magic "TCB1"
+//! 4   u32 CRC32C of bytes 8.. (key, length, value)
+//! 8   u64 key
+//! 16  u32 value length
+//! 20  u32 reserved (0)
+//! 24  value
+//! ```
+//!
+//! The header is checked right before a block is written and right after it is read back
+//! (asserting in pairs): a block whose magic, key, length or checksum is wrong is never
+//! returned.
+
+pub const HEADER_BYTES: usize = 24;
+const MAGIC: u32 = u32::from_le_bytes(*b"TCB1");
+
+/// Why a stored block was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockFault {
+    Magic,
+    Key,
+    Length,
+    Checksum,
+}
+
+/// Writes header and value into `slot` (which is `HEADER_BYTES + capacity` long). Without
+/// `checksum` (DRAM, which has no media errors to catch) the CRC field is left 0 and unchecked.
+pub fn encode(slot: &mut [u8], key: u64, value: &[u8], checksum: bool) {
+    assert!(HEADER_BYTES + value.len() <= slot.len(), "value larger than its slot");
+    slot[8..16].copy_from_slice(&key.to_le_bytes());
+    slot[16..20].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    slot[20..24].copy_from_slice(&0u32.to_le_bytes());
+    slot[HEADER_BYTES..HEADER_BYTES + value.len()].copy_from_slice(value);
+    let crc = if checksum { crc32c::crc32c(&slot[8..HEADER_BYTES + value.len()]) } else { 0 };
+    slot[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+    slot[4..8].copy_from_slice(&crc.to_le_bytes());
+    debug_assert_eq!(decode(slot, key, checksum).map(|v| v.len()), Ok(value.len()));
+}
+
+/// Checks a stored block for `key` and returns its value.
+pub fn decode(slot: &[u8], key: u64, checksum: bool) -> Result<&[u8], BlockFault> {
+    let word = |at: usize| u32::from_le_bytes(slot[at..at + 4].try_into().expect("4 bytes"));
+    if word(0) != MAGIC {
+        return Err(BlockFault::Magic);
+    }
+    if u64::from_le_bytes(slot[8..16].try_into().expect("8 bytes")) != key {
+        return Err(BlockFault::Key);
+    }
+    let len = word(16) as usize;
+    if HEADER_BYTES + len > slot.len() {
+        return Err(BlockFault::Length);
+    }
+    if checksum && crc32c::crc32c(&slot[8..HEADER_BYTES + len]) != word(4) {
+        return Err(BlockFault::Checksum);
+    }
+    Ok(&slot[HEADER_BYTES..HEADER_BYTES + len])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_every_flipped_bit_is_caught() {
+        let mut slot = vec![0u8; HEADER_BYTES + 64];
+        encode(&mut slot, 42, b"hello, slow memory", true);
+        assert_eq!(decode(&slot, 42, true), Ok(&b"hello, slow memory"[..]));
+        assert_eq!(decode(&slot, 43, true), Err(BlockFault::Key));
+        for bit in 0..(HEADER_BYTES + 18) * 8 {
+            let mut bad = slot.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(decode(&bad, 42, true).is_err(), "flipped bit {bit} went unnoticed");
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! The engine: a real cache over DRAM, memory-mapped files (persistent memory, CXL memory,
+//! tmpfs) and files, running the policies of `tiercache-policy` unchanged. A policy decides;
+//! the engine carries the decision out on real bytes.
+//!
+//! The hot path is: hash the key, pick its shard, lock the shard, let the shard's policy
+//! decide, copy the bytes, unlock. Each shard owns a disjoint set of slots on the tier, so
+//! shards never contend. Blocks on memory-mapped and file tiers carry a CRC32C checked on every
+//! read; a mismatch is counted, the block dropped, and the caller sees a miss, never wrong data.
+//!
+//! This increment has one tier per cache; demotion between tiers, flash with direct I/O,
+//! device emulation, `CachedFile` and background work come next.
+
+pub mod block;
+pub mod cache;
+pub mod clock;
+pub mod error;
+pub mod stats;
+pub mod store;
+
+pub use cache::{Cache, CacheBuilder, PutOutcome, ReadOutcome};
+pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use error::EngineError;
+pub use stats::StatsSnapshot;
+pub use store::TierKind;

@@ -1,0 +1,79 @@
+//! Engine counters: atomics bumped on the hot path, read as a snapshot (JSON via serde, or
+//! Prometheus text).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+use tiercache_core::RejectReason;
+
+macro_rules! counters {
+    ($($name:ident: $help:literal,)*) => {
+        /// Live counters.
+        #[derive(Default)]
+        pub struct Stats {
+            $(pub $name: AtomicU64,)*
+            pub rejections: [AtomicU64; RejectReason::ALL.len()],
+        }
+
+        /// Counters at one moment.
+        #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+        pub struct StatsSnapshot {
+            $(pub $name: u64,)*
+            pub rejections: std::collections::BTreeMap<&'static str, u64>,
+        }
+
+        impl Stats {
+            pub fn snapshot(&self) -> StatsSnapshot {
+                StatsSnapshot {
+                    $($name: self.$name.load(Ordering::Relaxed),)*
+                    rejections: RejectReason::ALL
+                        .iter()
+                        .map(|r| (r.as_str(), self.rejections[r.index()].load(Ordering::Relaxed)))
+                        .collect(),
+                }
+            }
+        }
+
+        impl StatsSnapshot {
+            /// The counters in Prometheus' text exposition format.
+            pub fn to_prometheus(&self) -> String {
+                let mut text = String::new();
+                $(
+                    text += concat!("# HELP tiercache_", stringify!($name), " ", $help, "\n");
+                    text += concat!("# TYPE tiercache_", stringify!($name), " counter\n");
+                    text += &format!(concat!("tiercache_", stringify!($name), " {}\n"), self.$name);
+                )*
+                text += "# HELP tiercache_rejections Missed keys not admitted, by reason.\n";
+                text += "# TYPE tiercache_rejections counter\n";
+                for (reason, n) in &self.rejections {
+                    text += &format!("tiercache_rejections{{reason=\"{reason}\"}} {n}\n");
+                }
+                text
+            }
+        }
+    };
+}
+
+counters! {
+    lookups: "Reads (get and read-through).",
+    hits: "Reads served from the cache.",
+    misses: "Reads not served from the cache.",
+    puts: "Writes.",
+    inserts: "Blocks placed in the tier.",
+    updates: "Blocks overwritten in place.",
+    evictions: "Blocks dropped to make room.",
+    invalidations: "Blocks dropped because their data went stale or was freed.",
+    bytes_read: "Value bytes copied out of the tier.",
+    bytes_written: "Value bytes copied into the tier.",
+    checksum_failures: "Blocks whose header or checksum did not verify; served as misses.",
+    fill_misses: "Reads of a block still being filled by another reader; served as misses.",
+    io_errors: "Tier reads that failed; served as misses.",
+    writes_dropped: "Writes acknowledged but not applied. Always 0: a write the policy declines is counted in rejections.",
+}
+
+impl Stats {
+    #[inline]
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}

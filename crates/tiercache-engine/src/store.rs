@@ -1,0 +1,180 @@
+//! Where a shard keeps its blocks: a disjoint run of fixed-size slots on its tier's medium.
+//! Each shard owns its run exclusively and touches it only under its own lock, which is what
+//! makes the raw memory-mapped access below free of data races.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::block::{decode, encode, BlockFault, HEADER_BYTES};
+use crate::error::EngineError;
+
+/// The medium of a tier.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TierKind {
+    /// Process memory.
+    Dram,
+    /// A file mapped into memory: a DAX file on persistent memory, a file on a CXL-backed or
+    /// NUMA-bound tmpfs, or `/dev/shm` to emulate one. Blocks are checksummed.
+    Mapped { path: PathBuf },
+    /// A file read and written with positioned I/O (buffered in this version). Checksummed.
+    File { path: PathBuf },
+}
+
+/// A read that found no usable block.
+#[derive(Debug)]
+pub enum ReadFault {
+    Corrupt(BlockFault),
+    Io(std::io::Error),
+}
+
+/// A tier's medium, opened and sized; shards take disjoint regions of it.
+pub struct Medium {
+    kind: TierKind,
+    mapping: Option<Arc<MmapRaw>>,
+    file: Option<Arc<File>>,
+    slot_bytes: usize,
+}
+
+fn open_sized(path: &Path, bytes: u64) -> Result<File, EngineError> {
+    let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| io("cannot open or create the tier file", e))?;
+    file.set_len(bytes).map_err(|e| io("cannot size the tier file", e))?;
+    Ok(file)
+}
+
+impl Medium {
+    pub fn open(kind: &TierKind, slots: u64, slot_bytes: usize) -> Result<Medium, EngineError> {
+        let bytes = slots * slot_bytes as u64;
+        let (mapping, file) = match kind {
+            TierKind::Dram => (None, None),
+            TierKind::Mapped { path } => {
+                let file = open_sized(path, bytes)?;
+                let mapping =
+                    MmapOptions::new().len(bytes as usize).map_raw(&file).map_err(|source| {
+                        EngineError::Io {
+                            path: path.clone(),
+                            action: "cannot map the tier file",
+                            source,
+                        }
+                    })?;
+                (Some(Arc::new(mapping)), None)
+            }
+            TierKind::File { path } => (None, Some(Arc::new(open_sized(path, bytes)?))),
+        };
+        Ok(Medium { kind: kind.clone(), mapping, file, slot_bytes })
+    }
+
+    /// The region of slots `first..first + count` for one shard. Regions of one medium must be
+    /// disjoint: the cache hands each slot range out once.
+    pub fn region(&self, first: u64, count: u64) -> Region {
+        let offset = first * self.slot_bytes as u64;
+        let bytes = (count * self.slot_bytes as u64) as usize;
+        let storage = match (&self.kind, &self.mapping, &self.file) {
+            (TierKind::Mapped { .. }, Some(mapping), _) => {
+                assert!(offset as usize + bytes <= mapping.len(), "region past the mapping");
+                Storage::Mapped { mapping: mapping.clone(), offset: offset as usize }
+            }
+            (TierKind::File { path }, _, Some(file)) => Storage::File {
+                file: file.clone(),
+                offset,
+                path: path.clone(),
+                scratch: vec![0; self.slot_bytes],
+            },
+            _ => Storage::Dram(vec![0; bytes]),
+        };
+        Region { storage, slot_bytes: self.slot_bytes, count }
+    }
+}
+
+enum Storage {
+    Dram(Vec<u8>),
+    Mapped { mapping: Arc<MmapRaw>, offset: usize },
+    File { file: Arc<File>, offset: u64, path: PathBuf, scratch: Vec<u8> },
+}
+
+/// One shard's slots.
+pub struct Region {
+    storage: Storage,
+    slot_bytes: usize,
+    count: u64,
+}
+
+impl Region {
+    pub fn slots(&self) -> u64 {
+        self.count
+    }
+
+    pub fn checksummed(&self) -> bool {
+        !matches!(self.storage, Storage::Dram(_))
+    }
+
+    /// The bytes of a slot in memory (DRAM or mapped), exclusively borrowed.
+    fn memory(&mut self, slot: u32) -> Option<&mut [u8]> {
+        assert!((slot as u64) < self.count, "slot {slot} outside the region");
+        let at = slot as usize * self.slot_bytes;
+        match &mut self.storage {
+            Storage::Dram(bytes) => Some(&mut bytes[at..at + self.slot_bytes]),
+            Storage::Mapped { mapping, offset } => {
+                // SAFETY: the slot lies inside this region (asserted above and when the region
+                // was made), regions of a mapping are disjoint, and a region is used only under
+                // its shard's lock through `&mut self`, so no other reference to these bytes
+                // exists while this one lives. The mapping outlives the slice (held by `self`).
+                Some(unsafe {
+                    std::slice::from_raw_parts_mut(
+                        mapping.as_mut_ptr().add(*offset + at),
+                        self.slot_bytes,
+                    )
+                })
+            }
+            Storage::File { .. } => None,
+        }
+    }
+
+    /// Stores `value` for `key` in `slot`.
+    pub fn write(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
+        let checksum = self.checksummed();
+        if let Some(bytes) = self.memory(slot) {
+            encode(bytes, key, value, checksum);
+            return Ok(());
+        }
+        let at = slot as u64 * self.slot_bytes as u64;
+        let Storage::File { file, offset, path, scratch } = &mut self.storage else {
+            unreachable!()
+        };
+        let used = HEADER_BYTES + value.len();
+        encode(&mut scratch[..], key, value, true);
+        file.write_all_at(&scratch[..used], *offset + at).map_err(|source| EngineError::Io {
+            path: path.clone(),
+            action: "cannot write a block",
+            source,
+        })
+    }
+
+    /// Copies the value stored for `key` in `slot` into `out` after checking it; returns its
+    /// length.
+    pub fn read(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
+        let checksum = self.checksummed();
+        let copy = |value: &[u8], out: &mut [u8]| {
+            let n = value.len().min(out.len());
+            out[..n].copy_from_slice(&value[..n]);
+            value.len()
+        };
+        if let Some(bytes) = self.memory(slot) {
+            return decode(bytes, key, checksum).map(|v| copy(v, out)).map_err(ReadFault::Corrupt);
+        }
+        let at = slot as u64 * self.slot_bytes as u64;
+        let Storage::File { file, offset, scratch, .. } = &mut self.storage else { unreachable!() };
+        file.read_exact_at(&mut scratch[..], *offset + at).map_err(ReadFault::Io)?;
+        decode(scratch, key, true).map(|v| copy(v, out)).map_err(ReadFault::Corrupt)
+    }
+}

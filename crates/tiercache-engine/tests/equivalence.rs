@@ -1,0 +1,138 @@
+//! Engine equals simulator: a single-shard engine run over a block trace (CloudPhysics in its
+//! 4 KiB block view) makes exactly the decisions the simulator makes on the same requests:
+//! the same hit or miss on every request and the same insert, eviction and rejection counts.
+//! Reads go through `read_through`, writes through `put`, the policy's clock is the trace's.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tiercache_core::{Capacity, Decision, Op, Request};
+use tiercache_engine::{CacheBuilder, ManualClock, TierKind};
+use tiercache_policy::{AdmissionConfig, AnyPolicy, Policy, PolicyConfig};
+use tiercache_workload::{TraceOptions, TraceReader};
+
+const BLOCK: usize = 4096;
+
+fn trace() -> Vec<Request> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces/cloudPhysicsIO.vscsi");
+    let options = TraceOptions { block_size: Some(BLOCK as u32), ..TraceOptions::default() };
+    TraceReader::open(&path, &options).unwrap().map(|r| r.unwrap()).collect()
+}
+
+fn simulated_hits(
+    policy: &PolicyConfig,
+    admission: &[AdmissionConfig],
+    blocks: u64,
+    reqs: &[Request],
+) -> (Vec<bool>, u64, u64) {
+    let mut policy =
+        AnyPolicy::from_config(policy, Capacity::objects(blocks), admission, 0).unwrap();
+    let mut decision = Decision::new();
+    let (mut inserts, mut evictions) = (0, 0);
+    let hits = reqs
+        .iter()
+        .map(|r| {
+            decision.clear();
+            policy.decide(r, &mut decision);
+            for a in &decision.actions {
+                match a {
+                    tiercache_core::Action::Insert { .. } => inserts += 1,
+                    tiercache_core::Action::Evict { .. } => evictions += 1,
+                    _ => {}
+                }
+            }
+            decision.hit.is_some()
+        })
+        .collect();
+    (hits, inserts, evictions)
+}
+
+fn engine_hits(
+    policy: &PolicyConfig,
+    admission: &[AdmissionConfig],
+    blocks: u64,
+    tier: TierKind,
+    reqs: &[Request],
+) -> (Vec<bool>, tiercache_engine::StatsSnapshot) {
+    let clock = Arc::new(ManualClock::default());
+    let cache = CacheBuilder::new(policy.clone())
+        .admission(admission.to_vec())
+        .tier(tier)
+        .shards(1)
+        .block_size(BLOCK)
+        .capacity_bytes(blocks * BLOCK as u64)
+        .seed(0)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let mut buf = vec![0u8; BLOCK];
+    let hits = reqs
+        .iter()
+        .map(|r| {
+            clock.set(r.time_us);
+            match r.op {
+                Op::Write => cache.put(r.key, &r.key.to_le_bytes()).unwrap().hit,
+                _ => {
+                    let outcome = cache
+                        .read_through(r.key, &mut buf, |b| {
+                            b[..8].copy_from_slice(&r.key.to_le_bytes());
+                            Ok(8)
+                        })
+                        .unwrap();
+                    if outcome.hit {
+                        assert_eq!(
+                            &buf[..8],
+                            &r.key.to_le_bytes(),
+                            "a hit returned another key's bytes"
+                        );
+                    }
+                    outcome.hit
+                }
+            }
+        })
+        .collect();
+    (hits, cache.stats())
+}
+
+#[test]
+fn engine_decides_as_the_simulator_for_every_engine_policy() {
+    let reqs = trace();
+    assert!(reqs.len() > 113_872, "block view expands multi-block requests");
+    let policies = ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "lfru"];
+    for (name, admission) in
+        policies.iter().map(|p| (*p, "always")).chain([("lru", "second-hit"), ("arc", "prob:0.5")])
+    {
+        let config = PolicyConfig::parse(name).unwrap();
+        let admission = AdmissionConfig::parse_chain(admission).unwrap();
+        let blocks = 3000;
+        let (sim, inserts, evictions) = simulated_hits(&config, &admission, blocks, &reqs);
+        let (engine, stats) = engine_hits(&config, &admission, blocks, TierKind::Dram, &reqs);
+        let first_difference = sim.iter().zip(&engine).position(|(a, b)| a != b);
+        assert_eq!(
+            first_difference, None,
+            "{name}: engine and simulator part at request {first_difference:?}"
+        );
+        assert_eq!((stats.inserts, stats.evictions), (inserts, evictions), "{name}");
+        assert_eq!(stats.hits + stats.misses, stats.lookups);
+        assert_eq!(stats.checksum_failures + stats.writes_dropped, 0);
+    }
+}
+
+#[test]
+fn mapped_and_file_tiers_decide_the_same() {
+    let reqs: Vec<Request> = trace().into_iter().take(40_000).collect();
+    let dir = std::env::temp_dir().join(format!("tiercache-eq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = PolicyConfig::parse("s3fifo").unwrap();
+    let (sim, _, _) = simulated_hits(&config, &[], 1000, &reqs);
+    for tier in [
+        TierKind::Mapped { path: dir.join("slow.mem") },
+        TierKind::File { path: dir.join("flash.img") },
+    ] {
+        let (engine, stats) = engine_hits(&config, &[], 1000, tier.clone(), &reqs);
+        assert_eq!(sim, engine, "{tier:?}");
+        assert_eq!(stats.checksum_failures, 0);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

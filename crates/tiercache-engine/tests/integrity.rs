@@ -1,0 +1,230 @@
+//! Never stale, never torn; corruption is caught; bad configurations get errors that name the
+//! setting or the file.
+
+use std::collections::HashMap;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tiercache_core::SeededRng;
+use tiercache_engine::{Cache, CacheBuilder, EngineError, TierKind};
+use tiercache_policy::PolicyConfig;
+
+const BLOCK: usize = 512;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tiercache-integrity-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A value that names its key and version and fills the block, so a torn or misplaced value
+/// cannot pass as a good one.
+fn value(key: u64, version: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(BLOCK);
+    while v.len() < BLOCK {
+        v.extend_from_slice(&key.to_le_bytes());
+        v.extend_from_slice(&version.to_le_bytes());
+    }
+    v
+}
+
+fn version_of(key: u64, bytes: &[u8]) -> u64 {
+    assert_eq!(bytes.len(), BLOCK, "key {key}: a value of the wrong length");
+    let version = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
+    assert_eq!(bytes, &value(key, version)[..], "key {key}: torn or foreign bytes");
+    version
+}
+
+/// The backing store of the test: per key, the last completed write's version.
+struct Model {
+    completed: Vec<AtomicU64>,
+    locks: Vec<Mutex<()>>,
+}
+
+fn worker(cache: &Cache, model: &Model, keys: u64, seed: u64, ops: u64) {
+    let mut rng = SeededRng::new(seed);
+    let mut buf = vec![0u8; BLOCK];
+    for _ in 0..ops {
+        let key = rng.below(keys);
+        let floor = model.completed[key as usize].load(Ordering::Acquire);
+        match rng.below(10) {
+            0..=3 => {
+                if let Some(len) = cache.get(key, &mut buf) {
+                    assert!(version_of(key, &buf[..len]) >= floor, "key {key}: stale get");
+                }
+            }
+            4..=6 => {
+                // Some loads are slow, so writes and invalidations race with the fill.
+                let slow = rng.below(8) == 0;
+                let outcome = cache
+                    .read_through(key, &mut buf, |b| {
+                        if slow {
+                            std::thread::sleep(std::time::Duration::from_micros(50));
+                        }
+                        let v = value(key, model.completed[key as usize].load(Ordering::Acquire));
+                        b[..BLOCK].copy_from_slice(&v);
+                        Ok(BLOCK)
+                    })
+                    .unwrap();
+                assert!(version_of(key, &buf[..outcome.len]) >= floor, "key {key}: stale read");
+            }
+            7 | 8 => {
+                // Writers of one key take turns, as a file system orders writes to a block.
+                let _turn = model.locks[key as usize].lock().unwrap();
+                let next = model.completed[key as usize].load(Ordering::Acquire) + 1;
+                cache.put(key, &value(key, next)).unwrap();
+                model.completed[key as usize].store(next, Ordering::Release);
+            }
+            _ => cache.invalidate(key),
+        }
+    }
+}
+
+#[test]
+fn concurrent_readers_and_writers_never_see_stale_or_torn_data() {
+    let keys = 64u64;
+    for (tier, policy) in [
+        (TierKind::Dram, "lru"),
+        (TierKind::Mapped { path: scratch("concurrent.mem") }, "s3fifo"),
+        (TierKind::File { path: scratch("concurrent.img") }, "arc"),
+    ] {
+        let cache = CacheBuilder::new(PolicyConfig::parse(policy).unwrap())
+            .tier(tier.clone())
+            .block_size(BLOCK)
+            .shards(4)
+            .capacity_bytes(32 * BLOCK as u64)
+            .build()
+            .unwrap();
+        let model = Model {
+            completed: (0..keys).map(|_| AtomicU64::new(0)).collect(),
+            locks: (0..keys).map(|_| Mutex::new(())).collect(),
+        };
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (cache, model) = (&cache, &model);
+                s.spawn(move || worker(cache, model, keys, 1000 + t, 10_000));
+            }
+        });
+        let (used, slots) = cache.occupancy();
+        assert!(used <= slots && slots == 32, "{tier:?}: {used} of {slots}");
+        let stats = cache.stats();
+        assert_eq!(stats.checksum_failures + stats.io_errors + stats.writes_dropped, 0, "{tier:?}");
+        assert!(
+            stats.hits > 0 && stats.evictions > 0,
+            "{tier:?}: the run exercised little: {stats:?}"
+        );
+    }
+}
+
+#[test]
+fn flipped_bits_on_slow_memory_and_flash_are_misses_never_data() {
+    for (name, mapped) in [("corrupt.mem", true), ("corrupt.img", false)] {
+        let path = scratch(name);
+        let tier = if mapped {
+            TierKind::Mapped { path: path.clone() }
+        } else {
+            TierKind::File { path: path.clone() }
+        };
+        let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .tier(tier)
+            .block_size(BLOCK)
+            .shards(1)
+            .capacity_bytes(64 * BLOCK as u64)
+            .build()
+            .unwrap();
+        for key in 0..64 {
+            assert!(cache.put(key, &value(key, 1)).unwrap().cached);
+        }
+        // Flip one bit in every third slot, in the file, under the running cache.
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let slot_bytes = (BLOCK + 24) as u64;
+        let mut rng = SeededRng::new(9);
+        let corrupted: Vec<u64> = (0..64).filter(|s| s % 3 == 0).collect();
+        for slot in &corrupted {
+            let at = slot * slot_bytes + rng.below(slot_bytes);
+            let mut byte = [0u8];
+            file.read_exact_at(&mut byte, at).unwrap();
+            byte[0] ^= 1 << rng.below(8);
+            file.write_all_at(&byte, at).unwrap();
+        }
+        let mut buf = vec![0u8; BLOCK];
+        let mut misses = 0;
+        for key in 0..64 {
+            match cache.get(key, &mut buf) {
+                Some(len) => assert_eq!(version_of(key, &buf[..len]), 1),
+                None => misses += 1,
+            }
+        }
+        let stats = cache.stats();
+        assert_eq!(misses, corrupted.len() as u64, "{name}");
+        assert_eq!(stats.checksum_failures, corrupted.len() as u64, "{name}");
+        assert_eq!(stats.invalidations, corrupted.len() as u64, "{name}: bad blocks are dropped");
+        // A dropped block is just gone: the next read loads it again and caches it.
+        let again = cache.read_through(corrupted[1], &mut buf, |b| {
+            b.copy_from_slice(&value(corrupted[1], 2));
+            Ok(BLOCK)
+        });
+        assert!(!again.unwrap().hit);
+        assert_eq!(
+            cache.get(corrupted[1], &mut buf).map(|n| version_of(corrupted[1], &buf[..n])),
+            Some(2)
+        );
+    }
+}
+
+fn build_err(builder: CacheBuilder) -> String {
+    match builder.build() {
+        Ok(_) => panic!("the configuration should have been refused"),
+        Err(e) => {
+            assert!(matches!(e, EngineError::Config { .. } | EngineError::Io { .. }), "{e:?}");
+            e.to_string()
+        }
+    }
+}
+
+#[test]
+fn bad_configurations_name_the_setting_or_the_file() {
+    let lru = || CacheBuilder::new(PolicyConfig::Lru);
+    let e = build_err(lru().tier(TierKind::Mapped { path: "/nonexistent/dir/slow.mem".into() }));
+    assert!(e.contains("/nonexistent/dir/slow.mem") && e.contains("cannot open"), "{e}");
+    let e = build_err(lru().tier(TierKind::File { path: scratch("") }));
+    assert!(e.contains("cannot open"), "{e}");
+    let e = build_err(lru().capacity_bytes(4096).shards(16));
+    assert!(e.contains("capacity_bytes") && e.contains("16 shards"), "{e}");
+    let e = build_err(lru().block_size(1000));
+    assert!(e.contains("block_size") && e.contains("1000"), "{e}");
+    let e = build_err(lru().shards(12));
+    assert!(e.contains("shards") && e.contains("power of two"), "{e}");
+    let e = build_err(CacheBuilder::new(PolicyConfig::Belady));
+    assert!(e.contains("policy") && e.contains("simulator"), "{e}");
+    let cache = lru().block_size(BLOCK).build().unwrap();
+    let e = cache.put(1, &[0u8; BLOCK + 1]).unwrap_err().to_string();
+    assert!(e.contains("513") && e.contains("512"), "{e}");
+}
+
+#[test]
+fn stats_export_as_json_and_prometheus() {
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .block_size(BLOCK)
+        .capacity_bytes(8 * BLOCK as u64)
+        .shards(1)
+        .build()
+        .unwrap();
+    let mut buf = vec![0u8; BLOCK];
+    for key in 0..20u64 {
+        cache.put(key, &value(key, 0)).unwrap();
+        cache.get(key, &mut buf);
+    }
+    let stats = cache.stats();
+    assert_eq!((stats.puts, stats.inserts, stats.evictions, stats.hits), (20, 20, 12, 20));
+    let text = stats.to_prometheus();
+    assert!(
+        text.contains("tiercache_evictions 12") && text.contains("# TYPE tiercache_hits counter"),
+        "{text}"
+    );
+    let by_reason: HashMap<&str, u64> = stats.rejections.iter().map(|(k, v)| (*k, *v)).collect();
+    assert_eq!(by_reason.values().sum::<u64>(), 0);
+    let _ = Arc::new(stats);
+}
