@@ -416,6 +416,27 @@ impl Cache {
         Ok(PutOutcome { hit, cached })
     }
 
+    /// Overwrites `key`'s cached value if it is cached; never admits it (write-around). Decided
+    /// as a lookup: a cached key's state moves as on a read hit.
+    pub fn update_if_cached(&self, key: Key, value: &[u8]) -> Result<bool, EngineError> {
+        if value.len() > self.block_size {
+            return Err(EngineError::TooLarge { len: value.len(), block_size: self.block_size });
+        }
+        let req = self.request(key, Op::Lookup);
+        let mut shard = self.shard(key);
+        shard.decide(&req);
+        shard.apply(key, None, &self.stats)?;
+        Stats::add(&self.stats.puts, 1);
+        if shard.decision.hit.is_none() {
+            return Ok(false);
+        }
+        let slot = shard.slots[&key].index();
+        let entry = shard.store(slot, key, value, &self.stats)?;
+        shard.slots.insert(key, entry);
+        Stats::add(&self.stats.updates, 1);
+        Ok(true)
+    }
+
     /// Drops `key` if cached (its data was freed or overwritten elsewhere).
     pub fn invalidate(&self, key: Key) {
         let req = self.request(key, Op::Delete);

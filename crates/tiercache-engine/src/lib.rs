@@ -7,18 +7,22 @@
 //! shards never contend. Blocks on memory-mapped and file tiers carry a CRC32C checked on every
 //! read; a mismatch is counted, the block dropped, and the caller sees a miss, never wrong data.
 //!
+//! [`CachedFile`] puts a backing file behind a cache with Open CAS's write modes.
+//!
 //! This increment has one tier per cache; demotion between tiers, flash with direct I/O,
-//! device emulation, `CachedFile` and background work come next.
+//! device emulation and background work come next.
 
 pub mod block;
 pub mod cache;
 pub mod clock;
 pub mod error;
+pub mod file;
 pub mod stats;
 pub mod store;
 
 pub use cache::{Cache, CacheBuilder, PutOutcome, ReadOutcome};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::EngineError;
+pub use file::{CachedFile, WriteMode};
 pub use stats::StatsSnapshot;
 pub use store::TierKind;
