@@ -1,5 +1,6 @@
 //! `tiercache`: the command line of the tiercache simulator (and, later, engine and lab).
 
+mod bench;
 mod demo;
 mod plot;
 mod progress;
@@ -30,6 +31,9 @@ enum Command {
     Sim(sim::SimArgs),
     /// Simulate policies x capacities in parallel; write CSV and a miss-ratio-curve plot.
     Sweep(sweep::SweepArgs),
+    /// Run the engine under load (threads, key distribution, tiers) and report throughput and
+    /// latency; `--raw` measures the medium alone.
+    Bench(bench::BenchArgs),
     /// Inspect, convert or generate traces.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -80,6 +84,7 @@ fn main() {
         Command::Sim(args) => sim::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Trace(command) => trace::run(command),
+        Command::Bench(args) => bench::run(&args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

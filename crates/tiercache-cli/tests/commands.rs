@@ -219,3 +219,79 @@ fn bad_input_gets_clear_errors() {
         (Some(1), Some(1))
     );
 }
+
+#[test]
+fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
+    let backing = scratch("bench.backing");
+    let b = backing.to_str().unwrap();
+    let slow = scratch("bench.slow");
+    let flash = scratch("bench.flash");
+    let common = [
+        "bench",
+        "--working-set",
+        "2MiB",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--threads",
+        "2",
+        "--json",
+        "--backing",
+        b,
+    ];
+    let tiers: [Vec<&str>; 3] = [
+        vec!["--dram", "1MiB"],
+        vec!["--slow-path", slow.to_str().unwrap(), "--slow-size", "1MiB"],
+        vec!["--flash-path", flash.to_str().unwrap(), "--flash-size", "1MiB"],
+    ];
+    for tier in &tiers {
+        for raw in [false, true] {
+            let mut args: Vec<&str> = common.to_vec();
+            args.extend(tier.iter());
+            if raw {
+                args.push("--raw");
+            }
+            let report: serde_json::Value = serde_json::from_str(&tiercache(&args)).unwrap();
+            let ops =
+                report["read"]["ops"].as_u64().unwrap() + report["write"]["ops"].as_u64().unwrap();
+            assert!(
+                ops > 0 && report["ops_per_second"].as_f64().unwrap() > 0.0,
+                "{tier:?} raw={raw}"
+            );
+            if !raw {
+                let cache = &report["cache"];
+                assert_eq!(cache["checksum_failures"], 0);
+                assert_eq!(cache["writes_dropped"], 0);
+                assert!(cache["hits"].as_u64().unwrap() > 0, "{tier:?}: {cache}");
+            }
+        }
+    }
+    assert_eq!(
+        std::fs::metadata(&backing).unwrap().len(),
+        2 << 20,
+        "the backing file was prepared"
+    );
+    let e = tiercache_fails(&[
+        "bench",
+        "--dram",
+        "1MiB",
+        "--slow-path",
+        "/tmp/x",
+        "--slow-size",
+        "1MiB",
+    ]);
+    assert!(e.contains("one tier"), "{e}");
+    let e = tiercache_fails(&[
+        "bench",
+        "--slow-path",
+        "/nonexistent/dir/slow",
+        "--slow-size",
+        "1MiB",
+        "--backing",
+        b,
+        "--working-set",
+        "2MiB",
+    ]);
+    assert!(e.contains("/nonexistent/dir/slow"), "{e}");
+}

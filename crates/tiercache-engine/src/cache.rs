@@ -138,7 +138,6 @@ impl CacheBuilder {
             shards: shards.into_boxed_slice(),
             shard_bits: self.shards.trailing_zeros(),
             block_size: self.block_size,
-            stats: Stats::default(),
             clock: self.clock,
             _medium: medium,
         })
@@ -166,6 +165,7 @@ struct Shard {
     free: Vec<u32>,
     region: Region,
     loads: u64,
+    stats: Stats,
 }
 
 /// What a read did.
@@ -196,6 +196,7 @@ impl Shard {
             free,
             region,
             loads: 0,
+            stats: Stats::default(),
         }
     }
 
@@ -211,29 +212,24 @@ impl Shard {
 
     /// Applies the decision in `self.decision`. `value` is the data of a write; a read-through
     /// miss has none yet, and its insert reserves the slot for the load returned.
-    fn apply(
-        &mut self,
-        key: Key,
-        value: Option<&[u8]>,
-        stats: &Stats,
-    ) -> Result<Option<u64>, EngineError> {
+    fn apply(&mut self, key: Key, value: Option<&[u8]>) -> Result<Option<u64>, EngineError> {
         let mut load = None;
         for i in 0..self.decision.actions.len() {
             match self.decision.actions[i] {
                 Action::Evict { key, .. } => {
                     self.release(key);
-                    Stats::add(&stats.evictions, 1);
+                    self.stats.evictions += 1;
                 }
                 Action::Invalidate { key, .. } => {
                     self.release(key);
-                    Stats::add(&stats.invalidations, 1);
+                    self.stats.invalidations += 1;
                 }
                 Action::Insert { key: k, .. } => {
                     debug_assert_eq!(k, key, "single-tier policies insert the requested key");
                     let slot = self.free.pop().expect("the policy is sized to the slots");
-                    Stats::add(&stats.inserts, 1);
+                    self.stats.inserts += 1;
                     let entry = match value {
-                        Some(data) => self.store(slot, key, data, stats)?,
+                        Some(data) => self.store(slot, key, data)?,
                         None => {
                             self.loads += 1;
                             load = Some(self.loads);
@@ -245,12 +241,12 @@ impl Shard {
                 Action::Update { key: k, .. } => {
                     if let Some(data) = value {
                         let slot = self.slots[&k].index();
-                        let entry = self.store(slot, k, data, stats)?;
+                        let entry = self.store(slot, k, data)?;
                         self.slots.insert(k, entry);
-                        Stats::add(&stats.updates, 1);
+                        self.stats.updates += 1;
                     }
                 }
-                Action::Reject { reason, .. } => Stats::add(&stats.rejections[reason.index()], 1),
+                Action::Reject { reason, .. } => self.stats.rejections[reason.index()] += 1,
                 action @ (Action::Move { .. } | Action::WriteBack { .. }) => {
                     unreachable!("a single-tier cache got {action:?}")
                 }
@@ -259,42 +255,35 @@ impl Shard {
         Ok(load)
     }
 
-    fn store(
-        &mut self,
-        slot: u32,
-        key: Key,
-        data: &[u8],
-        stats: &Stats,
-    ) -> Result<Slot, EngineError> {
+    fn store(&mut self, slot: u32, key: Key, data: &[u8]) -> Result<Slot, EngineError> {
         self.region.write(slot, key, data)?;
-        Stats::add(&stats.bytes_written, data.len() as u64);
+        self.stats.bytes_written += data.len() as u64;
         Ok(Slot::Valid { slot })
     }
 
     /// Copies a resident key's value out; a bad block is dropped (a `Delete` decision keeps the
     /// policy in step) and reported as a miss.
-    fn copy_out(&mut self, key: Key, buf: &mut [u8], now_us: u64, stats: &Stats) -> Option<usize> {
+    fn copy_out(&mut self, key: Key, buf: &mut [u8], now_us: u64) -> Option<usize> {
         let slot = match self.slots.get(&key) {
             Some(Slot::Valid { slot }) => *slot,
             Some(Slot::Filling { .. }) => {
-                Stats::add(&stats.fill_misses, 1);
+                self.stats.fill_misses += 1;
                 return None;
             }
             None => unreachable!("the policy reported a hit on key {key} with no slot"),
         };
         match self.region.read(slot, key, buf) {
             Ok(len) => {
-                Stats::add(&stats.bytes_read, len as u64);
+                self.stats.bytes_read += len as u64;
                 Some(len)
             }
             Err(fault) => {
-                let counter = match fault {
-                    ReadFault::Corrupt(_) => &stats.checksum_failures,
-                    ReadFault::Io(_) => &stats.io_errors,
+                match fault {
+                    ReadFault::Corrupt(_) => self.stats.checksum_failures += 1,
+                    ReadFault::Io(_) => self.stats.io_errors += 1,
                 };
-                Stats::add(counter, 1);
                 self.decide(&Request::new(now_us, key, 0, Op::Delete));
-                self.apply(key, None, stats).expect("dropping a block does no I/O");
+                self.apply(key, None).expect("dropping a block does no I/O");
                 None
             }
         }
@@ -306,7 +295,6 @@ pub struct Cache {
     shards: Box<[Mutex<Shard>]>,
     shard_bits: u32,
     block_size: usize,
-    stats: Stats,
     clock: Arc<dyn Clock>,
     _medium: Medium,
 }
@@ -336,18 +324,21 @@ impl Cache {
         let mut shard = self.shard(key);
         shard.decide(&req);
         // A lookup inserts nothing, but periodic work (a sweep) may have evicted.
-        shard.apply(key, None, &self.stats).expect("a lookup's decision does no tier I/O");
+        shard.apply(key, None).expect("a lookup's decision does no tier I/O");
         self.read_decided(&mut shard, &req, buf)
     }
 
     fn read_decided(&self, shard: &mut Shard, req: &Request, buf: &mut [u8]) -> Option<usize> {
-        Stats::add(&self.stats.lookups, 1);
+        shard.stats.lookups += 1;
         let served = match shard.decision.hit {
-            Some(_) => shard.copy_out(req.key, buf, req.time_us, &self.stats),
+            Some(_) => shard.copy_out(req.key, buf, req.time_us),
             None => None,
         };
-        let counter = if served.is_some() { &self.stats.hits } else { &self.stats.misses };
-        Stats::add(counter, 1);
+        if served.is_some() {
+            shard.stats.hits += 1;
+        } else {
+            shard.stats.misses += 1;
+        }
         served
     }
 
@@ -364,7 +355,7 @@ impl Cache {
         let reserved = {
             let mut shard = self.shard(key);
             shard.decide(&req);
-            let reserved = shard.apply(key, None, &self.stats)?;
+            let reserved = shard.apply(key, None)?;
             if let Some(len) = self.read_decided(&mut shard, &req, buf) {
                 return Ok(ReadOutcome { hit: true, len });
             }
@@ -382,7 +373,7 @@ impl Cache {
                 let len = len.min(buf.len()).min(self.block_size);
                 if filling(&shard) {
                     let slot = shard.slots[&key].index();
-                    let entry = shard.store(slot, key, &buf[..len], &self.stats)?;
+                    let entry = shard.store(slot, key, &buf[..len])?;
                     shard.slots.insert(key, entry);
                 }
                 Ok(ReadOutcome { hit: false, len })
@@ -390,7 +381,7 @@ impl Cache {
             Err(source) => {
                 if filling(&shard) {
                     shard.decide(&self.request(key, Op::Delete));
-                    shard.apply(key, None, &self.stats)?;
+                    shard.apply(key, None)?;
                 }
                 Err(EngineError::Io {
                     path: "<loader>".into(),
@@ -409,9 +400,9 @@ impl Cache {
         let req = self.request(key, Op::Write);
         let mut shard = self.shard(key);
         shard.decide(&req);
-        Stats::add(&self.stats.puts, 1);
+        shard.stats.puts += 1;
         let hit = shard.decision.hit.is_some();
-        shard.apply(key, Some(value), &self.stats)?;
+        shard.apply(key, Some(value))?;
         let cached = matches!(shard.slots.get(&key), Some(Slot::Valid { .. }));
         Ok(PutOutcome { hit, cached })
     }
@@ -425,15 +416,15 @@ impl Cache {
         let req = self.request(key, Op::Lookup);
         let mut shard = self.shard(key);
         shard.decide(&req);
-        shard.apply(key, None, &self.stats)?;
-        Stats::add(&self.stats.puts, 1);
+        shard.apply(key, None)?;
+        shard.stats.puts += 1;
         if shard.decision.hit.is_none() {
             return Ok(false);
         }
         let slot = shard.slots[&key].index();
-        let entry = shard.store(slot, key, value, &self.stats)?;
+        let entry = shard.store(slot, key, value)?;
         shard.slots.insert(key, entry);
-        Stats::add(&self.stats.updates, 1);
+        shard.stats.updates += 1;
         Ok(true)
     }
 
@@ -442,11 +433,15 @@ impl Cache {
         let req = self.request(key, Op::Delete);
         let mut shard = self.shard(key);
         shard.decide(&req);
-        shard.apply(key, None, &self.stats).expect("dropping a block does no I/O");
+        shard.apply(key, None).expect("dropping a block does no I/O");
     }
 
     pub fn stats(&self) -> StatsSnapshot {
-        self.stats.snapshot()
+        let mut total = Stats::default();
+        for shard in self.shards.iter() {
+            total.merge(&shard.lock().unwrap_or_else(|p| p.into_inner()).stats);
+        }
+        total.snapshot()
     }
 
     /// Blocks resident over all shards, and the slots there are.

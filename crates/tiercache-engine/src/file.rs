@@ -133,20 +133,30 @@ impl CachedFile {
         }
     }
 
-    /// Reads up to `buf.len()` bytes at `offset`; fewer at the end of the file.
+    /// Reads up to `buf.len()` bytes at `offset`; fewer at the end of the file. Whole aligned
+    /// blocks are read straight into `buf`; partial ones go through a block buffer.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, EngineError> {
         let bs = self.cache.block_size();
-        let mut block_buf = vec![0u8; bs];
+        let mut partial: Vec<u8> = Vec::new();
         let mut done = 0;
         while done < buf.len() {
             let position = offset + done as u64;
             let (block, within) = (position / bs as u64, (position % bs as u64) as usize);
-            let valid = self.read_block(block, &mut block_buf)?;
+            if within == 0 && buf.len() - done >= bs {
+                let valid = self.read_block(block, &mut buf[done..done + bs])?;
+                done += valid;
+                if valid < bs {
+                    break;
+                }
+                continue;
+            }
+            partial.resize(bs, 0);
+            let valid = self.read_block(block, &mut partial)?;
             if valid <= within {
                 break;
             }
             let n = (valid - within).min(buf.len() - done);
-            buf[done..done + n].copy_from_slice(&block_buf[within..within + n]);
+            buf[done..done + n].copy_from_slice(&partial[within..within + n]);
             done += n;
             if valid < bs {
                 break;
@@ -163,21 +173,28 @@ impl CachedFile {
     /// Writes `data` at `offset`, extending the file if needed; returns `data.len()`.
     pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<usize, EngineError> {
         let bs = self.cache.block_size();
-        let mut block_buf = vec![0u8; bs];
+        let mut block_buf: Vec<u8> = Vec::new();
         let mut done = 0;
         while done < data.len() {
             let position = offset + done as u64;
             let (block, within) = (position / bs as u64, (position % bs as u64) as usize);
             let n = (bs - within).min(data.len() - done);
             let _turn = self.writer(block);
-            let mut valid = 0;
-            if n < bs {
-                // A partial block: the rest of it comes from what is stored now.
-                valid = read_full_at(&self.backing, &mut block_buf, block * bs as u64)
-                    .map_err(|e| self.io_error("cannot read the backing file", e))?;
-                // Past the end of the file is a hole, and holes read as zeros.
-                block_buf[valid.min(within)..within].fill(0);
+            if n == bs {
+                let whole = &data[done..done + bs];
+                self.backing
+                    .write_all_at(whole, position)
+                    .map_err(|e| self.io_error("cannot write the backing file", e))?;
+                self.after_backing_write(block, whole)?;
+                done += n;
+                continue;
             }
+            // A partial block: the rest of it comes from what is stored now.
+            block_buf.resize(bs, 0);
+            let valid = read_full_at(&self.backing, &mut block_buf, block * bs as u64)
+                .map_err(|e| self.io_error("cannot read the backing file", e))?;
+            // Past the end of the file is a hole, and holes read as zeros.
+            block_buf[valid.min(within)..within].fill(0);
             block_buf[within..within + n].copy_from_slice(&data[done..done + n]);
             let valid = valid.max(within + n);
             self.backing

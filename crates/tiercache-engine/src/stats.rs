@@ -1,18 +1,17 @@
-//! Engine counters: atomics bumped on the hot path, read as a snapshot (JSON via serde, or
-//! Prometheus text).
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! Engine counters. Each shard keeps its own plain counters, bumped under its lock, so the hot
+//! path writes no shared cache line; a snapshot sums the shards (JSON via serde, or Prometheus
+//! text).
 
 use serde::Serialize;
 use tiercache_core::RejectReason;
 
 macro_rules! counters {
     ($($name:ident: $help:literal,)*) => {
-        /// Live counters.
-        #[derive(Default)]
+        /// One shard's counters.
+        #[derive(Clone, Default)]
         pub struct Stats {
-            $(pub $name: AtomicU64,)*
-            pub rejections: [AtomicU64; RejectReason::ALL.len()],
+            $(pub $name: u64,)*
+            pub rejections: [u64; RejectReason::ALL.len()],
         }
 
         /// Counters at one moment.
@@ -23,12 +22,20 @@ macro_rules! counters {
         }
 
         impl Stats {
+            /// Adds another shard's counters to these.
+            pub fn merge(&mut self, other: &Stats) {
+                $(self.$name += other.$name;)*
+                for (mine, theirs) in self.rejections.iter_mut().zip(&other.rejections) {
+                    *mine += theirs;
+                }
+            }
+
             pub fn snapshot(&self) -> StatsSnapshot {
                 StatsSnapshot {
-                    $($name: self.$name.load(Ordering::Relaxed),)*
+                    $($name: self.$name,)*
                     rejections: RejectReason::ALL
                         .iter()
-                        .map(|r| (r.as_str(), self.rejections[r.index()].load(Ordering::Relaxed)))
+                        .map(|r| (r.as_str(), self.rejections[r.index()]))
                         .collect(),
                 }
             }
@@ -69,11 +76,4 @@ counters! {
     fill_misses: "Reads of a block still being filled by another reader; served as misses.",
     io_errors: "Tier reads that failed; served as misses.",
     writes_dropped: "Writes acknowledged but not applied. Always 0: a write the policy declines is counted in rejections.",
-}
-
-impl Stats {
-    #[inline]
-    pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
 }

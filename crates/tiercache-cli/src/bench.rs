@@ -1,0 +1,526 @@
+//! `tiercache bench`: the engine under load, in the spirit of the Orthus paper's HFIO (Wu et
+//! al., FAST'21, section 5): threads issue block reads and writes on a backing file through the
+//! cache, with a chosen key distribution and read ratio, and the run reports throughput and
+//! latency percentiles per operation. `--raw` measures the medium alone (the same random block
+//! reads and writes as copies to and from the tier's memory or file), so cache overhead can be
+//! stated as a ratio.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tiercache_core::{format_size, parse_size, Op};
+use tiercache_engine::{CacheBuilder, CachedFile, StatsSnapshot, TierKind, WriteMode};
+use tiercache_policy::{AdmissionConfig, PolicyConfig};
+use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
+
+use crate::progress::Progress;
+
+#[derive(Args, Clone)]
+pub struct BenchArgs {
+    /// Client threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    #[arg(long, default_value = "4KiB")]
+    pub block_size: String,
+    /// Fraction of operations that are reads.
+    #[arg(long, default_value_t = 0.9)]
+    pub read_ratio: f64,
+    /// Key distribution over the working set: uniform, zipf, hotspot.
+    #[arg(long, default_value = "zipf")]
+    pub dist: String,
+    #[arg(long, default_value_t = 0.9)]
+    pub theta: f64,
+    /// Size of the backing file the keys range over.
+    #[arg(long, default_value = "256MiB")]
+    pub working_set: String,
+    /// Stop after this many operations (over all threads) instead of --duration.
+    #[arg(long)]
+    pub ops: Option<String>,
+    /// Seconds of measured run.
+    #[arg(long, default_value_t = 5.0)]
+    pub duration: f64,
+    /// Seconds of unmeasured warm-up first.
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// A DRAM tier of this size (the default tier: 64MiB).
+    #[arg(long)]
+    pub dram: Option<String>,
+    /// A memory-mapped slow tier at this path (a DAX file, tmpfs, /dev/shm), with --slow-size.
+    #[arg(long)]
+    pub slow_path: Option<PathBuf>,
+    #[arg(long)]
+    pub slow_size: Option<String>,
+    /// A file (flash) tier at this path, with --flash-size.
+    #[arg(long)]
+    pub flash_path: Option<PathBuf>,
+    #[arg(long)]
+    pub flash_size: Option<String>,
+    /// The backing file; created and filled to --working-set if shorter.
+    #[arg(long, default_value = "/tmp/tiercache-bench.backing")]
+    pub backing: PathBuf,
+    #[arg(long, default_value = "lru")]
+    pub policy: String,
+    #[arg(long, default_value = "always")]
+    pub admission: String,
+    /// write-through, write-around, write-invalidate, pass-through.
+    #[arg(long, default_value = "write-through")]
+    pub write_mode: String,
+    /// Shards (a power of two); 0 picks 16 per core.
+    #[arg(long, default_value_t = 0)]
+    pub shards: usize,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Measure the medium alone: the same operations as plain copies, no cache.
+    #[arg(long)]
+    pub raw: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Latency summary of one operation type, in microseconds.
+#[derive(Serialize, Default)]
+pub struct Latency {
+    pub ops: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl Latency {
+    fn of(h: &Histogram<u64>) -> Latency {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Latency {
+            ops: h.len(),
+            mean_us: h.mean() / 1000.0,
+            p50_us: us(h.value_at_quantile(0.50)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct BenchReport {
+    pub mode: &'static str,
+    pub tier: String,
+    pub threads: usize,
+    pub block_size: usize,
+    pub working_set_blocks: u64,
+    pub distribution: String,
+    pub read_ratio: f64,
+    pub seconds: f64,
+    pub ops_per_second: f64,
+    pub mb_per_second: f64,
+    pub read: Latency,
+    pub write: Latency,
+    pub hit_ratio: Option<f64>,
+    pub cache: Option<StatsSnapshot>,
+}
+
+/// The setup every thread shares.
+struct Plan {
+    block: usize,
+    blocks: u64,
+    distribution: KeyDistribution,
+    stop_after_ops: Option<u64>,
+    done_ops: AtomicU64,
+}
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let block = parse_size(&args.block_size)? as usize;
+    let working_set = parse_size(&args.working_set).context("--working-set")?;
+    anyhow::ensure!(args.threads >= 1, "--threads must be at least 1");
+    anyhow::ensure!((0.0..=1.0).contains(&args.read_ratio), "--read-ratio must be in [0, 1]");
+    let blocks = working_set / block as u64;
+    anyhow::ensure!(blocks >= 1, "--working-set {} holds no {block}-byte block", args.working_set);
+    let distribution = match args.dist.as_str() {
+        "uniform" => KeyDistribution::Uniform,
+        "zipf" => KeyDistribution::ScrambledZipf { theta: args.theta },
+        "hotspot" => KeyDistribution::Hotspot { hot_fraction: 0.2, hot_op_fraction: 0.8 },
+        other => anyhow::bail!("--dist {other}: use uniform, zipf or hotspot"),
+    };
+    let (tier, tier_bytes) = tier(args)?;
+    let plan = Plan {
+        block,
+        blocks,
+        distribution,
+        stop_after_ops: args.ops.as_deref().map(parse_size).transpose()?,
+        done_ops: AtomicU64::new(0),
+    };
+    prepare_backing(&args.backing, blocks * block as u64)?;
+    let report = if args.raw {
+        raw::run(args, &plan, &tier, tier_bytes)?
+    } else {
+        cached(args, &plan, &tier, tier_bytes)?
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print(&report);
+    }
+    Ok(())
+}
+
+fn tier(args: &BenchArgs) -> anyhow::Result<(TierKind, u64)> {
+    let size = |text: &Option<String>, flag: &str| -> anyhow::Result<u64> {
+        let text =
+            text.as_deref().ok_or_else(|| anyhow::anyhow!("{flag} is required with its path"))?;
+        parse_size(text).with_context(|| flag.to_string())
+    };
+    let chosen = [args.dram.is_some(), args.slow_path.is_some(), args.flash_path.is_some()];
+    anyhow::ensure!(
+        chosen.iter().filter(|c| **c).count() <= 1,
+        "one tier per bench for now: give one of --dram, --slow-path, --flash-path"
+    );
+    Ok(match (&args.slow_path, &args.flash_path) {
+        (Some(path), _) => {
+            (TierKind::Mapped { path: path.clone() }, size(&args.slow_size, "--slow-size")?)
+        }
+        (_, Some(path)) => {
+            (TierKind::File { path: path.clone() }, size(&args.flash_size, "--flash-size")?)
+        }
+        _ => {
+            (TierKind::Dram, parse_size(args.dram.as_deref().unwrap_or("64MiB")).context("--dram")?)
+        }
+    })
+}
+
+/// Creates the backing file, or extends it, to `bytes` of recognisable data.
+fn prepare_backing(path: &std::path::Path, bytes: u64) -> anyhow::Result<()> {
+    use std::io::Write;
+    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if existing >= bytes {
+        return Ok(());
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot create the backing file {}", path.display()))?;
+    let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i % 253) as u8).collect();
+    let mut progress = Progress::new("preparing backing file", Some(bytes));
+    let mut written = existing;
+    while written < bytes {
+        let n = chunk.len().min((bytes - written) as usize);
+        file.write_all(&chunk[..n]).with_context(|| format!("cannot write {}", path.display()))?;
+        written += n as u64;
+        progress.set(written);
+    }
+    progress.finish();
+    file.sync_all().with_context(|| format!("cannot sync {}", path.display()))
+}
+
+fn shards(args: &BenchArgs) -> usize {
+    if args.shards > 0 {
+        return args.shards;
+    }
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    (cores * 16).next_power_of_two()
+}
+
+fn generator(plan: &Plan, read_ratio: f64, seed: u64) -> anyhow::Result<Synthetic> {
+    Ok(Synthetic::new(SyntheticConfig {
+        distribution: plan.distribution.clone(),
+        objects: plan.blocks,
+        requests: u64::MAX,
+        read_ratio,
+        size: SizeDistribution::Fixed { bytes: plan.block as u32 },
+        seed,
+    })?)
+}
+
+/// Runs `op` on every thread, first unmeasured for the warm-up, then measured; returns the
+/// merged read and write histograms and the measured seconds.
+fn drive<F>(
+    args: &BenchArgs,
+    plan: &Plan,
+    op: F,
+) -> anyhow::Result<(Histogram<u64>, Histogram<u64>, f64)>
+where
+    F: Fn(usize, Op, u64, &mut [u8]) -> anyhow::Result<()> + Sync,
+{
+    let phase =
+        |measured: bool, seconds: f64| -> anyhow::Result<(Histogram<u64>, Histogram<u64>, f64)> {
+            let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+            let start = Instant::now();
+            let results: Vec<anyhow::Result<(Histogram<u64>, Histogram<u64>)>> =
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..args.threads)
+                        .map(|t| {
+                            let op = &op;
+                            s.spawn(move || thread_loop(args, plan, t, measured, deadline, op))
+                        })
+                        .collect();
+                    handles.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
+                });
+            let seconds = start.elapsed().as_secs_f64();
+            let mut reads = Histogram::new_with_bounds(1, 600_000_000_000, 3)?;
+            let mut writes = Histogram::new_with_bounds(1, 600_000_000_000, 3)?;
+            for r in results {
+                let (rd, wr) = r?;
+                reads.add(rd)?;
+                writes.add(wr)?;
+            }
+            Ok((reads, writes, seconds))
+        };
+    if args.warmup > 0.0 {
+        phase(false, args.warmup)?;
+    }
+    plan.done_ops.store(0, Ordering::Relaxed);
+    let seconds = if plan.stop_after_ops.is_some() { f64::MAX / 4.0 } else { args.duration };
+    phase(true, seconds)
+}
+
+fn thread_loop<F>(
+    args: &BenchArgs,
+    plan: &Plan,
+    thread: usize,
+    measured: bool,
+    deadline: Instant,
+    op: &F,
+) -> anyhow::Result<(Histogram<u64>, Histogram<u64>)>
+where
+    F: Fn(usize, Op, u64, &mut [u8]) -> anyhow::Result<()>,
+{
+    let mut reads = Histogram::<u64>::new_with_bounds(1, 600_000_000_000, 3)?;
+    let mut writes = Histogram::<u64>::new_with_bounds(1, 600_000_000_000, 3)?;
+    let seed =
+        args.seed ^ (thread as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ measured as u64;
+    let mut keys = generator(plan, args.read_ratio, seed)?;
+    let mut buf = vec![0u8; plan.block];
+    let limit = plan.stop_after_ops.filter(|_| measured);
+    for i in 0u64.. {
+        if i % 64 == 0 && Instant::now() >= deadline {
+            break;
+        }
+        if let Some(limit) = limit {
+            if plan.done_ops.fetch_add(1, Ordering::Relaxed) >= limit {
+                break;
+            }
+        }
+        let req = keys.next().expect("endless generator");
+        let started = Instant::now();
+        op(thread, req.op, req.key, &mut buf)?;
+        let ns = started.elapsed().as_nanos() as u64;
+        let histogram = if req.op == Op::Read { &mut reads } else { &mut writes };
+        histogram.saturating_record(ns.max(1));
+    }
+    Ok((reads, writes))
+}
+
+fn cached(
+    args: &BenchArgs,
+    plan: &Plan,
+    tier: &TierKind,
+    tier_bytes: u64,
+) -> anyhow::Result<BenchReport> {
+    let cache = CacheBuilder::new(PolicyConfig::parse(&args.policy)?)
+        .admission(AdmissionConfig::parse_chain(&args.admission)?)
+        .tier(tier.clone())
+        .capacity_bytes(tier_bytes)
+        .block_size(plan.block)
+        .shards(shards(args))
+        .seed(args.seed)
+        .build()?;
+    let file = CachedFile::open(&args.backing, cache, WriteMode::parse(&args.write_mode)?)?;
+    let block = plan.block as u64;
+    let (reads, writes, seconds) = drive(args, plan, |_, op, key, buf| {
+        match op {
+            Op::Read => file.read_at(key * block, buf).map(|_| ())?,
+            _ => file.write_at(key * block, buf).map(|_| ())?,
+        };
+        Ok(())
+    })?;
+    let stats = file.cache().stats();
+    let hit_ratio =
+        if stats.lookups > 0 { Some(stats.hits as f64 / stats.lookups as f64) } else { None };
+    let label = format!(
+        "{} {} ({}, {}, {} shards)",
+        tier_name(tier),
+        format_size(tier_bytes),
+        args.policy,
+        args.write_mode,
+        shards(args)
+    );
+    Ok(report(args, plan, "cache", label, reads, writes, seconds, hit_ratio, Some(stats)))
+}
+
+fn tier_name(tier: &TierKind) -> String {
+    match tier {
+        TierKind::Dram => "dram".into(),
+        TierKind::Mapped { path } => format!("mapped {}", path.display()),
+        TierKind::File { path } => format!("file {}", path.display()),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    args: &BenchArgs,
+    plan: &Plan,
+    mode: &'static str,
+    tier: String,
+    reads: Histogram<u64>,
+    writes: Histogram<u64>,
+    seconds: f64,
+    hit_ratio: Option<f64>,
+    cache: Option<StatsSnapshot>,
+) -> BenchReport {
+    let ops = reads.len() + writes.len();
+    BenchReport {
+        mode,
+        tier,
+        threads: args.threads,
+        block_size: plan.block,
+        working_set_blocks: plan.blocks,
+        distribution: format!("{:?}", plan.distribution),
+        read_ratio: args.read_ratio,
+        seconds,
+        ops_per_second: ops as f64 / seconds,
+        mb_per_second: ops as f64 * plan.block as f64 / seconds / 1e6,
+        read: Latency::of(&reads),
+        write: Latency::of(&writes),
+        hit_ratio,
+        cache,
+    }
+}
+
+fn print(r: &BenchReport) {
+    println!(
+        "bench ({}): {} threads, {} B blocks, {} over {} blocks, {:.0}% reads, {:.1} s",
+        r.mode,
+        r.threads,
+        r.block_size,
+        r.distribution,
+        r.working_set_blocks,
+        r.read_ratio * 100.0,
+        r.seconds
+    );
+    println!("tier: {}", r.tier);
+    println!("{:.0} ops/s   {:.1} MB/s", r.ops_per_second, r.mb_per_second);
+    println!(
+        "          {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "ops", "mean us", "p50 us", "p99 us", "p999 us"
+    );
+    for (name, l) in [("reads", &r.read), ("writes", &r.write)] {
+        println!(
+            "{name:<9} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            l.ops, l.mean_us, l.p50_us, l.p99_us, l.p999_us
+        );
+    }
+    if let (Some(h), Some(c)) = (r.hit_ratio, &r.cache) {
+        println!(
+            "hit ratio {:.2}%   written to tier {}   checksum failures {}   writes dropped {}",
+            h * 100.0,
+            format_size(c.bytes_written),
+            c.checksum_failures,
+            c.writes_dropped
+        );
+    }
+}
+
+/// The medium alone: the same key stream as copies to and from the tier, no cache.
+mod raw {
+    use std::os::unix::fs::FileExt;
+
+    use super::*;
+
+    pub fn run(
+        args: &BenchArgs,
+        plan: &Plan,
+        tier: &TierKind,
+        tier_bytes: u64,
+    ) -> anyhow::Result<BenchReport> {
+        let slots = (tier_bytes / plan.block as u64).max(1);
+        let block = plan.block;
+        // Each thread owns a disjoint stripe of the medium (no two threads copy the same bytes).
+        let per_thread = (slots / args.threads as u64).max(1);
+        let (reads, writes, seconds) = match tier {
+            TierKind::Dram | TierKind::Mapped { .. } => {
+                let mut memory =
+                    Memory::open(tier, per_thread * args.threads as u64 * block as u64)?;
+                let stripes = memory.stripes(args.threads);
+                drive(args, plan, |t, op, key, buf| {
+                    let stripe = &stripes[t];
+                    let at = (key % per_thread) as usize * block;
+                    // SAFETY: stripe `t` is only ever used by thread `t`, and stripes are disjoint
+                    // ranges of one live allocation or mapping.
+                    let bytes = unsafe { std::slice::from_raw_parts_mut(stripe.0.add(at), block) };
+                    match op {
+                        Op::Read => buf.copy_from_slice(bytes),
+                        _ => bytes.copy_from_slice(buf),
+                    }
+                    std::hint::black_box(&buf);
+                    Ok(())
+                })?
+            }
+            TierKind::File { path } => {
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(path)?;
+                file.set_len(slots * block as u64)?;
+                drive(args, plan, |_, op, key, buf| {
+                    let at = (key % slots) * block as u64;
+                    match op {
+                        Op::Read => file.read_exact_at(buf, at)?,
+                        _ => file.write_all_at(buf, at)?,
+                    }
+                    Ok(())
+                })?
+            }
+        };
+        let label = format!("{} {} (raw copies)", tier_name(tier), format_size(tier_bytes));
+        Ok(report(args, plan, "raw", label, reads, writes, seconds, None, None))
+    }
+
+    /// Process memory or a mapped file, held open for the run.
+    enum Memory {
+        Dram(Vec<u8>),
+        Mapped(memmap2::MmapMut),
+    }
+
+    /// A thread's stripe: its start address.
+    pub struct Stripe(*mut u8);
+    // SAFETY: a stripe is a disjoint range used by exactly one thread (see its use above).
+    unsafe impl Sync for Stripe {}
+    unsafe impl Send for Stripe {}
+
+    impl Memory {
+        fn open(tier: &TierKind, bytes: u64) -> anyhow::Result<Memory> {
+            Ok(match tier {
+                TierKind::Mapped { path } => {
+                    let file = std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create(true)
+                        .truncate(false)
+                        .open(path)
+                        .with_context(|| format!("cannot open {}", path.display()))?;
+                    file.set_len(bytes)?;
+                    // SAFETY: the benchmark owns the file for the run; nothing else maps it.
+                    Memory::Mapped(unsafe { memmap2::MmapMut::map_mut(&file)? })
+                }
+                _ => Memory::Dram(vec![1u8; bytes as usize]),
+            })
+        }
+
+        fn stripes(&mut self, threads: usize) -> Vec<Stripe> {
+            let bytes: &mut [u8] = match self {
+                Memory::Dram(v) => v,
+                Memory::Mapped(m) => m,
+            };
+            let per = bytes.len() / threads;
+            (0..threads).map(|t| Stripe(bytes[t * per..].as_mut_ptr())).collect()
+        }
+    }
+}
