@@ -9,18 +9,21 @@
 //!
 //! [`CachedFile`] puts a backing file behind a cache with Open CAS's write modes.
 //!
-//! This increment has one tier per cache; demotion between tiers, flash with direct I/O,
-//! device emulation and background work come next.
+//! A cache has one tier, or two forming an exclusive DRAM-first hierarchy (the upper tier's
+//! victims move down). Flash with direct I/O, device emulation and background work come next.
 
 pub mod block;
+pub mod builder;
 pub mod cache;
 pub mod clock;
 pub mod error;
 pub mod file;
+pub mod shard;
 pub mod stats;
 pub mod store;
 
-pub use cache::{Cache, CacheBuilder, PutOutcome, ReadOutcome};
+pub use builder::{CacheBuilder, TierSpec};
+pub use cache::{Cache, PutOutcome, ReadOutcome};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::EngineError;
 pub use file::{CachedFile, WriteMode};

@@ -114,6 +114,11 @@ impl Region {
         self.count
     }
 
+    /// The largest value a slot holds.
+    pub fn value_bytes(&self) -> usize {
+        self.slot_bytes - HEADER_BYTES
+    }
+
     pub fn checksummed(&self) -> bool {
         !matches!(self.storage, Storage::Dram(_))
     }

@@ -119,6 +119,81 @@ fn engine_decides_as_the_simulator_for_every_engine_policy() {
     }
 }
 
+/// Per request: which tier the policy found the key in (0, 1) or a miss (None).
+fn simulated_tiers(
+    upper: &str,
+    lower: &str,
+    blocks: [u64; 2],
+    reqs: &[Request],
+) -> Vec<Option<u8>> {
+    let (up, low) = (PolicyConfig::parse(upper).unwrap(), PolicyConfig::parse(lower).unwrap());
+    let caps = [Capacity::objects(blocks[0]), Capacity::objects(blocks[1])];
+    let mut policy = AnyPolicy::dram_first(&up, &low, caps, &[], 0).unwrap();
+    let mut decision = Decision::new();
+    reqs.iter()
+        .map(|r| {
+            decision.clear();
+            policy.decide(r, &mut decision);
+            decision.hit.map(|t| t.0)
+        })
+        .collect()
+}
+
+#[test]
+fn two_tier_engine_decides_as_the_dram_first_policy() {
+    let reqs = trace();
+    let dir = std::env::temp_dir().join(format!("tiercache-eq2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (upper, lower) in [("lru", "lru"), ("s3fifo", "arc")] {
+        let blocks = [500u64, 2500];
+        let sim = simulated_tiers(upper, lower, blocks, &reqs);
+        let cache = CacheBuilder::new(PolicyConfig::parse(upper).unwrap())
+            .capacity_bytes(blocks[0] * BLOCK as u64)
+            .lower_tier(
+                TierKind::Mapped { path: dir.join(format!("{upper}-{lower}.mem")) },
+                blocks[1] * BLOCK as u64,
+                PolicyConfig::parse(lower).unwrap(),
+            )
+            .shards(1)
+            .block_size(BLOCK)
+            .build()
+            .unwrap();
+        let mut buf = vec![0u8; BLOCK];
+        let mut lower_hits = 0;
+        for (i, r) in reqs.iter().enumerate() {
+            let hit = match r.op {
+                Op::Write => cache.put(r.key, &r.key.to_le_bytes()).unwrap().hit,
+                _ => {
+                    let before = cache.stats().lower_hits;
+                    let outcome = cache
+                        .read_through(r.key, &mut buf, |b| {
+                            b[..8].copy_from_slice(&r.key.to_le_bytes());
+                            Ok(8)
+                        })
+                        .unwrap();
+                    if outcome.hit {
+                        assert_eq!(&buf[..8], &r.key.to_le_bytes(), "request {i}: wrong bytes");
+                        lower_hits += (cache.stats().lower_hits - before) as usize;
+                        assert_eq!(
+                            cache.stats().lower_hits > before,
+                            sim[i] == Some(1),
+                            "request {i}: tier"
+                        );
+                    }
+                    outcome.hit
+                }
+            };
+            assert_eq!(hit, sim[i].is_some(), "{upper} > {lower}: request {i}");
+        }
+        let stats = cache.stats();
+        assert!(lower_hits > 0 && stats.demotions > 0, "{upper} > {lower}: {stats:?}");
+        assert_eq!(stats.checksum_failures, 0);
+        let (used, slots) = cache.occupancy();
+        assert!(used <= slots && slots == 3000);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn mapped_and_file_tiers_decide_the_same() {
     let reqs: Vec<Request> = trace().into_iter().take(40_000).collect();

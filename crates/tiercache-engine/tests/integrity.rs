@@ -37,8 +37,11 @@ fn version_of(key: u64, bytes: &[u8]) -> u64 {
     version
 }
 
-/// The backing store of the test: per key, the last completed write's version.
+/// The test's backing store. Per key: the version it holds (written before the cache, as a
+/// write-through cache orders them) and the last version whose write completed (the floor no
+/// later read may go below).
 struct Model {
+    backing: Vec<AtomicU64>,
     completed: Vec<AtomicU64>,
     locks: Vec<Mutex<()>>,
 }
@@ -63,7 +66,7 @@ fn worker(cache: &Cache, model: &Model, keys: u64, seed: u64, ops: u64) {
                         if slow {
                             std::thread::sleep(std::time::Duration::from_micros(50));
                         }
-                        let v = value(key, model.completed[key as usize].load(Ordering::Acquire));
+                        let v = value(key, model.backing[key as usize].load(Ordering::Acquire));
                         b[..BLOCK].copy_from_slice(&v);
                         Ok(BLOCK)
                     })
@@ -74,6 +77,7 @@ fn worker(cache: &Cache, model: &Model, keys: u64, seed: u64, ops: u64) {
                 // Writers of one key take turns, as a file system orders writes to a block.
                 let _turn = model.locks[key as usize].lock().unwrap();
                 let next = model.completed[key as usize].load(Ordering::Acquire) + 1;
+                model.backing[key as usize].store(next, Ordering::Release);
                 cache.put(key, &value(key, next)).unwrap();
                 model.completed[key as usize].store(next, Ordering::Release);
             }
@@ -85,19 +89,29 @@ fn worker(cache: &Cache, model: &Model, keys: u64, seed: u64, ops: u64) {
 #[test]
 fn concurrent_readers_and_writers_never_see_stale_or_torn_data() {
     let keys = 64u64;
-    for (tier, policy) in [
-        (TierKind::Dram, "lru"),
-        (TierKind::Mapped { path: scratch("concurrent.mem") }, "s3fifo"),
-        (TierKind::File { path: scratch("concurrent.img") }, "arc"),
+    for (tier, policy, two_tiers) in [
+        (TierKind::Dram, "lru", false),
+        (TierKind::Mapped { path: scratch("concurrent.mem") }, "s3fifo", false),
+        (TierKind::File { path: scratch("concurrent.img") }, "arc", false),
+        (TierKind::Mapped { path: scratch("concurrent-lower.mem") }, "lru", true),
     ] {
-        let cache = CacheBuilder::new(PolicyConfig::parse(policy).unwrap())
-            .tier(tier.clone())
-            .block_size(BLOCK)
-            .shards(4)
-            .capacity_bytes(32 * BLOCK as u64)
-            .build()
-            .unwrap();
+        let builder =
+            CacheBuilder::new(PolicyConfig::parse(policy).unwrap()).block_size(BLOCK).shards(4);
+        let cache = if two_tiers {
+            // 8 DRAM blocks over 24 slow-memory blocks: most hits and all evictions go through
+            // demotion.
+            builder.capacity_bytes(8 * BLOCK as u64).lower_tier(
+                tier.clone(),
+                24 * BLOCK as u64,
+                PolicyConfig::Lru,
+            )
+        } else {
+            builder.tier(tier.clone()).capacity_bytes(32 * BLOCK as u64)
+        }
+        .build()
+        .unwrap();
         let model = Model {
+            backing: (0..keys).map(|_| AtomicU64::new(0)).collect(),
             completed: (0..keys).map(|_| AtomicU64::new(0)).collect(),
             locks: (0..keys).map(|_| Mutex::new(())).collect(),
         };
@@ -174,6 +188,39 @@ fn flipped_bits_on_slow_memory_and_flash_are_misses_never_data() {
     }
 }
 
+#[test]
+fn flipped_bits_in_a_lower_tier_are_misses_never_data() {
+    let path = scratch("corrupt-lower.mem");
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .capacity_bytes(16 * BLOCK as u64)
+        .lower_tier(TierKind::Mapped { path: path.clone() }, 64 * BLOCK as u64, PolicyConfig::Lru)
+        .block_size(BLOCK)
+        .shards(1)
+        .build()
+        .unwrap();
+    for key in 0..64 {
+        cache.put(key, &value(key, 1)).unwrap();
+    }
+    assert_eq!(cache.stats().demotions, 48, "all but DRAM's 16 moved down");
+    // The 48 demoted blocks fill lower slots 0..48; flip a bit in every third one.
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    let slot_bytes = (BLOCK + 24) as u64;
+    let corrupted = (0..48u64).filter(|s| s % 3 == 0).count() as u64;
+    for slot in (0..48u64).filter(|s| s % 3 == 0) {
+        let at = slot * slot_bytes + 30;
+        let mut byte = [0u8];
+        file.read_exact_at(&mut byte, at).unwrap();
+        file.write_all_at(&[byte[0] ^ 0x10], at).unwrap();
+    }
+    let mut buf = vec![0u8; BLOCK];
+    let served = (0..64)
+        .filter(|k| cache.get(*k, &mut buf).map(|n| version_of(*k, &buf[..n])).is_some())
+        .count();
+    let stats = cache.stats();
+    assert_eq!(stats.checksum_failures, corrupted);
+    assert_eq!(served as u64, 64 - corrupted);
+}
+
 fn build_err(builder: CacheBuilder) -> String {
     match builder.build() {
         Ok(_) => panic!("the configuration should have been refused"),
@@ -197,6 +244,8 @@ fn bad_configurations_name_the_setting_or_the_file() {
     assert!(e.contains("block_size") && e.contains("1000"), "{e}");
     let e = build_err(lru().shards(12));
     assert!(e.contains("shards") && e.contains("power of two"), "{e}");
+    let e = build_err(lru().lower_tier(TierKind::Dram, 100, PolicyConfig::Lru));
+    assert!(e.contains("lower_tier.capacity_bytes"), "{e}");
     let e = build_err(CacheBuilder::new(PolicyConfig::Belady));
     assert!(e.contains("policy") && e.contains("simulator"), "{e}");
     let cache = lru().block_size(BLOCK).build().unwrap();

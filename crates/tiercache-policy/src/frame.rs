@@ -25,6 +25,10 @@ pub struct Sink<'a> {
 }
 
 impl Sink<'_> {
+    pub fn new(decision: &mut Decision, tier: TierId) -> Sink<'_> {
+        Sink { decision, tier }
+    }
+
     pub fn evicted(&mut self, key: Key, size: u32) {
         self.decision.push(Action::Evict { tier: self.tier, key, size });
     }

@@ -11,7 +11,8 @@ use crate::belady::Belady;
 use crate::clock::{Clock, ClockConfig};
 use crate::error::PolicyError;
 use crate::fifo::Fifo;
-use crate::frame::SingleTier;
+use crate::frame::{Eviction, SingleTier};
+use crate::hierarchy::DramFirst;
 use crate::lfru::{Lfru, LfruConfig};
 use crate::lfu::{Lfu, LfuConfig};
 use crate::lru::Lru;
@@ -137,6 +138,30 @@ impl PolicyConfig {
     }
 }
 
+impl PolicyConfig {
+    /// The policy as the eviction half of a tier, for hierarchies that compose tiers.
+    pub fn eviction(&self, capacity: Capacity) -> Result<Box<dyn Eviction + Send>, PolicyError> {
+        self.validate()?;
+        if self.needs_future() {
+            return Err(PolicyError::bad(
+                self.name(),
+                "tier",
+                "an offline policy cannot run one tier of a hierarchy",
+            ));
+        }
+        Ok(match self {
+            PolicyConfig::Fifo => Box::new(Fifo::new(capacity)),
+            PolicyConfig::Lru => Box::new(Lru::new(capacity)),
+            PolicyConfig::Clock(c) => Box::new(Clock::new(c, capacity)),
+            PolicyConfig::Lfu(c) => Box::new(Lfu::new(c, capacity)),
+            PolicyConfig::Arc => Box::new(Arc::new(capacity)),
+            PolicyConfig::S3fifo(c) => Box::new(S3Fifo::new(c, capacity)),
+            PolicyConfig::Lfru(c) => Box::new(Lfru::new(c, capacity)),
+            PolicyConfig::Belady => unreachable!("refused above"),
+        })
+    }
+}
+
 /// Any registered policy, built from its configuration. Dispatch is a `match`, so the
 /// simulator's inner loop stays monomorphic per arm.
 pub enum AnyPolicy {
@@ -148,6 +173,8 @@ pub enum AnyPolicy {
     S3fifo(SingleTier<S3Fifo>),
     Lfru(SingleTier<Lfru>),
     Belady(SingleTier<Belady>),
+    /// Two tiers, DRAM first (Kassa et al.); tiers behind trait objects.
+    DramFirst(Box<DramFirst>),
 }
 
 macro_rules! dispatch {
@@ -161,6 +188,7 @@ macro_rules! dispatch {
             AnyPolicy::S3fifo($p) => $body,
             AnyPolicy::Lfru($p) => $body,
             AnyPolicy::Belady($p) => $body,
+            AnyPolicy::DramFirst($p) => $body,
         }
     };
 }
@@ -204,6 +232,26 @@ impl AnyPolicy {
                 AnyPolicy::Belady(SingleTier::new(Belady::new(capacity), capacity, filters))
             }
         })
+    }
+}
+
+impl AnyPolicy {
+    /// Two tiers as an exclusive DRAM-first hierarchy: `upper` runs tier 0, `lower` tier 1.
+    pub fn dram_first(
+        upper: &PolicyConfig,
+        lower: &PolicyConfig,
+        capacities: [Capacity; 2],
+        admission: &[AdmissionConfig],
+        seed: u64,
+    ) -> Result<AnyPolicy, PolicyError> {
+        for c in &capacities {
+            if c.amount == 0 {
+                return Err(PolicyError::ZeroCapacity { unit: c.unit.as_str() });
+            }
+        }
+        let tiers = (upper.eviction(capacities[0])?, lower.eviction(capacities[1])?);
+        let filters = Admission::new(admission, capacities[0], seed);
+        Ok(AnyPolicy::DramFirst(Box::new(DramFirst::new(tiers.0, tiers.1, capacities, filters))))
     }
 }
 

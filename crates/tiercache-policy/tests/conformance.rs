@@ -98,6 +98,24 @@ proptest! {
     }
 
     #[test]
+    fn every_dram_first_hierarchy_conforms(
+        reqs in stream(60, 500, true),
+        upper in 1u64..12,
+        lower in 1u64..24,
+        bytes in any::<bool>(),
+    ) {
+        let cap = |n: u64| if bytes { Capacity::bytes(n * 100) } else { Capacity::objects(n) };
+        let online: Vec<PolicyConfig> = all_policies().into_iter().filter(|p| !p.needs_future()).collect();
+        for up in &online {
+            for low in &online {
+                let mut policy = AnyPolicy::dram_first(up, low, [cap(upper), cap(lower)], &[], 3).unwrap();
+                let result = check_stream(&mut policy, &reqs);
+                prop_assert!(result.is_ok(), "{} > {}: {}", up.name(), low.name(), result.unwrap_err());
+            }
+        }
+    }
+
+    #[test]
     fn missed_lookups_change_nothing(reqs in stream(40, 300, true), amount in 1u64..20) {
         let mut reqs = reqs;
         annotate_next_access(&mut reqs);

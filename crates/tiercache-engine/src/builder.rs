@@ -1,0 +1,167 @@
+//! Building a cache: tiers, their sizes and policies, block size, shards, admission, seed and
+//! clock. Everything is validated before anything is opened, and an error names the setting.
+
+use std::sync::{Arc, Mutex};
+
+use tiercache_core::limits::BLOCK_SIZE_MAX;
+use tiercache_core::Capacity;
+use tiercache_policy::{AdmissionConfig, AnyPolicy, PolicyConfig};
+
+use crate::block::HEADER_BYTES;
+use crate::cache::Cache;
+use crate::clock::{Clock, MonotonicClock};
+use crate::error::EngineError;
+use crate::shard::Shard;
+use crate::store::{Medium, TierKind};
+
+/// Most shards a cache may have.
+pub const SHARDS_MAX: usize = 4096;
+/// Smallest block: one sector.
+pub const BLOCK_SIZE_MIN: usize = 512;
+
+/// One tier: its medium, the bytes of values it holds, and the policy that runs it.
+#[derive(Clone, Debug)]
+pub struct TierSpec {
+    pub kind: TierKind,
+    pub capacity_bytes: u64,
+    pub policy: PolicyConfig,
+}
+
+/// What a cache is made of. With one tier, the tier's policy decides alone; with two, the
+/// tiers form an exclusive DRAM-first hierarchy (upper tier's victims move to the lower).
+pub struct CacheBuilder {
+    tiers: Vec<TierSpec>,
+    admission: Vec<AdmissionConfig>,
+    block_size: usize,
+    shards: usize,
+    seed: u64,
+    clock: Arc<dyn Clock>,
+}
+
+impl CacheBuilder {
+    /// A DRAM cache of 64 MiB in 4 KiB blocks, 16 shards, with `policy`.
+    pub fn new(policy: PolicyConfig) -> CacheBuilder {
+        CacheBuilder {
+            tiers: vec![TierSpec { kind: TierKind::Dram, capacity_bytes: 64 << 20, policy }],
+            admission: Vec::new(),
+            block_size: 4096,
+            shards: 16,
+            seed: 0,
+            clock: Arc::new(MonotonicClock::default()),
+        }
+    }
+
+    /// The medium of the first (upper) tier.
+    pub fn tier(mut self, kind: TierKind) -> Self {
+        self.tiers[0].kind = kind;
+        self
+    }
+
+    /// Bytes of values the first tier holds (block headers come on top).
+    pub fn capacity_bytes(mut self, bytes: u64) -> Self {
+        self.tiers[0].capacity_bytes = bytes;
+        self
+    }
+
+    /// A second tier below the first: the first tier's victims move here.
+    pub fn lower_tier(mut self, kind: TierKind, capacity_bytes: u64, policy: PolicyConfig) -> Self {
+        self.tiers.truncate(1);
+        self.tiers.push(TierSpec { kind, capacity_bytes, policy });
+        self
+    }
+
+    pub fn block_size(mut self, bytes: usize) -> Self {
+        self.block_size = bytes;
+        self
+    }
+
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = shards;
+        self
+    }
+
+    pub fn admission(mut self, filters: Vec<AdmissionConfig>) -> Self {
+        self.admission = filters;
+        self
+    }
+
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Slots per shard in each tier.
+    fn validate(&self) -> Result<Vec<u64>, EngineError> {
+        let b = self.block_size;
+        if !(BLOCK_SIZE_MIN..=BLOCK_SIZE_MAX as usize).contains(&b)
+            || !b.is_multiple_of(BLOCK_SIZE_MIN)
+        {
+            let reason =
+                format!("{b} must be a multiple of {BLOCK_SIZE_MIN} up to {BLOCK_SIZE_MAX}");
+            return Err(EngineError::config("block_size", reason));
+        }
+        if !self.shards.is_power_of_two() || self.shards > SHARDS_MAX {
+            let reason = format!("{} must be a power of two up to {SHARDS_MAX}", self.shards);
+            return Err(EngineError::config("shards", reason));
+        }
+        let names = ["capacity_bytes", "lower_tier.capacity_bytes"];
+        let mut per_shard = Vec::new();
+        for (tier, setting) in self.tiers.iter().zip(names) {
+            if tier.policy.needs_future() {
+                let reason = format!(
+                    "{} reads the future and runs only in the simulator",
+                    tier.policy.name()
+                );
+                return Err(EngineError::config("policy", reason));
+            }
+            let slots = tier.capacity_bytes / b as u64 / self.shards as u64;
+            if slots == 0 || slots > u32::MAX as u64 {
+                let reason = format!(
+                    "{} bytes must hold between 1 and 2^32 {b}-byte blocks for each of {} shards",
+                    tier.capacity_bytes, self.shards
+                );
+                return Err(EngineError::config(setting, reason));
+            }
+            per_shard.push(slots);
+        }
+        Ok(per_shard)
+    }
+
+    fn policy(&self, per_shard: &[u64], seed: u64) -> Result<AnyPolicy, EngineError> {
+        let capacities: Vec<Capacity> = per_shard.iter().map(|n| Capacity::objects(*n)).collect();
+        Ok(match &self.tiers[..] {
+            [only] => AnyPolicy::from_config(&only.policy, capacities[0], &self.admission, seed)?,
+            [upper, lower] => AnyPolicy::dram_first(
+                &upper.policy,
+                &lower.policy,
+                [capacities[0], capacities[1]],
+                &self.admission,
+                seed,
+            )?,
+            _ => unreachable!("the builder keeps one or two tiers"),
+        })
+    }
+
+    pub fn build(self) -> Result<Cache, EngineError> {
+        let per_shard = self.validate()?;
+        let slot_bytes = HEADER_BYTES + self.block_size;
+        let media: Vec<Medium> = self
+            .tiers
+            .iter()
+            .zip(&per_shard)
+            .map(|(tier, n)| Medium::open(&tier.kind, n * self.shards as u64, slot_bytes))
+            .collect::<Result<_, _>>()?;
+        let mut shards = Vec::with_capacity(self.shards);
+        for i in 0..self.shards as u64 {
+            let seed = self.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let regions = media.iter().zip(&per_shard).map(|(m, n)| m.region(i * n, *n)).collect();
+            shards.push(Mutex::new(Shard::new(self.policy(&per_shard, seed)?, regions)));
+        }
+        Ok(Cache::new(shards, self.block_size, self.clock, media))
+    }
+}

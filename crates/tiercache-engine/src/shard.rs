@@ -1,0 +1,225 @@
+//! One shard: a policy instance, the map from key to the slot that holds it, free slots per
+//! tier, and the tier regions the shard owns. Everything here runs under the shard's lock.
+//! `apply` is where a decision becomes bytes: evict, invalidate, insert, update and move.
+
+use tiercache_core::{Action, Decision, Key, KeyMap, Op, Request, TierId};
+use tiercache_policy::{AnyPolicy, Policy};
+
+use crate::error::EngineError;
+use crate::stats::Stats;
+use crate::store::{ReadFault, Region};
+
+/// Where a resident key's block is, and whether its data is there yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub tier: u8,
+    pub slot: u32,
+    /// The read-through load this slot waits for; `None` once it holds data.
+    pub filling: Option<u64>,
+}
+
+pub struct Shard {
+    pub policy: AnyPolicy,
+    pub decision: Decision,
+    pub places: KeyMap<Place>,
+    free: Vec<Vec<u32>>,
+    regions: Vec<Region>,
+    loads: u64,
+    pub stats: Stats,
+    /// A block's bytes on their way between tiers.
+    scratch: Vec<u8>,
+    /// Time of the request being decided.
+    now_us: u64,
+}
+
+impl Shard {
+    pub fn new(policy: AnyPolicy, regions: Vec<Region>) -> Shard {
+        let free = regions.iter().map(|r| (0..r.slots() as u32).rev().collect()).collect();
+        Shard {
+            policy,
+            decision: Decision::new(),
+            places: KeyMap::default(),
+            free,
+            regions,
+            loads: 0,
+            stats: Stats::default(),
+            scratch: Vec::new(),
+            now_us: 0,
+        }
+    }
+
+    pub fn slots(&self) -> u64 {
+        self.regions.iter().map(|r| r.slots()).sum()
+    }
+
+    pub fn decide(&mut self, req: &Request) {
+        self.now_us = req.time_us;
+        self.decision.clear();
+        self.policy.decide(req, &mut self.decision);
+    }
+
+    fn release(&mut self, key: Key, tier: TierId) {
+        let place = self.places.remove(&key).expect("the policy drops only resident keys");
+        debug_assert_eq!(place.tier, tier.0, "key {key} dropped from the wrong tier");
+        self.free[place.tier as usize].push(place.slot);
+    }
+
+    fn allocate(&mut self, tier: TierId) -> u32 {
+        self.free[tier.index()].pop().expect("the policy is sized to the slots")
+    }
+
+    /// Applies the decision in `self.decision`. `value` is the data of a write; a read-through
+    /// miss has none yet, and its insert reserves the slot for the load returned.
+    pub fn apply(&mut self, key: Key, value: Option<&[u8]>) -> Result<Option<u64>, EngineError> {
+        let mut load = None;
+        let mut lost = Vec::new();
+        for i in 0..self.decision.actions.len() {
+            match self.decision.actions[i] {
+                Action::Evict { tier, key, .. } => {
+                    self.release(key, tier);
+                    self.stats.evictions += 1;
+                }
+                Action::Invalidate { tier, key, .. } => {
+                    self.release(key, tier);
+                    self.stats.invalidations += 1;
+                }
+                Action::Insert { tier, key: k, .. } => {
+                    debug_assert_eq!(k, key, "policies insert the requested key");
+                    let slot = self.allocate(tier);
+                    self.stats.inserts += 1;
+                    let mut place = Place { tier: tier.0, slot, filling: None };
+                    match value {
+                        Some(data) => self.store(place, key, data)?,
+                        None => {
+                            self.loads += 1;
+                            load = Some(self.loads);
+                            place.filling = load;
+                        }
+                    }
+                    self.places.insert(key, place);
+                }
+                Action::Update { key: k, .. } => {
+                    if let Some(data) = value {
+                        let place = Place { filling: None, ..self.places[&k] };
+                        self.store(place, k, data)?;
+                        self.places.insert(k, place);
+                        self.stats.updates += 1;
+                    }
+                }
+                Action::Move { key: k, from, to, .. } => {
+                    if !self.relocate(k, from, to)? {
+                        lost.push(k);
+                    }
+                }
+                Action::Reject { reason, .. } => self.stats.rejections[reason.index()] += 1,
+                action @ Action::WriteBack { .. } => {
+                    unreachable!("write-back is not built yet, yet the policy asked for {action:?}")
+                }
+            }
+        }
+        // A block that failed its checksum on the way down is dropped, and the policy told.
+        for k in lost {
+            self.drop_bad(k);
+        }
+        Ok(load)
+    }
+
+    /// Moves a block between tiers; false if its bytes did not verify (it is then only
+    /// reserved in the lower tier, and the caller drops it).
+    fn relocate(&mut self, key: Key, from: TierId, to: TierId) -> Result<bool, EngineError> {
+        let old = self.places[&key];
+        debug_assert_eq!(old.tier, from.0);
+        let slot = self.allocate(to);
+        let new = Place { tier: to.0, slot, filling: old.filling };
+        let mut good = true;
+        if old.filling.is_none() {
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.resize(self.regions[from.index()].value_bytes(), 0);
+            match self.regions[from.index()].read(old.slot, key, &mut scratch) {
+                Ok(len) => {
+                    self.regions[to.index()].write(slot, key, &scratch[..len])?;
+                    self.stats.demotions += 1;
+                    self.stats.bytes_demoted += len as u64;
+                }
+                Err(fault) => {
+                    self.count_fault(&fault);
+                    good = false;
+                }
+            }
+            self.scratch = scratch;
+        }
+        self.free[from.index()].push(old.slot);
+        self.places.insert(key, new);
+        Ok(good)
+    }
+
+    fn store(&mut self, place: Place, key: Key, data: &[u8]) -> Result<(), EngineError> {
+        self.regions[place.tier as usize].write(place.slot, key, data)?;
+        self.stats.bytes_written += data.len() as u64;
+        Ok(())
+    }
+
+    /// Overwrites a resident key's block in place (write-around's write hit).
+    pub fn apply_update(&mut self, key: Key, data: &[u8]) -> Result<(), EngineError> {
+        let place = Place { filling: None, ..self.places[&key] };
+        self.store(place, key, data)?;
+        self.places.insert(key, place);
+        self.stats.updates += 1;
+        Ok(())
+    }
+
+    /// Fills a slot reserved by read-through `load`, if it is still waiting for it.
+    pub fn fill(&mut self, key: Key, load: u64, data: &[u8]) -> Result<(), EngineError> {
+        match self.places.get(&key) {
+            Some(place) if place.filling == Some(load) => {
+                let place = Place { filling: None, ..*place };
+                self.store(place, key, data)?;
+                self.places.insert(key, place);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub fn is_filling(&self, key: Key, load: u64) -> bool {
+        self.places.get(&key).is_some_and(|p| p.filling == Some(load))
+    }
+
+    fn count_fault(&mut self, fault: &ReadFault) {
+        match fault {
+            ReadFault::Corrupt(_) => self.stats.checksum_failures += 1,
+            ReadFault::Io(_) => self.stats.io_errors += 1,
+        }
+    }
+
+    /// Drops a key whose block cannot be read; a `Delete` decision keeps the policy in step.
+    fn drop_bad(&mut self, key: Key) {
+        let saved = std::mem::take(&mut self.decision);
+        self.decide(&Request::new(self.now_us, key, 0, Op::Delete));
+        self.apply(key, None).expect("dropping a block does no I/O");
+        self.decision = saved;
+    }
+
+    /// Copies a resident key's value out; a bad block is dropped and reported as a miss.
+    pub fn copy_out(&mut self, key: Key, buf: &mut [u8]) -> Option<usize> {
+        let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
+        if place.filling.is_some() {
+            self.stats.fill_misses += 1;
+            return None;
+        }
+        match self.regions[place.tier as usize].read(place.slot, key, buf) {
+            Ok(len) => {
+                self.stats.bytes_read += len as u64;
+                if place.tier > 0 {
+                    self.stats.lower_hits += 1;
+                }
+                Some(len)
+            }
+            Err(fault) => {
+                self.count_fault(&fault);
+                self.drop_bad(key);
+                None
+            }
+        }
+    }
+}
