@@ -65,6 +65,9 @@ pub struct BenchArgs {
     pub backing: PathBuf,
     #[arg(long, default_value = "lru")]
     pub policy: String,
+    /// Policy of the lower tier when --dram sits over --slow-path or --flash-path.
+    #[arg(long, default_value = "lru")]
+    pub lower_policy: String,
     #[arg(long, default_value = "always")]
     pub admission: String,
     /// write-through, write-around, write-invalidate, pass-through.
@@ -147,7 +150,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         "hotspot" => KeyDistribution::Hotspot { hot_fraction: 0.2, hot_op_fraction: 0.8 },
         other => anyhow::bail!("--dist {other}: use uniform, zipf or hotspot"),
     };
-    let (tier, tier_bytes) = tier(args)?;
+    let tiers = tiers(args)?;
     let plan = Plan {
         block,
         blocks,
@@ -157,9 +160,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     };
     prepare_backing(&args.backing, blocks * block as u64)?;
     let report = if args.raw {
-        raw::run(args, &plan, &tier, tier_bytes)?
+        raw::run(args, &plan, &tiers[0].0, tiers[0].1)?
     } else {
-        cached(args, &plan, &tier, tier_bytes)?
+        cached(args, &plan, &tiers)?
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -169,28 +172,33 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn tier(args: &BenchArgs) -> anyhow::Result<(TierKind, u64)> {
+/// The tiers, upper first: one of --dram, --slow-path, --flash-path, or --dram over one of the
+/// others (a DRAM-first hierarchy).
+fn tiers(args: &BenchArgs) -> anyhow::Result<Vec<(TierKind, u64)>> {
     let size = |text: &Option<String>, flag: &str| -> anyhow::Result<u64> {
         let text =
             text.as_deref().ok_or_else(|| anyhow::anyhow!("{flag} is required with its path"))?;
         parse_size(text).with_context(|| flag.to_string())
     };
-    let chosen = [args.dram.is_some(), args.slow_path.is_some(), args.flash_path.is_some()];
     anyhow::ensure!(
-        chosen.iter().filter(|c| **c).count() <= 1,
-        "one tier per bench for now: give one of --dram, --slow-path, --flash-path"
+        !(args.slow_path.is_some() && args.flash_path.is_some()),
+        "give one of --slow-path and --flash-path (below an optional --dram)"
     );
-    Ok(match (&args.slow_path, &args.flash_path) {
-        (Some(path), _) => {
-            (TierKind::Mapped { path: path.clone() }, size(&args.slow_size, "--slow-size")?)
-        }
-        (_, Some(path)) => {
-            (TierKind::File { path: path.clone() }, size(&args.flash_size, "--flash-size")?)
-        }
-        _ => {
-            (TierKind::Dram, parse_size(args.dram.as_deref().unwrap_or("64MiB")).context("--dram")?)
-        }
-    })
+    let mut tiers = Vec::new();
+    if args.dram.is_some() || (args.slow_path.is_none() && args.flash_path.is_none()) {
+        let dram = parse_size(args.dram.as_deref().unwrap_or("64MiB")).context("--dram")?;
+        tiers.push((TierKind::Dram, dram));
+    }
+    if let Some(path) = &args.slow_path {
+        tiers
+            .push((TierKind::Mapped { path: path.clone() }, size(&args.slow_size, "--slow-size")?));
+    }
+    if let Some(path) = &args.flash_path {
+        tiers
+            .push((TierKind::File { path: path.clone() }, size(&args.flash_size, "--flash-size")?));
+    }
+    anyhow::ensure!(!(args.raw && tiers.len() > 1), "--raw measures one medium: give one tier");
+    Ok(tiers)
 }
 
 /// Creates the backing file, or extends it, to `bytes` of recognisable data.
@@ -316,20 +324,20 @@ where
     Ok((reads, writes))
 }
 
-fn cached(
-    args: &BenchArgs,
-    plan: &Plan,
-    tier: &TierKind,
-    tier_bytes: u64,
-) -> anyhow::Result<BenchReport> {
-    let cache = CacheBuilder::new(PolicyConfig::parse(&args.policy)?)
+fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::Result<BenchReport> {
+    let (tier, tier_bytes) = (&tiers[0].0, tiers[0].1);
+    let mut builder = CacheBuilder::new(PolicyConfig::parse(&args.policy)?)
         .admission(AdmissionConfig::parse_chain(&args.admission)?)
         .tier(tier.clone())
-        .capacity_bytes(tier_bytes)
-        .block_size(plan.block)
-        .shards(shards(args))
-        .seed(args.seed)
-        .build()?;
+        .capacity_bytes(tier_bytes);
+    if let Some((lower, lower_bytes)) = tiers.get(1) {
+        builder = builder.lower_tier(
+            lower.clone(),
+            *lower_bytes,
+            PolicyConfig::parse(&args.lower_policy)?,
+        );
+    }
+    let cache = builder.block_size(plan.block).shards(shards(args)).seed(args.seed).build()?;
     let file = CachedFile::open(&args.backing, cache, WriteMode::parse(&args.write_mode)?)?;
     let block = plan.block as u64;
     let (reads, writes, seconds) = drive(args, plan, |_, op, key, buf| {
@@ -342,11 +350,17 @@ fn cached(
     let stats = file.cache().stats();
     let hit_ratio =
         if stats.lookups > 0 { Some(stats.hits as f64 / stats.lookups as f64) } else { None };
+    let names: Vec<String> = tiers
+        .iter()
+        .map(|(kind, bytes)| format!("{} {}", tier_name(kind), format_size(*bytes)))
+        .collect();
+    let policy = match tiers.len() {
+        1 => args.policy.clone(),
+        _ => format!("dram-first {} > {}", args.policy, args.lower_policy),
+    };
     let label = format!(
-        "{} {} ({}, {}, {} shards)",
-        tier_name(tier),
-        format_size(tier_bytes),
-        args.policy,
+        "{} ({policy}, {}, {} shards)",
+        names.join(" over "),
         args.write_mode,
         shards(args)
     );

@@ -240,13 +240,14 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
         "--backing",
         b,
     ];
-    let tiers: [Vec<&str>; 3] = [
+    let tiers: [Vec<&str>; 4] = [
         vec!["--dram", "1MiB"],
         vec!["--slow-path", slow.to_str().unwrap(), "--slow-size", "1MiB"],
         vec!["--flash-path", flash.to_str().unwrap(), "--flash-size", "1MiB"],
+        vec!["--dram", "256KiB", "--slow-path", slow.to_str().unwrap(), "--slow-size", "1MiB"],
     ];
-    for tier in &tiers {
-        for raw in [false, true] {
+    for (i, tier) in tiers.iter().enumerate() {
+        for raw in [false, true].into_iter().filter(|raw| !(*raw && i == 3)) {
             let mut args: Vec<&str> = common.to_vec();
             args.extend(tier.iter());
             if raw {
@@ -264,6 +265,10 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
                 assert_eq!(cache["checksum_failures"], 0);
                 assert_eq!(cache["writes_dropped"], 0);
                 assert!(cache["hits"].as_u64().unwrap() > 0, "{tier:?}: {cache}");
+                if i == 3 {
+                    assert!(cache["demotions"].as_u64().unwrap() > 0, "{cache}");
+                    assert!(cache["lower_hits"].as_u64().unwrap() > 0, "{cache}");
+                }
             }
         }
     }
@@ -280,6 +285,7 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
         "/tmp/x",
         "--slow-size",
         "1MiB",
+        "--raw",
     ]);
     assert!(e.contains("one tier"), "{e}");
     let e = tiercache_fails(&[
