@@ -11,6 +11,7 @@ use crate::block::HEADER_BYTES;
 use crate::cache::Cache;
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::EngineError;
+use crate::latency;
 use crate::shard::Shard;
 use crate::store::{Medium, TierKind};
 
@@ -36,6 +37,7 @@ pub struct CacheBuilder {
     shards: usize,
     seed: u64,
     clock: Arc<dyn Clock>,
+    record_latency: bool,
 }
 
 impl CacheBuilder {
@@ -48,6 +50,7 @@ impl CacheBuilder {
             shards: 16,
             seed: 0,
             clock: Arc::new(MonotonicClock::default()),
+            record_latency: false,
         }
     }
 
@@ -87,6 +90,12 @@ impl CacheBuilder {
 
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// Keep HDR histograms of read and write latency (two clock reads per operation).
+    pub fn record_latency(mut self, on: bool) -> Self {
+        self.record_latency = on;
         self
     }
 
@@ -160,8 +169,12 @@ impl CacheBuilder {
         for i in 0..self.shards as u64 {
             let seed = self.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let regions = media.iter().zip(&per_shard).map(|(m, n)| m.region(i * n, *n)).collect();
-            shards.push(Mutex::new(Shard::new(self.policy(&per_shard, seed)?, regions)));
+            let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions);
+            if self.record_latency {
+                shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));
+            }
+            shards.push(Mutex::new(shard));
         }
-        Ok(Cache::new(shards, self.block_size, self.clock, media))
+        Ok(Cache::new(shards, self.block_size, self.clock, media, self.record_latency))
     }
 }

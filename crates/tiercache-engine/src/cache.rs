@@ -11,11 +11,13 @@
 
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use tiercache_core::{Key, Op, Request};
 
 use crate::clock::Clock;
 use crate::error::EngineError;
+use crate::latency::{self, LatencySnapshot, Operation, Percentiles};
 use crate::shard::Shard;
 use crate::stats::{Stats, StatsSnapshot};
 use crate::store::Medium;
@@ -46,6 +48,7 @@ pub struct Cache {
     clock: Arc<dyn Clock>,
     /// Holds the tiers' files and mappings open for the shards' regions.
     _media: Vec<Medium>,
+    record_latency: bool,
 }
 
 impl Cache {
@@ -54,9 +57,17 @@ impl Cache {
         block_size: usize,
         clock: Arc<dyn Clock>,
         media: Vec<Medium>,
+        record_latency: bool,
     ) -> Cache {
         let shard_bits = shards.len().trailing_zeros();
-        Cache { shards: shards.into_boxed_slice(), shard_bits, block_size, clock, _media: media }
+        let shards = shards.into_boxed_slice();
+        Cache { shards, shard_bits, block_size, clock, _media: media, record_latency }
+    }
+
+    /// The start of an operation, when latency is recorded.
+    #[inline]
+    fn started(&self) -> Option<Instant> {
+        self.record_latency.then(Instant::now)
     }
 
     pub fn block_size(&self) -> usize {
@@ -79,12 +90,15 @@ impl Cache {
     /// Looks `key` up (look-aside): copies its value into `buf` and returns its length on a
     /// hit; a miss admits nothing.
     pub fn get(&self, key: Key, buf: &mut [u8]) -> Option<usize> {
+        let started = self.started();
         let req = self.request(key, Op::Lookup);
         let mut shard = self.shard(key);
         shard.decide(&req);
         // A lookup inserts nothing, but periodic work (a sweep) may have evicted.
         shard.apply(key, None).expect("a lookup's decision does no tier I/O");
-        self.read_decided(&mut shard, &req, buf)
+        let served = self.read_decided(&mut shard, &req, buf);
+        shard.record(Operation::Read, started);
+        served
     }
 
     fn read_decided(&self, shard: &mut Shard, req: &Request, buf: &mut [u8]) -> Option<usize> {
@@ -110,18 +124,21 @@ impl Cache {
         buf: &mut [u8],
         load: impl FnOnce(&mut [u8]) -> io::Result<usize>,
     ) -> Result<ReadOutcome, EngineError> {
+        let started = self.started();
         let req = self.request(key, Op::Read);
         let reserved = {
             let mut shard = self.shard(key);
             shard.decide(&req);
             let reserved = shard.apply(key, None)?;
             if let Some(len) = self.read_decided(&mut shard, &req, buf) {
+                shard.record(Operation::Read, started);
                 return Ok(ReadOutcome { hit: true, len });
             }
             reserved
         };
         let loaded = load(buf);
         let mut shard = self.shard(key);
+        shard.record(Operation::Read, started);
         match loaded {
             Ok(len) => {
                 let len = len.min(buf.len()).min(self.block_size);
@@ -149,6 +166,7 @@ impl Cache {
         if value.len() > self.block_size {
             return Err(EngineError::TooLarge { len: value.len(), block_size: self.block_size });
         }
+        let started = self.started();
         let req = self.request(key, Op::Write);
         let mut shard = self.shard(key);
         shard.decide(&req);
@@ -156,6 +174,7 @@ impl Cache {
         let hit = shard.decision.hit.is_some();
         shard.apply(key, Some(value))?;
         let cached = shard.places.get(&key).is_some_and(|p| p.filling.is_none());
+        shard.record(Operation::Write, started);
         Ok(PutOutcome { hit, cached })
     }
 
@@ -165,16 +184,18 @@ impl Cache {
         if value.len() > self.block_size {
             return Err(EngineError::TooLarge { len: value.len(), block_size: self.block_size });
         }
+        let started = self.started();
         let req = self.request(key, Op::Lookup);
         let mut shard = self.shard(key);
         shard.decide(&req);
         shard.apply(key, None)?;
         shard.stats.puts += 1;
-        if shard.decision.hit.is_none() {
-            return Ok(false);
+        let cached = shard.decision.hit.is_some();
+        if cached {
+            shard.apply_update(key, value)?;
         }
-        shard.apply_update(key, value)?;
-        Ok(true)
+        shard.record(Operation::Write, started);
+        Ok(cached)
     }
 
     /// Drops `key` if cached (its data was freed or overwritten elsewhere).
@@ -183,6 +204,22 @@ impl Cache {
         let mut shard = self.shard(key);
         shard.decide(&req);
         shard.apply(key, None).expect("dropping a block does no I/O");
+    }
+
+    /// Read and write latency over all shards; `None` unless built with `record_latency`.
+    pub fn latency(&self) -> Option<LatencySnapshot> {
+        if !self.record_latency {
+            return None;
+        }
+        let (mut read, mut write) = (latency::histogram(), latency::histogram());
+        for shard in self.shards.iter() {
+            let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(h) = &shard.latency {
+                read.add(&h[0]).expect("same bounds");
+                write.add(&h[1]).expect("same bounds");
+            }
+        }
+        Some(LatencySnapshot { read: Percentiles::of(&read), write: Percentiles::of(&write) })
     }
 
     pub fn stats(&self) -> StatsSnapshot {

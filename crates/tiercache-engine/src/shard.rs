@@ -30,6 +30,8 @@ pub struct Shard {
     scratch: Vec<u8>,
     /// Time of the request being decided.
     now_us: u64,
+    /// Read and write latency, when recorded.
+    pub latency: Option<Box<[hdrhistogram::Histogram<u64>; 2]>>,
 }
 
 impl Shard {
@@ -45,6 +47,15 @@ impl Shard {
             stats: Stats::default(),
             scratch: Vec::new(),
             now_us: 0,
+            latency: None,
+        }
+    }
+
+    /// Records an operation that started at `started`, now that it ends.
+    #[inline]
+    pub fn record(&mut self, op: crate::latency::Operation, started: Option<std::time::Instant>) {
+        if let (Some(histograms), Some(started)) = (&mut self.latency, started) {
+            histograms[op as usize].saturating_record(started.elapsed().as_nanos() as u64);
         }
     }
 

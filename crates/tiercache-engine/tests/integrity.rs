@@ -259,6 +259,7 @@ fn stats_export_as_json_and_prometheus() {
         .block_size(BLOCK)
         .capacity_bytes(8 * BLOCK as u64)
         .shards(1)
+        .record_latency(true)
         .build()
         .unwrap();
     let mut buf = vec![0u8; BLOCK];
@@ -275,5 +276,13 @@ fn stats_export_as_json_and_prometheus() {
     );
     let by_reason: HashMap<&str, u64> = stats.rejections.iter().map(|(k, v)| (*k, *v)).collect();
     assert_eq!(by_reason.values().sum::<u64>(), 0);
+    let latency = cache.latency().expect("recorded");
+    assert_eq!((latency.read.count, latency.write.count), (20, 20));
+    assert!(latency.read.p50_us > 0.0 && latency.read.p999_us >= latency.read.p50_us);
+    let text = latency.to_prometheus();
+    assert!(text.contains("tiercache_read_latency_seconds_count 20"), "{text}");
+    assert!(text.contains("quantile=\"0.99\""), "{text}");
+    let plain = CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).build().unwrap();
+    assert!(plain.latency().is_none());
     let _ = Arc::new(stats);
 }
