@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use tiercache_core::{format_size, parse_size, Op};
+use tiercache_core::{format_size, parse_size, DeviceProfile, Op};
 use tiercache_engine::{CacheBuilder, CachedFile, StatsSnapshot, TierKind, WriteMode};
 use tiercache_policy::{AdmissionConfig, PolicyConfig};
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
@@ -60,6 +60,16 @@ pub struct BenchArgs {
     pub flash_path: Option<PathBuf>,
     #[arg(long)]
     pub flash_size: Option<String>,
+    /// Make the DRAM tier behave like a device preset (dram, optane-dcpm, cxl, optane-ssd,
+    /// nvme, sata-ssd, hdd).
+    #[arg(long)]
+    pub dram_profile: Option<String>,
+    /// Make the slow-memory tier behave like a device preset.
+    #[arg(long)]
+    pub slow_profile: Option<String>,
+    /// Make the flash tier behave like a device preset.
+    #[arg(long)]
+    pub flash_profile: Option<String>,
     /// The backing file; created and filled to --working-set if shorter.
     #[arg(long, default_value = "/tmp/tiercache-bench.backing")]
     pub backing: PathBuf,
@@ -336,6 +346,22 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
             *lower_bytes,
             PolicyConfig::parse(&args.lower_policy)?,
         );
+    }
+    for (i, (kind, _)) in tiers.iter().enumerate() {
+        let preset = match kind {
+            TierKind::Dram => &args.dram_profile,
+            TierKind::Mapped { .. } => &args.slow_profile,
+            TierKind::File { .. } => &args.flash_profile,
+        };
+        if let Some(name) = preset {
+            let profile = DeviceProfile::preset(name).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "unknown device profile '{name}'; presets: {}",
+                    DeviceProfile::PRESETS
+                )
+            })?;
+            builder = builder.emulate(i, profile);
+        }
     }
     let cache = builder.block_size(plan.block).shards(shards(args)).seed(args.seed).build()?;
     let file = CachedFile::open(&args.backing, cache, WriteMode::parse(&args.write_mode)?)?;

@@ -33,7 +33,7 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Run the engine under load (threads, key distribution, tiers) and report throughput and
     /// latency; `--raw` measures the medium alone.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Inspect, convert or generate traces.
     #[command(subcommand)]
     Trace(trace::TraceCommand),

@@ -7,6 +7,7 @@
 
 pub mod action;
 pub mod capacity;
+pub mod device;
 pub mod error;
 pub mod hash;
 pub mod limits;
@@ -15,6 +16,7 @@ pub mod rng;
 
 pub use action::{Action, Decision, Location, RejectReason, TierId};
 pub use capacity::{format_size, parse_size, Capacity, Unit};
+pub use device::{DeviceProfile, Direction};
 pub use error::CoreError;
 pub use hash::{fnv1a_64, KeyBuildHasher, KeyHasher, KeyMap, KeySet};
 pub use request::{annotate_next_access, scsi_op, Key, Op, Request, NEVER};

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use tiercache_core::limits::BLOCK_SIZE_MAX;
-use tiercache_core::Capacity;
+use tiercache_core::{Capacity, DeviceProfile};
 use tiercache_policy::{AdmissionConfig, AnyPolicy, PolicyConfig};
 
 use crate::block::HEADER_BYTES;
@@ -26,6 +26,8 @@ pub struct TierSpec {
     pub kind: TierKind,
     pub capacity_bytes: u64,
     pub policy: PolicyConfig,
+    /// Make the medium behave like this device (emulation).
+    pub profile: Option<DeviceProfile>,
 }
 
 /// What a cache is made of. With one tier, the tier's policy decides alone; with two, the
@@ -38,19 +40,26 @@ pub struct CacheBuilder {
     seed: u64,
     clock: Arc<dyn Clock>,
     record_latency: bool,
+    missing_emulated_tier: Option<usize>,
 }
 
 impl CacheBuilder {
     /// A DRAM cache of 64 MiB in 4 KiB blocks, 16 shards, with `policy`.
     pub fn new(policy: PolicyConfig) -> CacheBuilder {
         CacheBuilder {
-            tiers: vec![TierSpec { kind: TierKind::Dram, capacity_bytes: 64 << 20, policy }],
+            tiers: vec![TierSpec {
+                kind: TierKind::Dram,
+                capacity_bytes: 64 << 20,
+                policy,
+                profile: None,
+            }],
             admission: Vec::new(),
             block_size: 4096,
             shards: 16,
             seed: 0,
             clock: Arc::new(MonotonicClock::default()),
             record_latency: false,
+            missing_emulated_tier: None,
         }
     }
 
@@ -69,7 +78,17 @@ impl CacheBuilder {
     /// A second tier below the first: the first tier's victims move here.
     pub fn lower_tier(mut self, kind: TierKind, capacity_bytes: u64, policy: PolicyConfig) -> Self {
         self.tiers.truncate(1);
-        self.tiers.push(TierSpec { kind, capacity_bytes, policy });
+        self.tiers.push(TierSpec { kind, capacity_bytes, policy, profile: None });
+        self
+    }
+
+    /// Makes tier `tier` (0 upper, 1 lower) behave like `profile`.
+    pub fn emulate(mut self, tier: usize, profile: DeviceProfile) -> Self {
+        if let Some(spec) = self.tiers.get_mut(tier) {
+            spec.profile = Some(profile);
+        } else {
+            self.missing_emulated_tier = Some(tier);
+        }
         self
     }
 
@@ -118,6 +137,17 @@ impl CacheBuilder {
             let reason = format!("{} must be a power of two up to {SHARDS_MAX}", self.shards);
             return Err(EngineError::config("shards", reason));
         }
+        if let Some(tier) = self.missing_emulated_tier {
+            return Err(EngineError::config(
+                "emulate",
+                format!("there is no tier {tier} to emulate"),
+            ));
+        }
+        for spec in &self.tiers {
+            if let Some(profile) = &spec.profile {
+                profile.validate().map_err(|reason| EngineError::config("emulate", reason))?;
+            }
+        }
         let names = ["capacity_bytes", "lower_tier.capacity_bytes"];
         let mut per_shard = Vec::new();
         for (tier, setting) in self.tiers.iter().zip(names) {
@@ -163,8 +193,14 @@ impl CacheBuilder {
             .tiers
             .iter()
             .zip(&per_shard)
-            .map(|(tier, n)| Medium::open(&tier.kind, n * self.shards as u64, slot_bytes))
-            .collect::<Result<_, _>>()?;
+            .map(|(tier, n)| {
+                let mut medium = Medium::open(&tier.kind, n * self.shards as u64, slot_bytes)?;
+                if let Some(profile) = &tier.profile {
+                    medium.emulate(profile.clone());
+                }
+                Ok(medium)
+            })
+            .collect::<Result<_, EngineError>>()?;
         let mut shards = Vec::with_capacity(self.shards);
         for i in 0..self.shards as u64 {
             let seed = self.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);

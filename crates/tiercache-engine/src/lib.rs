@@ -10,12 +10,14 @@
 //! [`CachedFile`] puts a backing file behind a cache with Open CAS's write modes.
 //!
 //! A cache has one tier, or two forming an exclusive DRAM-first hierarchy (the upper tier's
-//! victims move down). Flash with direct I/O, device emulation and background work come next.
+//! victims move down). Any tier can be made to behave like a device profile (emulation).
+//! Flash with direct I/O and background work come next.
 
 pub mod block;
 pub mod builder;
 pub mod cache;
 pub mod clock;
+pub mod emulate;
 pub mod error;
 pub mod file;
 pub mod latency;

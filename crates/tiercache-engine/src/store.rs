@@ -10,7 +10,9 @@ use std::sync::Arc;
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::block::{decode, encode, BlockFault, HEADER_BYTES};
+use crate::emulate::Emulator;
 use crate::error::EngineError;
+use tiercache_core::Direction;
 
 /// The medium of a tier.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +39,7 @@ pub struct Medium {
     mapping: Option<Arc<MmapRaw>>,
     file: Option<Arc<File>>,
     slot_bytes: usize,
+    emulator: Option<Arc<Emulator>>,
 }
 
 fn open_sized(path: &Path, bytes: u64) -> Result<File, EngineError> {
@@ -71,7 +74,12 @@ impl Medium {
             }
             TierKind::File { path } => (None, Some(Arc::new(open_sized(path, bytes)?))),
         };
-        Ok(Medium { kind: kind.clone(), mapping, file, slot_bytes })
+        Ok(Medium { kind: kind.clone(), mapping, file, slot_bytes, emulator: None })
+    }
+
+    /// Makes every region of this medium behave like `profile`.
+    pub fn emulate(&mut self, profile: tiercache_core::DeviceProfile) {
+        self.emulator = Some(Arc::new(Emulator::new(profile)));
     }
 
     /// The region of slots `first..first + count` for one shard. Regions of one medium must be
@@ -92,7 +100,7 @@ impl Medium {
             },
             _ => Storage::Dram(vec![0; bytes]),
         };
-        Region { storage, slot_bytes: self.slot_bytes, count }
+        Region { storage, slot_bytes: self.slot_bytes, count, emulator: self.emulator.clone() }
     }
 }
 
@@ -107,6 +115,7 @@ pub struct Region {
     storage: Storage,
     slot_bytes: usize,
     count: u64,
+    emulator: Option<Arc<Emulator>>,
 }
 
 impl Region {
@@ -145,8 +154,17 @@ impl Region {
         }
     }
 
-    /// Stores `value` for `key` in `slot`.
+    /// Stores `value` for `key` in `slot` (as the tier's device profile would, if emulated).
     pub fn write(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
+        match self.emulator.clone() {
+            Some(e) => {
+                e.serve(Direction::Write, value.len() as u64, || self.write_now(slot, key, value))
+            }
+            None => self.write_now(slot, key, value),
+        }
+    }
+
+    fn write_now(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
         let checksum = self.checksummed();
         if let Some(bytes) = self.memory(slot) {
             encode(bytes, key, value, checksum);
@@ -168,6 +186,15 @@ impl Region {
     /// Copies the value stored for `key` in `slot` into `out` after checking it; returns its
     /// length.
     pub fn read(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
+        match self.emulator.clone() {
+            Some(e) => {
+                e.serve(Direction::Read, self.slot_bytes as u64, || self.read_now(slot, key, out))
+            }
+            None => self.read_now(slot, key, out),
+        }
+    }
+
+    fn read_now(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
         let checksum = self.checksummed();
         let copy = |value: &[u8], out: &mut [u8]| {
             let n = value.len().min(out.len());

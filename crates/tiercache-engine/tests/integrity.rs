@@ -286,3 +286,27 @@ fn stats_export_as_json_and_prometheus() {
     assert!(plain.latency().is_none());
     let _ = Arc::new(stats);
 }
+
+#[test]
+fn an_emulated_tier_serves_at_its_profile_speed_and_bad_profiles_are_refused() {
+    let mut slow = tiercache_core::DeviceProfile::preset("hdd").unwrap();
+    slow.read_latency_us = 3000.0;
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(TierKind::Mapped { path: scratch("emulated.mem") })
+        .emulate(0, slow.clone())
+        .block_size(BLOCK)
+        .shards(1)
+        .capacity_bytes(8 * BLOCK as u64)
+        .build()
+        .unwrap();
+    cache.put(1, &value(1, 1)).unwrap();
+    let mut buf = vec![0u8; BLOCK];
+    let start = std::time::Instant::now();
+    assert!(cache.get(1, &mut buf).is_some());
+    assert!(start.elapsed() >= std::time::Duration::from_micros(3000), "{:?}", start.elapsed());
+    slow.parallelism = 0;
+    let e = build_err(CacheBuilder::new(PolicyConfig::Lru).emulate(0, slow.clone()));
+    assert!(e.contains("emulate") && e.contains("parallelism"), "{e}");
+    let e = build_err(CacheBuilder::new(PolicyConfig::Lru).emulate(1, slow));
+    assert!(e.contains("no tier 1"), "{e}");
+}

@@ -1,0 +1,206 @@
+//! Device profiles: what a medium costs per operation, as data. The simulator computes time
+//! from them; the engine can make any real medium behave like one (emulation). Numbers come
+//! from the papers' device tables, each cited; where no paper gives a number, it is marked as
+//! our assumption.
+//!
+//! - Latency, bandwidth: Wu et al. (Orthus, FAST'21), Table 1.
+//! - Cost per GB relative to DRAM: Kassa et al. (ATC'21), Table 1 (DRAM 1, SCM 0.38, flash
+//!   0.017); Orthus Table 1's $/GB for the others, divided by its DRAM price (~$7/GB).
+//! - Reads slowed by concurrent writers: Fedorova et al. ("Writes Hurt", SoCC'22), Figure 2 and
+//!   section 2: Optane reads fall from 12 to 3.4 GB/s with one writer and to 0.8 GB/s with
+//!   eight; DRAM loses 18% and 35%.
+
+use serde::{Deserialize, Serialize};
+
+/// How a device serves operations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceProfile {
+    pub name: String,
+    pub read_latency_us: f64,
+    pub write_latency_us: f64,
+    /// Aggregate bandwidth with enough operations in flight, in GB/s (10^9 bytes).
+    pub read_bandwidth_gb_s: f64,
+    pub write_bandwidth_gb_s: f64,
+    /// Operations the device serves at once; each gets a 1/parallelism share of bandwidth.
+    pub parallelism: u32,
+    /// Fraction of read bandwidth left with one concurrent writer.
+    pub read_share_one_writer: f64,
+    /// Fraction of read bandwidth left with eight or more concurrent writers.
+    pub read_share_eight_writers: f64,
+    /// Cost per GB relative to DRAM.
+    pub cost_per_gb: f64,
+}
+
+/// Which way an operation moves data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Read,
+    Write,
+}
+
+impl DeviceProfile {
+    /// The preset names, for help texts.
+    pub const PRESETS: &'static str = "dram, optane-dcpm, cxl, optane-ssd, nvme, sata-ssd, hdd";
+
+    /// A preset by name.
+    pub fn preset(name: &str) -> Option<DeviceProfile> {
+        let p = |name: &str,
+                 lat: (f64, f64),
+                 bw: (f64, f64),
+                 par: u32,
+                 inter: (f64, f64),
+                 cost: f64| {
+            DeviceProfile {
+                name: name.to_string(),
+                read_latency_us: lat.0,
+                write_latency_us: lat.1,
+                read_bandwidth_gb_s: bw.0,
+                write_bandwidth_gb_s: bw.1,
+                parallelism: par,
+                read_share_one_writer: inter.0,
+                read_share_eight_writers: inter.1,
+                cost_per_gb: cost,
+            }
+        };
+        Some(match name {
+            // Orthus Table 1: 80 ns, 15 / 15 GB/s. Writes Hurt: -18% / -35% under writers.
+            // Parallelism 16: our assumption (channels x banks a socket keeps busy).
+            "dram" => p("dram", (0.08, 0.08), (15.0, 15.0), 16, (0.82, 0.65), 1.0),
+            // Orthus Table 1 (NVDIMM): 300 ns, 6.8 / 2.3 GB/s. Writes Hurt: 3.4/12, 0.8/12.
+            // Kassa: SCM costs 0.38 of DRAM. Parallelism 8: our assumption.
+            "optane-dcpm" => {
+                p("optane-dcpm", (0.3, 0.3), (6.8, 2.3), 8, (3.4 / 12.0, 0.8 / 12.0), 0.38)
+            }
+            // Our assumption for a CXL type-3 memory expander: ~250 ns, 20 GB/s each way, DRAM
+            // media (DRAM's interference), 0.5 of DRAM's cost. No paper here measures one.
+            "cxl" => p("cxl", (0.25, 0.25), (20.0, 20.0), 16, (0.82, 0.65), 0.5),
+            // Orthus Table 1 (low-latency SSD): 10 us, 2.5 / 2.3 GB/s, $1/GB of DRAM's ~$7.
+            // Parallelism 16: our assumption (an NVMe queue depth it still scales at).
+            "optane-ssd" => p("optane-ssd", (10.0, 10.0), (2.5, 2.3), 16, (1.0, 1.0), 1.0 / 7.0),
+            // Orthus Table 1 (NVMe flash): 80 us, 3.0 / 2.0 GB/s; Kassa: flash costs 0.017.
+            "nvme" => p("nvme", (80.0, 80.0), (3.0, 2.0), 32, (1.0, 1.0), 0.017),
+            // Orthus Table 1 (SATA flash): 180 us, 0.5 / 0.5 GB/s, $0.15/GB.
+            "sata-ssd" => p("sata-ssd", (180.0, 180.0), (0.5, 0.5), 4, (1.0, 1.0), 0.15 / 7.0),
+            // Our assumption for a 7200 rpm disk: ~4 ms per random access (seek and rotation),
+            // 0.15 GB/s, one operation at a time, $0.02/GB.
+            "hdd" => p("hdd", (4000.0, 4000.0), (0.15, 0.15), 1, (1.0, 1.0), 0.02 / 7.0),
+            _ => return None,
+        })
+    }
+
+    /// Fraction of read bandwidth left while `writers` writes are in flight: 1 with none, the
+    /// measured shares at one and at eight, log-linear between, flat past eight.
+    pub fn read_share(&self, writers: u32) -> f64 {
+        match writers {
+            0 => 1.0,
+            1 => self.read_share_one_writer,
+            w if w >= 8 => self.read_share_eight_writers,
+            w => {
+                let t = (w as f64).ln() / 8f64.ln();
+                let (a, b) = (self.read_share_one_writer.ln(), self.read_share_eight_writers.ln());
+                (a + (b - a) * t).exp()
+            }
+        }
+    }
+
+    /// Time one operation of `bytes` takes when it has its 1/parallelism share of bandwidth,
+    /// with `writers` writes in flight, in nanoseconds.
+    pub fn service_ns(&self, direction: Direction, bytes: u64, writers: u32) -> f64 {
+        let (latency_us, bandwidth) = match direction {
+            Direction::Read => {
+                (self.read_latency_us, self.read_bandwidth_gb_s * self.read_share(writers))
+            }
+            Direction::Write => (self.write_latency_us, self.write_bandwidth_gb_s),
+        };
+        let share = bandwidth / self.parallelism.max(1) as f64;
+        latency_us * 1000.0 + bytes as f64 / share
+    }
+
+    /// Checks that every number is usable; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("read_bandwidth_gb_s", self.read_bandwidth_gb_s),
+            ("write_bandwidth_gb_s", self.write_bandwidth_gb_s),
+        ];
+        for (field, value) in positive {
+            if !(value > 0.0 && value.is_finite()) {
+                return Err(format!(
+                    "profile '{}': {field} must be above 0, got {value}",
+                    self.name
+                ));
+            }
+        }
+        for (field, value) in
+            [("read_latency_us", self.read_latency_us), ("write_latency_us", self.write_latency_us)]
+        {
+            if !(value >= 0.0 && value.is_finite()) {
+                return Err(format!(
+                    "profile '{}': {field} must be 0 or more, got {value}",
+                    self.name
+                ));
+            }
+        }
+        for (field, value) in [
+            ("read_share_one_writer", self.read_share_one_writer),
+            ("read_share_eight_writers", self.read_share_eight_writers),
+        ] {
+            if !(value > 0.0 && value <= 1.0) {
+                return Err(format!(
+                    "profile '{}': {field} must be in (0, 1], got {value}",
+                    self.name
+                ));
+            }
+        }
+        if self.parallelism == 0 {
+            return Err(format!("profile '{}': parallelism must be at least 1", self.name));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_carry_the_papers_numbers() {
+        let optane = DeviceProfile::preset("optane-dcpm").unwrap();
+        assert!((optane.read_share(1) * 12.0 - 3.4).abs() < 1e-9);
+        assert!((optane.read_share(8) * 12.0 - 0.8).abs() < 1e-9);
+        assert!((optane.read_share(20) * 12.0 - 0.8).abs() < 1e-9);
+        let dram = DeviceProfile::preset("dram").unwrap();
+        assert_eq!((dram.read_share(1), dram.read_share(8)), (0.82, 0.65));
+        // Between one and eight writers the share falls monotonically.
+        let shares: Vec<f64> = (1..=8).map(|w| optane.read_share(w)).collect();
+        assert!(shares.windows(2).all(|w| w[1] < w[0]), "{shares:?}");
+        for name in DeviceProfile::PRESETS.split(", ") {
+            let profile = DeviceProfile::preset(name).unwrap();
+            profile.validate().unwrap();
+            assert_eq!(profile.name, name);
+        }
+        assert_eq!(DeviceProfile::preset("floppy"), None);
+    }
+
+    #[test]
+    fn service_time_is_latency_plus_transfer_at_a_share_of_bandwidth() {
+        let nvme = DeviceProfile::preset("nvme").unwrap();
+        // 4096 B at 3 GB/s / 32 = 0.09375 B/ns: 43690.7 ns, plus 80 us.
+        let ns = nvme.service_ns(Direction::Read, 4096, 0);
+        assert!((ns - (80_000.0 + 4096.0 / (3.0 / 32.0))).abs() < 1e-6, "{ns}");
+        let optane = DeviceProfile::preset("optane-dcpm").unwrap();
+        let alone = optane.service_ns(Direction::Read, 4096, 0);
+        let hurt = optane.service_ns(Direction::Read, 4096, 1);
+        assert!(hurt > alone * 2.0, "one writer makes Optane reads far slower: {alone} -> {hurt}");
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut p = DeviceProfile::preset("dram").unwrap();
+        p.read_share_one_writer = 1.5;
+        assert!(p.validate().unwrap_err().contains("read_share_one_writer"));
+        p = DeviceProfile::preset("hdd").unwrap();
+        p.parallelism = 0;
+        assert!(p.validate().unwrap_err().contains("parallelism"));
+    }
+}
