@@ -211,6 +211,7 @@ impl CacheBuilder {
             }
             shards.push(Mutex::new(shard));
         }
-        Ok(Cache::new(shards, self.block_size, self.clock, media, self.record_latency))
+        let timed = self.tiers.iter().any(|t| t.policy.uses_time());
+        Ok(Cache::new(shards, self.block_size, self.clock, media, self.record_latency, timed))
     }
 }

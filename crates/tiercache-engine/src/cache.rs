@@ -49,6 +49,8 @@ pub struct Cache {
     /// Holds the tiers' files and mappings open for the shards' regions.
     _media: Vec<Medium>,
     record_latency: bool,
+    /// Whether any tier's policy reads request times.
+    timed: bool,
 }
 
 impl Cache {
@@ -58,10 +60,11 @@ impl Cache {
         clock: Arc<dyn Clock>,
         media: Vec<Medium>,
         record_latency: bool,
+        timed: bool,
     ) -> Cache {
         let shard_bits = shards.len().trailing_zeros();
         let shards = shards.into_boxed_slice();
-        Cache { shards, shard_bits, block_size, clock, _media: media, record_latency }
+        Cache { shards, shard_bits, block_size, clock, _media: media, record_latency, timed }
     }
 
     /// The start of an operation, when latency is recorded.
@@ -84,7 +87,9 @@ impl Cache {
     }
 
     fn request(&self, key: Key, op: Op) -> Request {
-        Request::new(self.clock.now_us(), key, self.block_size as u32, op)
+        // Only policies with periodic work read the time; the others are spared the clock.
+        let now_us = if self.timed { self.clock.now_us() } else { 0 };
+        Request::new(now_us, key, self.block_size as u32, op)
     }
 
     /// Looks `key` up (look-aside): copies its value into `buf` and returns its length on a

@@ -132,6 +132,11 @@ impl PolicyConfig {
         }
     }
 
+    /// Whether the policy reads request times (periodic work), so callers must supply them.
+    pub fn uses_time(&self) -> bool {
+        matches!(self, PolicyConfig::Lfru(_))
+    }
+
     /// Whether the policy reads `next_access` (the future), so the stream must be annotated.
     pub fn needs_future(&self) -> bool {
         matches!(self, PolicyConfig::Belady)
