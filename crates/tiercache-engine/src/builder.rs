@@ -8,7 +8,7 @@ use tiercache_core::{Capacity, DeviceProfile};
 use tiercache_policy::{AdmissionConfig, AnyPolicy, PolicyConfig};
 
 use crate::block::HEADER_BYTES;
-use crate::cache::Cache;
+use crate::cache::{Cache, CacheCore};
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::EngineError;
 use crate::latency;
@@ -19,6 +19,8 @@ use crate::store::{Medium, TierKind};
 pub const SHARDS_MAX: usize = 4096;
 /// Smallest block: one sector.
 pub const BLOCK_SIZE_MIN: usize = 512;
+/// How often the background worker runs periodic work by default.
+pub const DEFAULT_TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// One tier: its medium, the bytes of values it holds, and the policy that runs it.
 #[derive(Clone, Debug)]
@@ -41,6 +43,8 @@ pub struct CacheBuilder {
     clock: Arc<dyn Clock>,
     record_latency: bool,
     missing_emulated_tier: Option<usize>,
+    tick_every: Option<std::time::Duration>,
+    worker_off: bool,
 }
 
 impl CacheBuilder {
@@ -60,6 +64,8 @@ impl CacheBuilder {
             clock: Arc::new(MonotonicClock::default()),
             record_latency: false,
             missing_emulated_tier: None,
+            tick_every: None,
+            worker_off: false,
         }
     }
 
@@ -109,6 +115,20 @@ impl CacheBuilder {
 
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// How often the background worker runs the policies' periodic work. By default a worker
+    /// runs every 100 ms when a tier's policy has periodic work (LFRU), and none runs otherwise.
+    pub fn tick_every(mut self, interval: std::time::Duration) -> Self {
+        self.tick_every = Some(interval);
+        self
+    }
+
+    /// No background worker: periodic work then runs only as requests arrive (deterministic
+    /// replays, tests).
+    pub fn without_worker(mut self) -> Self {
+        self.worker_off = true;
         self
     }
 
@@ -212,6 +232,14 @@ impl CacheBuilder {
             shards.push(Mutex::new(shard));
         }
         let timed = self.tiers.iter().any(|t| t.policy.uses_time());
-        Ok(Cache::new(shards, self.block_size, self.clock, media, self.record_latency, timed))
+        let tick_every = match (self.worker_off, self.tick_every, timed) {
+            (true, _, _) => None,
+            (false, Some(interval), _) => Some(interval),
+            (false, None, true) => Some(DEFAULT_TICK),
+            (false, None, false) => None,
+        };
+        let core =
+            CacheCore::new(shards, self.block_size, self.clock, media, self.record_latency, timed);
+        Ok(Cache::start(core, tick_every))
     }
 }

@@ -40,8 +40,81 @@ pub struct PutOutcome {
     pub cached: bool,
 }
 
-/// A sharded cache of fixed-size blocks over one or two tiers.
+/// A sharded cache of fixed-size blocks over one or two tiers: a handle to the shared core,
+/// and the background worker when the policies have periodic work. Dropping the handle stops
+/// and joins the worker.
 pub struct Cache {
+    core: Arc<CacheCore>,
+    worker: Option<Worker>,
+}
+
+impl std::ops::Deref for Cache {
+    type Target = CacheCore;
+
+    fn deref(&self) -> &CacheCore {
+        &self.core
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        if let Some(worker) = self.worker.take() {
+            worker.stop();
+        }
+    }
+}
+
+/// The background worker: wakes every interval and runs each shard's periodic work.
+struct Worker {
+    stop: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl Worker {
+    fn start(core: Arc<CacheCore>, interval: std::time::Duration) -> Worker {
+        let stop = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let signal = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("tiercache-worker".into())
+            .spawn(move || loop {
+                let (lock, wake) = &*signal;
+                let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                let (stopped, _) =
+                    wake.wait_timeout(stopped, interval).unwrap_or_else(|p| p.into_inner());
+                if *stopped {
+                    return;
+                }
+                drop(stopped);
+                core.tick();
+            })
+            .expect("the worker thread starts");
+        Worker { stop, handle }
+    }
+
+    fn stop(self) {
+        let (lock, wake) = &*self.stop;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        wake.notify_all();
+        // A panic in the worker is a bug that already printed; shutting down goes on.
+        let _ = self.handle.join();
+    }
+}
+
+impl Cache {
+    pub(crate) fn start(core: CacheCore, tick_every: Option<std::time::Duration>) -> Cache {
+        let core = Arc::new(core);
+        let worker = tick_every.map(|interval| Worker::start(core.clone(), interval));
+        Cache { core, worker }
+    }
+
+    /// Whether a background worker runs periodic work.
+    pub fn has_worker(&self) -> bool {
+        self.worker.is_some()
+    }
+}
+
+/// The shared part of a cache: its shards and settings. Used through [`Cache`].
+pub struct CacheCore {
     shards: Box<[Mutex<Shard>]>,
     shard_bits: u32,
     block_size: usize,
@@ -53,7 +126,7 @@ pub struct Cache {
     timed: bool,
 }
 
-impl Cache {
+impl CacheCore {
     pub(crate) fn new(
         shards: Vec<Mutex<Shard>>,
         block_size: usize,
@@ -61,10 +134,19 @@ impl Cache {
         media: Vec<Medium>,
         record_latency: bool,
         timed: bool,
-    ) -> Cache {
+    ) -> CacheCore {
         let shard_bits = shards.len().trailing_zeros();
         let shards = shards.into_boxed_slice();
-        Cache { shards, shard_bits, block_size, clock, _media: media, record_latency, timed }
+        CacheCore { shards, shard_bits, block_size, clock, _media: media, record_latency, timed }
+    }
+
+    /// Runs every shard's periodic work now (what the background worker does each interval).
+    pub fn tick(&self) {
+        let now_us = self.clock.now_us();
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+            shard.tick(now_us);
+        }
     }
 
     /// The start of an operation, when latency is recorded.

@@ -11,7 +11,8 @@
 //!
 //! A cache has one tier, or two forming an exclusive DRAM-first hierarchy (the upper tier's
 //! victims move down). Any tier can be made to behave like a device profile (emulation).
-//! Flash with direct I/O and background work come next.
+//! A background worker runs the policies' periodic work (LFRU's sweep) while the cache is
+//! idle and is joined when the cache is dropped. Flash with direct I/O comes next.
 
 pub mod block;
 pub mod builder;
@@ -26,7 +27,7 @@ pub mod stats;
 pub mod store;
 
 pub use builder::{CacheBuilder, TierSpec};
-pub use cache::{Cache, PutOutcome, ReadOutcome};
+pub use cache::{Cache, CacheCore, PutOutcome, ReadOutcome};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::EngineError;
 pub use file::{CachedFile, WriteMode};

@@ -63,6 +63,16 @@ impl Shard {
         self.regions.iter().map(|r| r.slots()).sum()
     }
 
+    /// Periodic work due at `now_us`, applied like any decision (it only drops blocks).
+    pub fn tick(&mut self, now_us: u64) {
+        self.now_us = now_us;
+        self.decision.clear();
+        self.policy.tick(now_us, &mut self.decision);
+        if !self.decision.actions.is_empty() {
+            self.apply(0, None).expect("periodic work only drops blocks, which does no I/O");
+        }
+    }
+
     pub fn decide(&mut self, req: &Request) {
         self.now_us = req.time_us;
         self.decision.clear();

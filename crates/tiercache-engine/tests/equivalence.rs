@@ -64,6 +64,7 @@ fn engine_hits(
         .capacity_bytes(blocks * BLOCK as u64)
         .seed(0)
         .clock(clock.clone())
+        .without_worker()
         .build()
         .unwrap();
     let mut buf = vec![0u8; BLOCK];

@@ -310,3 +310,34 @@ fn an_emulated_tier_serves_at_its_profile_speed_and_bad_profiles_are_refused() {
     let e = build_err(CacheBuilder::new(PolicyConfig::Lru).emulate(1, slow));
     assert!(e.contains("no tier 1"), "{e}");
 }
+
+#[test]
+fn the_worker_sweeps_an_idle_lfru_cache_and_stops_on_drop() {
+    let clock = Arc::new(tiercache_engine::ManualClock::default());
+    let lfru =
+        PolicyConfig::parse("lfru:sweep_interval_us=1000,window_us=500,free_target=1").unwrap();
+    let cache = CacheBuilder::new(lfru)
+        .block_size(BLOCK)
+        .shards(2)
+        .capacity_bytes(16 * BLOCK as u64)
+        .clock(clock.clone())
+        .tick_every(std::time::Duration::from_millis(1))
+        .build()
+        .unwrap();
+    assert!(cache.has_worker());
+    for key in 0..10 {
+        cache.put(key, &value(key, 1)).unwrap();
+    }
+    assert_eq!(cache.occupancy().0, 10);
+    // No request arrives; time passes; the worker's sweeps drop the idle blocks.
+    clock.set(5_000);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while cache.occupancy().0 > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert_eq!(cache.occupancy().0, 0, "{:?}", cache.stats());
+    assert_eq!(cache.stats().evictions, 10);
+    drop(cache);
+    let plain = CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).build().unwrap();
+    assert!(!plain.has_worker(), "no periodic work, no thread");
+}

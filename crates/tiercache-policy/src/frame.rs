@@ -144,6 +144,11 @@ impl<E: Eviction> SingleTier<E> {
 }
 
 impl<E: Eviction> Policy for SingleTier<E> {
+    fn tick(&mut self, now_us: u64, out: &mut Decision) {
+        let at = Request::new(now_us, 0, 0, Op::Lookup);
+        self.eviction.tick(&at, &mut self.sink(out));
+    }
+
     #[inline]
     fn prefetch(&self, key: Key) {
         self.eviction.prefetch(key);

@@ -92,6 +92,12 @@ impl DramFirst {
 }
 
 impl Policy for DramFirst {
+    fn tick(&mut self, now_us: u64, out: &mut Decision) {
+        let at = Request::new(now_us, 0, 0, Op::Lookup);
+        self.tiers[0].tick(&at, &mut Sink::new(out, UPPER));
+        self.tiers[1].tick(&at, &mut Sink::new(out, LOWER));
+    }
+
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         self.tiers[0].tick(req, &mut Sink::new(out, UPPER));
         self.tiers[1].tick(req, &mut Sink::new(out, LOWER));

@@ -41,6 +41,11 @@ pub trait Policy {
     /// appends the actions that carry its decision out, in the order they must be applied.
     fn decide(&mut self, req: &Request, out: &mut Decision);
 
+    /// Periodic work due at `now_us` (LFRU's sweep), done between requests: the engine's
+    /// background worker calls it so an idle cache still keeps its schedule. Appends the
+    /// actions to `out`. Most policies have none.
+    fn tick(&mut self, _now_us: u64, _out: &mut Decision) {}
+
     /// A hint that `key` will be decided on soon: a policy may prefetch its metadata into the
     /// CPU cache. It must not change any state a decision depends on.
     #[inline]

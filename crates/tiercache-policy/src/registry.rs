@@ -261,6 +261,10 @@ impl AnyPolicy {
 }
 
 impl Policy for AnyPolicy {
+    fn tick(&mut self, now_us: u64, out: &mut Decision) {
+        dispatch!(self, p => p.tick(now_us, out))
+    }
+
     #[inline]
     fn prefetch(&self, key: tiercache_core::Key) {
         dispatch!(self, p => p.prefetch(key))
