@@ -204,8 +204,10 @@ fn tiers(args: &BenchArgs) -> anyhow::Result<Vec<(TierKind, u64)>> {
             .push((TierKind::Mapped { path: path.clone() }, size(&args.slow_size, "--slow-size")?));
     }
     if let Some(path) = &args.flash_path {
-        tiers
-            .push((TierKind::File { path: path.clone() }, size(&args.flash_size, "--flash-size")?));
+        tiers.push((
+            TierKind::Flash { path: path.clone() },
+            size(&args.flash_size, "--flash-size")?,
+        ));
     }
     anyhow::ensure!(!(args.raw && tiers.len() > 1), "--raw measures one medium: give one tier");
     Ok(tiers)
@@ -351,7 +353,7 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
         let preset = match kind {
             TierKind::Dram => &args.dram_profile,
             TierKind::Mapped { .. } => &args.slow_profile,
-            TierKind::File { .. } => &args.flash_profile,
+            TierKind::File { .. } | TierKind::Flash { .. } => &args.flash_profile,
         };
         if let Some(name) = preset {
             let profile = DeviceProfile::preset(name).ok_or_else(|| {
@@ -364,6 +366,9 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
         }
     }
     let cache = builder.block_size(plan.block).shards(shards(args)).seed(args.seed).build()?;
+    for warning in cache.warnings() {
+        eprintln!("note: {warning}");
+    }
     let file = CachedFile::open(&args.backing, cache, WriteMode::parse(&args.write_mode)?)?;
     let block = plan.block as u64;
     let (reads, writes, seconds) = drive(args, plan, |_, op, key, buf| {
@@ -398,6 +403,7 @@ fn tier_name(tier: &TierKind) -> String {
         TierKind::Dram => "dram".into(),
         TierKind::Mapped { path } => format!("mapped {}", path.display()),
         TierKind::File { path } => format!("file {}", path.display()),
+        TierKind::Flash { path } => format!("flash {}", path.display()),
     }
 }
 
@@ -470,6 +476,8 @@ fn print(r: &BenchReport) {
 mod raw {
     use std::os::unix::fs::FileExt;
 
+    use tiercache_engine::direct::AlignedBuf;
+
     use super::*;
 
     pub fn run(
@@ -501,19 +509,29 @@ mod raw {
                     Ok(())
                 })?
             }
-            TierKind::File { path } => {
-                let file = std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(path)?;
-                file.set_len(slots * block as u64)?;
-                drive(args, plan, |_, op, key, buf| {
+            TierKind::File { path } | TierKind::Flash { path } => {
+                // Direct I/O with aligned buffers, as the flash tier does (buffered where the
+                // file system refuses it, as there too).
+                let (file, warning) =
+                    tiercache_engine::direct::open_direct(path, slots * block as u64)?;
+                if let Some(w) = warning {
+                    eprintln!("note: {w}");
+                }
+                let buffers: Vec<std::sync::Mutex<AlignedBuf>> = (0..args.threads)
+                    .map(|_| std::sync::Mutex::new(AlignedBuf::new(block)))
+                    .collect();
+                drive(args, plan, |t, op, key, buf| {
                     let at = (key % slots) * block as u64;
+                    let mut aligned = buffers[t].lock().expect("one thread per buffer");
                     match op {
-                        Op::Read => file.read_exact_at(buf, at)?,
-                        _ => file.write_all_at(buf, at)?,
+                        Op::Read => {
+                            file.read_exact_at(aligned.as_mut_slice(), at)?;
+                            buf.copy_from_slice(aligned.as_slice());
+                        }
+                        _ => {
+                            aligned.as_mut_slice().copy_from_slice(buf);
+                            file.write_all_at(aligned.as_slice(), at)?;
+                        }
                     }
                     Ok(())
                 })?

@@ -7,9 +7,9 @@ use tiercache_core::limits::BLOCK_SIZE_MAX;
 use tiercache_core::{Capacity, DeviceProfile};
 use tiercache_policy::{AdmissionConfig, AnyPolicy, PolicyConfig};
 
-use crate::block::HEADER_BYTES;
 use crate::cache::{Cache, CacheCore};
 use crate::clock::{Clock, MonotonicClock};
+use crate::direct::DIRECT_ALIGN;
 use crate::error::EngineError;
 use crate::latency;
 use crate::shard::Shard;
@@ -168,6 +168,14 @@ impl CacheBuilder {
                 profile.validate().map_err(|reason| EngineError::config("emulate", reason))?;
             }
         }
+        if self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. }))
+            && !b.is_multiple_of(DIRECT_ALIGN)
+        {
+            let reason = format!(
+                "{b} is not a multiple of {DIRECT_ALIGN}, which direct I/O on the flash tier needs"
+            );
+            return Err(EngineError::config("block_size", reason));
+        }
         let names = ["capacity_bytes", "lower_tier.capacity_bytes"];
         let mut per_shard = Vec::new();
         for (tier, setting) in self.tiers.iter().zip(names) {
@@ -208,12 +216,12 @@ impl CacheBuilder {
 
     pub fn build(self) -> Result<Cache, EngineError> {
         let per_shard = self.validate()?;
-        let slot_bytes = HEADER_BYTES + self.block_size;
         let media: Vec<Medium> = self
             .tiers
             .iter()
             .zip(&per_shard)
             .map(|(tier, n)| {
+                let slot_bytes = tier.kind.slot_bytes(self.block_size);
                 let mut medium = Medium::open(&tier.kind, n * self.shards as u64, slot_bytes)?;
                 if let Some(profile) = &tier.profile {
                     medium.emulate(profile.clone());

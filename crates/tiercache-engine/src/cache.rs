@@ -293,6 +293,11 @@ impl CacheCore {
         shard.apply(key, None).expect("dropping a block does no I/O");
     }
 
+    /// What the user should know about how the tiers run (fallbacks taken), once each.
+    pub fn warnings(&self) -> Vec<String> {
+        self._media.iter().filter_map(|m| m.warning.clone()).collect()
+    }
+
     /// Read and write latency over all shards; `None` unless built with `record_latency`.
     pub fn latency(&self) -> Option<LatencySnapshot> {
         if !self.record_latency {

@@ -12,12 +12,13 @@
 //! A cache has one tier, or two forming an exclusive DRAM-first hierarchy (the upper tier's
 //! victims move down). Any tier can be made to behave like a device profile (emulation).
 //! A background worker runs the policies' periodic work (LFRU's sweep) while the cache is
-//! idle and is joined when the cache is dropped. Flash with direct I/O comes next.
+//! idle and is joined when the cache is dropped. The flash tier uses direct I/O.
 
 pub mod block;
 pub mod builder;
 pub mod cache;
 pub mod clock;
+pub mod direct;
 pub mod emulate;
 pub mod error;
 pub mod file;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::block::{decode, encode, BlockFault, HEADER_BYTES};
+use crate::direct::{open_direct, DirectSlots};
 use crate::emulate::Emulator;
 use crate::error::EngineError;
 use tiercache_core::Direction;
@@ -22,8 +23,21 @@ pub enum TierKind {
     /// A file mapped into memory: a DAX file on persistent memory, a file on a CXL-backed or
     /// NUMA-bound tmpfs, or `/dev/shm` to emulate one. Blocks are checksummed.
     Mapped { path: PathBuf },
-    /// A file read and written with positioned I/O (buffered in this version). Checksummed.
+    /// A file read and written with buffered positioned I/O. Checksummed.
     File { path: PathBuf },
+    /// Flash: a file or block device read and written with direct I/O in whole aligned blocks
+    /// (block size a multiple of 4096). Checksummed, with the checksums in DRAM.
+    Flash { path: PathBuf },
+}
+
+impl TierKind {
+    /// Bytes a slot takes on the medium for blocks of `block_size`.
+    pub fn slot_bytes(&self, block_size: usize) -> usize {
+        match self {
+            TierKind::Flash { .. } => block_size,
+            _ => HEADER_BYTES + block_size,
+        }
+    }
 }
 
 /// A read that found no usable block.
@@ -40,6 +54,8 @@ pub struct Medium {
     file: Option<Arc<File>>,
     slot_bytes: usize,
     emulator: Option<Arc<Emulator>>,
+    /// Something the user should know about how the medium runs (a fallback taken).
+    pub warning: Option<String>,
 }
 
 fn open_sized(path: &Path, bytes: u64) -> Result<File, EngineError> {
@@ -58,8 +74,14 @@ fn open_sized(path: &Path, bytes: u64) -> Result<File, EngineError> {
 impl Medium {
     pub fn open(kind: &TierKind, slots: u64, slot_bytes: usize) -> Result<Medium, EngineError> {
         let bytes = slots * slot_bytes as u64;
+        let mut warning = None;
         let (mapping, file) = match kind {
             TierKind::Dram => (None, None),
+            TierKind::Flash { path } => {
+                let (file, note) = open_direct(path, bytes)?;
+                warning = note;
+                (None, Some(Arc::new(file)))
+            }
             TierKind::Mapped { path } => {
                 let file = open_sized(path, bytes)?;
                 let mapping =
@@ -74,7 +96,7 @@ impl Medium {
             }
             TierKind::File { path } => (None, Some(Arc::new(open_sized(path, bytes)?))),
         };
-        Ok(Medium { kind: kind.clone(), mapping, file, slot_bytes, emulator: None })
+        Ok(Medium { kind: kind.clone(), mapping, file, slot_bytes, emulator: None, warning })
     }
 
     /// Makes every region of this medium behave like `profile`.
@@ -98,6 +120,13 @@ impl Medium {
                 path: path.clone(),
                 scratch: vec![0; self.slot_bytes],
             },
+            (TierKind::Flash { path }, _, Some(file)) => Storage::Direct(DirectSlots::new(
+                file.clone(),
+                offset,
+                path.clone(),
+                count,
+                self.slot_bytes,
+            )),
             _ => Storage::Dram(vec![0; bytes]),
         };
         Region { storage, slot_bytes: self.slot_bytes, count, emulator: self.emulator.clone() }
@@ -106,6 +135,7 @@ impl Medium {
 
 enum Storage {
     Dram(Vec<u8>),
+    Direct(DirectSlots),
     Mapped { mapping: Arc<MmapRaw>, offset: usize },
     File { file: Arc<File>, offset: u64, path: PathBuf, scratch: Vec<u8> },
 }
@@ -125,7 +155,10 @@ impl Region {
 
     /// The largest value a slot holds.
     pub fn value_bytes(&self) -> usize {
-        self.slot_bytes - HEADER_BYTES
+        match self.storage {
+            Storage::Direct(_) => self.slot_bytes,
+            _ => self.slot_bytes - HEADER_BYTES,
+        }
     }
 
     pub fn checksummed(&self) -> bool {
@@ -150,7 +183,7 @@ impl Region {
                     )
                 })
             }
-            Storage::File { .. } => None,
+            Storage::File { .. } | Storage::Direct(_) => None,
         }
     }
 
@@ -171,16 +204,17 @@ impl Region {
             return Ok(());
         }
         let at = slot as u64 * self.slot_bytes as u64;
-        let Storage::File { file, offset, path, scratch } = &mut self.storage else {
-            unreachable!()
-        };
-        let used = HEADER_BYTES + value.len();
-        encode(&mut scratch[..], key, value, true);
-        file.write_all_at(&scratch[..used], *offset + at).map_err(|source| EngineError::Io {
-            path: path.clone(),
-            action: "cannot write a block",
-            source,
-        })
+        match &mut self.storage {
+            Storage::Direct(direct) => direct.write(slot, key, value),
+            Storage::File { file, offset, path, scratch } => {
+                let used = HEADER_BYTES + value.len();
+                encode(&mut scratch[..], key, value, true);
+                file.write_all_at(&scratch[..used], *offset + at).map_err(|source| {
+                    EngineError::Io { path: path.clone(), action: "cannot write a block", source }
+                })
+            }
+            Storage::Dram(_) | Storage::Mapped { .. } => unreachable!("memory tiers return above"),
+        }
     }
 
     /// Copies the value stored for `key` in `slot` into `out` after checking it; returns its
@@ -203,6 +237,9 @@ impl Region {
         };
         if let Some(bytes) = self.memory(slot) {
             return decode(bytes, key, checksum).map(|v| copy(v, out)).map_err(ReadFault::Corrupt);
+        }
+        if let Storage::Direct(direct) = &mut self.storage {
+            return direct.read(slot, key, out);
         }
         let at = slot as u64 * self.slot_bytes as u64;
         let Storage::File { file, offset, scratch, .. } = &mut self.storage else { unreachable!() };

@@ -341,3 +341,61 @@ fn the_worker_sweeps_an_idle_lfru_cache_and_stops_on_drop() {
     let plain = CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).build().unwrap();
     assert!(!plain.has_worker(), "no periodic work, no thread");
 }
+
+#[test]
+fn the_flash_tier_uses_direct_io_checks_blocks_and_refuses_misaligned_blocks() {
+    let path = scratch("flash.img");
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(TierKind::Flash { path: path.clone() })
+        .block_size(4096)
+        .shards(1)
+        .capacity_bytes(16 * 4096)
+        .build()
+        .unwrap();
+    // ext4 and xfs take O_DIRECT; where the file system refuses it, the cache says so.
+    let warnings = cache.warnings();
+    assert!(warnings.iter().all(|w| w.contains("direct I/O")), "{warnings:?}");
+    let big = |key: u64, version: u64| -> Vec<u8> {
+        (0..4096u32).map(|i| (key as u32 * 31 + version as u32 + i) as u8).collect()
+    };
+    for key in 0..16 {
+        cache.put(key, &big(key, 1)).unwrap();
+    }
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 16 * 4096, "headerless, aligned blocks");
+    // Corrupt blocks 3 and 7 on the device.
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    for slot in [3u64, 7] {
+        file.write_all_at(&[0xAB], slot * 4096 + 100).unwrap();
+    }
+    let mut buf = vec![0u8; 4096];
+    let mut good = 0;
+    for key in 0..16 {
+        if let Some(n) = cache.get(key, &mut buf) {
+            assert_eq!(&buf[..n], &big(key, 1)[..], "key {key}");
+            good += 1;
+        }
+    }
+    assert_eq!((good, cache.stats().checksum_failures), (14, 2));
+    let e = build_err(
+        CacheBuilder::new(PolicyConfig::Lru)
+            .tier(TierKind::Flash { path: scratch("f2.img") })
+            .block_size(512),
+    );
+    assert!(e.contains("block_size") && e.contains("4096"), "{e}");
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        // tmpfs: direct I/O is refused on some kernels and taken on others; either way it works.
+        let path = shm.join(format!("tiercache-flash-{}", std::process::id()));
+        let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .tier(TierKind::Flash { path: path.clone() })
+            .shards(1)
+            .capacity_bytes(4 * 4096)
+            .build()
+            .unwrap();
+        cache.put(1, &big(1, 2)).unwrap();
+        assert_eq!(cache.get(1, &mut buf), Some(4096));
+        assert_eq!(buf, big(1, 2));
+        drop(cache);
+        std::fs::remove_file(path).unwrap();
+    }
+}

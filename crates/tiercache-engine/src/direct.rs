@@ -1,0 +1,155 @@
+//! The flash tier: a file or block device read and written with direct I/O (`O_DIRECT`), so
+//! the page cache neither doubles the memory used nor hides the device's speed. Direct I/O
+//! needs block-aligned offsets, lengths and buffers, so blocks here are whole and headerless
+//! and their key, length and CRC32C live in DRAM metadata, checked on every read. Where the
+//! file system refuses `O_DIRECT` (tmpfs on older kernels, some overlay file systems), the tier
+//! falls back to buffered I/O and the cache reports it once in its warnings.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::block::BlockFault;
+use crate::error::EngineError;
+use crate::store::ReadFault;
+
+/// Alignment of direct I/O: offsets, lengths and buffer addresses.
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// A zeroed heap buffer aligned for direct I/O.
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the buffer is plain owned memory, used through `&mut self` only.
+unsafe impl Send for AlignedBuf {}
+
+impl AlignedBuf {
+    pub fn new(len: usize) -> AlignedBuf {
+        assert!(
+            len > 0 && len.is_multiple_of(DIRECT_ALIGN),
+            "aligned buffers are whole 4 KiB pages"
+        );
+        let layout = Layout::from_size_align(len, DIRECT_ALIGN).expect("valid layout");
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        AlignedBuf { ptr, len }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` is a live allocation of `len` initialised bytes owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        let layout = Layout::from_size_align(self.len, DIRECT_ALIGN).expect("valid layout");
+        // SAFETY: allocated in `new` with this layout, freed once.
+        unsafe { dealloc(self.ptr.as_ptr(), layout) };
+    }
+}
+
+/// Opens (creating) `path` for direct I/O and sizes it; falls back to buffered I/O where the
+/// file system refuses `O_DIRECT`, returning the warning to report.
+pub fn open_direct(path: &Path, bytes: u64) -> Result<(File, Option<String>), EngineError> {
+    let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    let direct = options.clone().custom_flags(libc::O_DIRECT).open(path);
+    let (file, warning) = match direct {
+        Ok(file) => (file, None),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let file =
+                options.open(path).map_err(|e| io("cannot open or create the tier file", e))?;
+            let note = format!(
+                "{}: the file system refuses direct I/O; the flash tier uses buffered I/O",
+                path.display()
+            );
+            (file, Some(note))
+        }
+        Err(e) => return Err(io("cannot open or create the tier file", e)),
+    };
+    file.set_len(bytes).map_err(|e| io("cannot size the tier file", e))?;
+    Ok((file, warning))
+}
+
+/// What DRAM knows of a block on flash.
+#[derive(Clone, Copy, Default)]
+struct SlotMeta {
+    key: u64,
+    len: u32,
+    crc: u32,
+    written: bool,
+}
+
+/// One shard's run of blocks on the flash tier.
+pub struct DirectSlots {
+    file: Arc<File>,
+    offset: u64,
+    path: PathBuf,
+    buf: AlignedBuf,
+    meta: Vec<SlotMeta>,
+}
+
+impl DirectSlots {
+    pub fn new(
+        file: Arc<File>,
+        offset: u64,
+        path: PathBuf,
+        slots: u64,
+        block: usize,
+    ) -> DirectSlots {
+        DirectSlots {
+            file,
+            offset,
+            path,
+            buf: AlignedBuf::new(block),
+            meta: vec![SlotMeta::default(); slots as usize],
+        }
+    }
+
+    fn at(&self, slot: u32) -> u64 {
+        self.offset + slot as u64 * self.buf.len as u64
+    }
+
+    pub fn write(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
+        let buf = self.buf.as_mut_slice();
+        buf[..value.len()].copy_from_slice(value);
+        buf[value.len()..].fill(0);
+        let crc = crc32c::crc32c(value);
+        // Until the new bytes are down, the slot holds nothing a read may trust.
+        self.meta[slot as usize].written = false;
+        self.file.write_all_at(self.buf.as_slice(), self.at(slot)).map_err(|source| {
+            EngineError::Io { path: self.path.clone(), action: "cannot write a block", source }
+        })?;
+        self.meta[slot as usize] = SlotMeta { key, len: value.len() as u32, crc, written: true };
+        Ok(())
+    }
+
+    pub fn read(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
+        let meta = self.meta[slot as usize];
+        if !meta.written || meta.key != key {
+            return Err(ReadFault::Corrupt(BlockFault::Key));
+        }
+        let at = self.at(slot);
+        self.file.read_exact_at(self.buf.as_mut_slice(), at).map_err(ReadFault::Io)?;
+        let value = &self.buf.as_slice()[..meta.len as usize];
+        if crc32c::crc32c(value) != meta.crc {
+            return Err(ReadFault::Corrupt(BlockFault::Checksum));
+        }
+        let n = value.len().min(out.len());
+        out[..n].copy_from_slice(&value[..n]);
+        Ok(value.len())
+    }
+}
