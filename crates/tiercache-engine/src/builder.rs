@@ -222,7 +222,8 @@ impl CacheBuilder {
             .zip(&per_shard)
             .map(|(tier, n)| {
                 let slot_bytes = tier.kind.slot_bytes(self.block_size);
-                let mut medium = Medium::open(&tier.kind, n * self.shards as u64, slot_bytes)?;
+                let slots = (n + tier.kind.slack_slots()) * self.shards as u64;
+                let mut medium = Medium::open(&tier.kind, slots, slot_bytes)?;
                 if let Some(profile) = &tier.profile {
                     medium.emulate(profile.clone());
                 }
@@ -232,7 +233,14 @@ impl CacheBuilder {
         let mut shards = Vec::with_capacity(self.shards);
         for i in 0..self.shards as u64 {
             let seed = self.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let regions = media.iter().zip(&per_shard).map(|(m, n)| m.region(i * n, *n)).collect();
+            let regions = media
+                .iter()
+                .zip(self.tiers.iter().zip(&per_shard))
+                .map(|(m, (tier, n))| {
+                    let slots = n + tier.kind.slack_slots();
+                    m.region(i * slots, slots)
+                })
+                .collect();
             let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions);
             if self.record_latency {
                 shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));

@@ -18,7 +18,7 @@ use tiercache_core::{Key, Op, Request};
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::latency::{self, LatencySnapshot, Operation, Percentiles};
-use crate::shard::Shard;
+use crate::shard::{Served, Shard};
 use crate::stats::{Stats, StatsSnapshot};
 use crate::store::Medium;
 
@@ -183,23 +183,38 @@ impl CacheCore {
         shard.decide(&req);
         // A lookup inserts nothing, but periodic work (a sweep) may have evicted.
         shard.apply(key, None).expect("a lookup's decision does no tier I/O");
-        let served = self.read_decided(&mut shard, &req, buf);
+        let (mut shard, served) = self.serve(shard, key, buf);
         shard.record(Operation::Read, started);
         served
     }
 
-    fn read_decided(&self, shard: &mut Shard, req: &Request, buf: &mut [u8]) -> Option<usize> {
+    /// Serves a decided read and counts it: memory tiers copy under the lock; file and flash
+    /// tiers read with the shard unlocked (the slot pinned) and relock to finish.
+    fn serve<'a>(
+        &'a self,
+        mut shard: MutexGuard<'a, Shard>,
+        key: Key,
+        buf: &mut [u8],
+    ) -> (MutexGuard<'a, Shard>, Option<usize>) {
         shard.stats.lookups += 1;
         let served = match shard.decision.hit {
-            Some(_) => shard.copy_out(req.key, buf),
             None => None,
+            Some(_) => match shard.begin_copy(key, buf) {
+                Served::Now(served) => served,
+                Served::Later(mut read, place) => {
+                    drop(shard);
+                    let result = read.run(buf);
+                    shard = self.shard(key);
+                    shard.finish_copy(key, read, place, result)
+                }
+            },
         };
         if served.is_some() {
             shard.stats.hits += 1;
         } else {
             shard.stats.misses += 1;
         }
-        served
+        (shard, served)
     }
 
     /// Reads `key` through the cache: a hit is copied into `buf`; on a miss `load` fills `buf`
@@ -217,7 +232,8 @@ impl CacheCore {
             let mut shard = self.shard(key);
             shard.decide(&req);
             let reserved = shard.apply(key, None)?;
-            if let Some(len) = self.read_decided(&mut shard, &req, buf) {
+            let (mut shard, served) = self.serve(shard, key, buf);
+            if let Some(len) = served {
                 shard.record(Operation::Read, started);
                 return Ok(ReadOutcome { hit: true, len });
             }

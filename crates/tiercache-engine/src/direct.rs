@@ -137,6 +137,14 @@ impl DirectSlots {
         Ok(())
     }
 
+    /// Where a written block for `key` is and what it must check out as: (file, offset,
+    /// (length, CRC32C)); `None` if the slot holds no block for `key`.
+    pub fn locate(&self, slot: u32, key: u64) -> Option<(Arc<File>, u64, (u32, u32))> {
+        let meta = self.meta[slot as usize];
+        (meta.written && meta.key == key)
+            .then(|| (self.file.clone(), self.at(slot), (meta.len, meta.crc)))
+    }
+
     pub fn read(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
         let meta = self.meta[slot as usize];
         if !meta.written || meta.key != key {

@@ -7,7 +7,23 @@ use tiercache_policy::{AnyPolicy, Policy};
 
 use crate::error::EngineError;
 use crate::stats::Stats;
-use crate::store::{ReadFault, Region};
+use crate::store::{PinnedRead, ReadFault, Region};
+
+/// A slot freed while a read holds it: it returns to the free list when the last read ends.
+const ZOMBIE: u32 = 1 << 31;
+
+/// Slots a file or flash region has beyond what its policy may fill: room for the slots reads
+/// hold after they were freed, and for an overwrite's new copy. Reads beyond what this leaves
+/// room for run under the lock instead.
+pub const IO_SLACK_SLOTS: u64 = 8;
+
+/// How a hit is served.
+pub enum Served {
+    /// Done under the lock (memory tiers), or nothing to serve.
+    Now(Option<usize>),
+    /// A read of a file or flash tier, to run with the shard unlocked, then `finish_copy`.
+    Later(PinnedRead, Place),
+}
 
 /// Where a resident key's block is, and whether its data is there yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +39,10 @@ pub struct Shard {
     pub decision: Decision,
     pub places: KeyMap<Place>,
     free: Vec<Vec<u32>>,
+    /// Per tier and slot: reads running on it with the shard unlocked, and the zombie bit.
+    pins: Vec<Vec<u32>>,
+    /// Per tier: slots with reads running on them.
+    pinned: Vec<u64>,
     regions: Vec<Region>,
     loads: u64,
     pub stats: Stats,
@@ -37,11 +57,15 @@ pub struct Shard {
 impl Shard {
     pub fn new(policy: AnyPolicy, regions: Vec<Region>) -> Shard {
         let free = regions.iter().map(|r| (0..r.slots() as u32).rev().collect()).collect();
+        let pins = regions.iter().map(|r| vec![0; r.slots() as usize]).collect();
+        let pinned = vec![0; regions.len()];
         Shard {
             policy,
             decision: Decision::new(),
             places: KeyMap::default(),
             free,
+            pins,
+            pinned,
             regions,
             loads: 0,
             stats: Stats::default(),
@@ -59,8 +83,10 @@ impl Shard {
         }
     }
 
+    /// Blocks the shard's policy may keep, over all tiers (file and flash regions have a few
+    /// slots more, as slack).
     pub fn slots(&self) -> u64 {
-        self.regions.iter().map(|r| r.slots()).sum()
+        (0..self.policy.tier_count()).map(|t| self.policy.capacity(TierId(t as u8)).amount).sum()
     }
 
     /// Periodic work due at `now_us`, applied like any decision (it only drops blocks).
@@ -82,7 +108,54 @@ impl Shard {
     fn release(&mut self, key: Key, tier: TierId) {
         let place = self.places.remove(&key).expect("the policy drops only resident keys");
         debug_assert_eq!(place.tier, tier.0, "key {key} dropped from the wrong tier");
-        self.free[place.tier as usize].push(place.slot);
+        self.free_slot(place.tier as usize, place.slot);
+    }
+
+    /// Returns a slot to its tier's free list, or, while reads hold it, marks it to return when
+    /// they end: a slot is never rewritten under a running read.
+    fn free_slot(&mut self, tier: usize, slot: u32) {
+        let pins = &mut self.pins[tier][slot as usize];
+        if *pins > 0 {
+            *pins |= ZOMBIE;
+        } else {
+            self.free[tier].push(slot);
+        }
+    }
+
+    fn pin(&mut self, tier: usize, slot: u32) {
+        let pins = &mut self.pins[tier][slot as usize];
+        if *pins & !ZOMBIE == 0 {
+            self.pinned[tier] += 1;
+        }
+        *pins += 1;
+    }
+
+    fn unpin(&mut self, tier: usize, slot: u32) {
+        let pins = &mut self.pins[tier][slot as usize];
+        *pins -= 1;
+        if *pins & !ZOMBIE == 0 {
+            self.pinned[tier] -= 1;
+        }
+        if *pins == ZOMBIE {
+            *pins = 0;
+            self.free[tier].push(slot);
+        }
+    }
+
+    /// Overwrites a resident key's block: in place on memory tiers; into a fresh slot on file
+    /// and flash tiers, whose blocks a running read may hold.
+    fn overwrite(&mut self, key: Key, data: &[u8]) -> Result<(), EngineError> {
+        let old = self.places[&key];
+        let tier = old.tier as usize;
+        let mut place = Place { filling: None, ..old };
+        if self.regions[tier].is_io() {
+            place.slot = self.allocate(TierId(old.tier));
+            self.free_slot(tier, old.slot);
+        }
+        self.store(place, key, data)?;
+        self.places.insert(key, place);
+        self.stats.updates += 1;
+        Ok(())
     }
 
     fn allocate(&mut self, tier: TierId) -> u32 {
@@ -121,10 +194,7 @@ impl Shard {
                 }
                 Action::Update { key: k, .. } => {
                     if let Some(data) = value {
-                        let place = Place { filling: None, ..self.places[&k] };
-                        self.store(place, k, data)?;
-                        self.places.insert(k, place);
-                        self.stats.updates += 1;
+                        self.overwrite(k, data)?;
                     }
                 }
                 Action::Move { key: k, from, to, .. } => {
@@ -169,7 +239,7 @@ impl Shard {
             }
             self.scratch = scratch;
         }
-        self.free[from.index()].push(old.slot);
+        self.free_slot(from.index(), old.slot);
         self.places.insert(key, new);
         Ok(good)
     }
@@ -180,13 +250,9 @@ impl Shard {
         Ok(())
     }
 
-    /// Overwrites a resident key's block in place (write-around's write hit).
+    /// Overwrites a resident key's block (write-around's write hit).
     pub fn apply_update(&mut self, key: Key, data: &[u8]) -> Result<(), EngineError> {
-        let place = Place { filling: None, ..self.places[&key] };
-        self.store(place, key, data)?;
-        self.places.insert(key, place);
-        self.stats.updates += 1;
-        Ok(())
+        self.overwrite(key, data)
     }
 
     /// Fills a slot reserved by read-through `load`, if it is still waiting for it.
@@ -221,7 +287,62 @@ impl Shard {
         self.decision = saved;
     }
 
-    /// Copies a resident key's value out; a bad block is dropped and reported as a miss.
+    /// Starts serving a hit: memory tiers copy now; file and flash tiers pin the slot and hand
+    /// back a read to run with the shard unlocked.
+    pub fn begin_copy(&mut self, key: Key, buf: &mut [u8]) -> Served {
+        let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
+        let tier = place.tier as usize;
+        // Keep one slack slot for an overwrite's copy; past that, read under the lock.
+        let room = self.pinned[tier] + 2 <= IO_SLACK_SLOTS;
+        if place.filling.is_some() || !self.regions[tier].is_io() || !room {
+            return Served::Now(self.copy_out(key, buf));
+        }
+        match self.regions[tier].begin_read(place.slot, key) {
+            Some(read) => {
+                self.pin(tier, place.slot);
+                self.stats.unlocked_reads += 1;
+                Served::Later(read, place)
+            }
+            None => {
+                self.count_fault(&ReadFault::Corrupt(crate::block::BlockFault::Key));
+                self.drop_bad(key);
+                Served::Now(None)
+            }
+        }
+    }
+
+    /// Ends a read started by `begin_copy`: unpins the slot, counts, and drops the block if it
+    /// did not check out (unless it was replaced meanwhile).
+    pub fn finish_copy(
+        &mut self,
+        key: Key,
+        read: PinnedRead,
+        place: Place,
+        result: Result<usize, ReadFault>,
+    ) -> Option<usize> {
+        let tier = place.tier as usize;
+        self.regions[tier].end_read(read);
+        self.unpin(tier, place.slot);
+        match result {
+            Ok(len) => {
+                self.stats.bytes_read += len as u64;
+                if tier > 0 {
+                    self.stats.lower_hits += 1;
+                }
+                Some(len)
+            }
+            Err(fault) => {
+                self.count_fault(&fault);
+                if self.places.get(&key) == Some(&place) {
+                    self.drop_bad(key);
+                }
+                None
+            }
+        }
+    }
+
+    /// Copies a resident key's value out under the lock; a bad block is dropped and reported
+    /// as a miss.
     pub fn copy_out(&mut self, key: Key, buf: &mut [u8]) -> Option<usize> {
         let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
         if place.filling.is_some() {

@@ -74,6 +74,7 @@ counters! {
     evictions: "Blocks dropped to make room.",
     invalidations: "Blocks dropped because their data went stale or was freed.",
     bytes_read: "Value bytes copied out of the tier.",
+    unlocked_reads: "File and flash tier reads done with the shard unlocked.",
     bytes_written: "Value bytes copied into the tier.",
     checksum_failures: "Blocks whose header or checksum did not verify; served as misses.",
     fill_misses: "Reads of a block still being filled by another reader; served as misses.",

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::block::{decode, encode, BlockFault, HEADER_BYTES};
-use crate::direct::{open_direct, DirectSlots};
+use crate::direct::{open_direct, AlignedBuf, DirectSlots};
 use crate::emulate::Emulator;
 use crate::error::EngineError;
 use tiercache_core::Direction;
@@ -31,6 +31,14 @@ pub enum TierKind {
 }
 
 impl TierKind {
+    /// Slots a shard's region has beyond its policy's capacity (see `IO_SLACK_SLOTS`).
+    pub fn slack_slots(&self) -> u64 {
+        match self {
+            TierKind::File { .. } | TierKind::Flash { .. } => crate::shard::IO_SLACK_SLOTS,
+            TierKind::Dram | TierKind::Mapped { .. } => 0,
+        }
+    }
+
     /// Bytes a slot takes on the medium for blocks of `block_size`.
     pub fn slot_bytes(&self, block_size: usize) -> usize {
         match self {
@@ -129,7 +137,75 @@ impl Medium {
             )),
             _ => Storage::Dram(vec![0; bytes]),
         };
-        Region { storage, slot_bytes: self.slot_bytes, count, emulator: self.emulator.clone() }
+        Region {
+            storage,
+            slot_bytes: self.slot_bytes,
+            count,
+            emulator: self.emulator.clone(),
+            spare: Vec::new(),
+        }
+    }
+}
+
+/// What a read of a file or flash tier needs once the shard is unlocked: the file, where the
+/// slot is, what DRAM knows of the block, and a buffer. Slots are never rewritten while a read
+/// holds them (the shard pins them and writes elsewhere), so the read sees one block, whole.
+pub struct PinnedRead {
+    file: Arc<File>,
+    at: u64,
+    key: u64,
+    /// Length and CRC32C of the value, for headerless (flash) blocks.
+    expect: Option<(u32, u32)>,
+    buf: IoBuf,
+    emulator: Option<Arc<Emulator>>,
+}
+
+pub enum IoBuf {
+    Plain(Vec<u8>),
+    Aligned(AlignedBuf),
+}
+
+impl IoBuf {
+    fn bytes(&mut self) -> &mut [u8] {
+        match self {
+            IoBuf::Plain(v) => v,
+            IoBuf::Aligned(a) => a.as_mut_slice(),
+        }
+    }
+}
+
+impl PinnedRead {
+    /// Reads and checks the block, copying its value into `out`; returns the value's length.
+    pub fn run(&mut self, out: &mut [u8]) -> Result<usize, ReadFault> {
+        let emulator = self.emulator.clone();
+        let bytes = self.buf.bytes().len() as u64;
+        match emulator {
+            Some(e) => e.serve(Direction::Read, bytes, || self.run_now(out)),
+            None => self.run_now(out),
+        }
+    }
+
+    fn run_now(&mut self, out: &mut [u8]) -> Result<usize, ReadFault> {
+        let (key, at, expect) = (self.key, self.at, self.expect);
+        let buf = self.buf.bytes();
+        self.file.read_exact_at(buf, at).map_err(ReadFault::Io)?;
+        let value = match expect {
+            None => decode(buf, key, true).map_err(ReadFault::Corrupt)?,
+            Some((len, crc)) => {
+                let value = &buf[..len as usize];
+                if crc32c::crc32c(value) != crc {
+                    return Err(ReadFault::Corrupt(BlockFault::Checksum));
+                }
+                value
+            }
+        };
+        let n = value.len().min(out.len());
+        out[..n].copy_from_slice(&value[..n]);
+        Ok(value.len())
+    }
+
+    pub fn into_buf(self) -> IoBuf {
+        self.buf
     }
 }
 
@@ -146,9 +222,39 @@ pub struct Region {
     slot_bytes: usize,
     count: u64,
     emulator: Option<Arc<Emulator>>,
+    /// Buffers for reads done with the shard unlocked, reused.
+    spare: Vec<IoBuf>,
 }
 
 impl Region {
+    /// Whether reads of this region are I/O, done with the shard unlocked.
+    pub fn is_io(&self) -> bool {
+        matches!(self.storage, Storage::File { .. } | Storage::Direct(_))
+    }
+
+    /// Prepares a read of `slot` to run with the shard unlocked (file and flash tiers).
+    pub fn begin_read(&mut self, slot: u32, key: u64) -> Option<PinnedRead> {
+        let at = slot as u64 * self.slot_bytes as u64;
+        let (file, at, expect, aligned) = match &self.storage {
+            Storage::File { file, offset, .. } => (file.clone(), offset + at, None, false),
+            Storage::Direct(direct) => {
+                let (file, at, expect) = direct.locate(slot, key)?;
+                (file, at, Some(expect), true)
+            }
+            _ => return None,
+        };
+        let buf = self.spare.pop().unwrap_or_else(|| match aligned {
+            true => IoBuf::Aligned(AlignedBuf::new(self.slot_bytes)),
+            false => IoBuf::Plain(vec![0; self.slot_bytes]),
+        });
+        Some(PinnedRead { file, at, key, expect, buf, emulator: self.emulator.clone() })
+    }
+
+    /// Takes back a read's buffer.
+    pub fn end_read(&mut self, read: PinnedRead) {
+        self.spare.push(read.into_buf());
+    }
+
     pub fn slots(&self) -> u64 {
         self.count
     }

@@ -123,7 +123,7 @@ fn concurrent_block_writers_and_readers_never_go_back_in_time() {
                     if t % 2 == 0 && rng.chance(0.5) {
                         // Even threads also write whole blocks, one version after another.
                         let _turn = turns[block as usize].lock().unwrap();
-                        let version = floor + 1;
+                        let version = completed[block as usize].load(Ordering::Acquire) + 1;
                         let data: Vec<u8> =
                             version.to_le_bytes().iter().copied().cycle().take(BLOCK).collect();
                         file.write_at(block * BLOCK as u64, &data).unwrap();
