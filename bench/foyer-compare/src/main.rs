@@ -1,0 +1,107 @@
+//! DRAM-tier hits, tiercache next to foyer's in-memory cache, like against like, in one run:
+//! 4 KiB values, every key cached, the same Zipf(0.9) key stream (scrambled, over 8192 keys)
+//! for both, LRU in both, 32 shards in both. Each operation copies the value out into the
+//! caller's buffer: `Cache::get` does that itself; foyer's `get` returns an entry handle and the
+//! harness copies from it (foyer plus the same copy). A raw 4 KiB copy loop over the same keys
+//! is the ceiling. Threads: 1 and 2. Prints ops/s per system.
+//!
+//! Run: `cargo run --release` in this directory. foyer-memory is pinned to 0.22.3.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use foyer_memory::{CacheBuilder as FoyerBuilder, CacheProperties, LruConfig};
+use tiercache_engine::CacheBuilder;
+use tiercache_policy::PolicyConfig;
+use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
+
+const BLOCK: usize = 4096;
+const KEYS: u64 = 8192;
+const SHARDS: usize = 32;
+const SECONDS: f64 = 3.0;
+
+fn keys(seed: u64) -> Vec<u64> {
+    let config = SyntheticConfig {
+        distribution: KeyDistribution::ScrambledZipf { theta: 0.9 },
+        objects: KEYS,
+        requests: 1 << 20,
+        read_ratio: 1.0,
+        size: SizeDistribution::Fixed { bytes: BLOCK as u32 },
+        seed,
+    };
+    Synthetic::new(config).expect("valid workload").map(|r| r.key).collect()
+}
+
+fn value(key: u64) -> Vec<u8> {
+    (0..BLOCK).map(|i| (key as usize + i) as u8).collect()
+}
+
+/// Runs `op` on `threads` threads for SECONDS; returns operations per second.
+fn run(threads: usize, op: &(dyn Fn(u64, &mut [u8]) + Sync)) -> f64 {
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let total: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let stream = keys(t as u64 + 1);
+                    let mut buf = vec![0u8; BLOCK];
+                    let mut done = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        for key in stream.iter().take(4096) {
+                            op(*key, &mut buf);
+                        }
+                        done += 4096;
+                        std::hint::black_box(&buf);
+                    }
+                    done
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs_f64(SECONDS));
+        stop.store(true, Ordering::Relaxed);
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let ours = CacheBuilder::new(PolicyConfig::Lru)
+        .capacity_bytes(2 * KEYS * BLOCK as u64)
+        .block_size(BLOCK)
+        .shards(SHARDS)
+        .build()
+        .expect("valid cache");
+    let foyer = FoyerBuilder::new(2 * KEYS as usize)
+        .with_shards(SHARDS)
+        .with_eviction_config(LruConfig::default())
+        .build::<CacheProperties>();
+    let raw: Vec<Vec<u8>> = (0..KEYS).map(value).collect();
+    for key in 0..KEYS {
+        ours.put(key, &value(key)).expect("fits");
+        foyer.insert(key, value(key).into_boxed_slice());
+    }
+    println!(
+        "4 KiB hits, {KEYS} keys all cached, Zipf(0.9), LRU, {SHARDS} shards, {SECONDS} s each"
+    );
+    println!(
+        "{:<8} {:>16} {:>16} {:>16} {:>10} {:>10}",
+        "threads", "tiercache ops/s", "foyer ops/s", "raw copy ops/s", "vs foyer", "vs raw"
+    );
+    for threads in [1, 2] {
+        let t = run(threads, &|key, buf| {
+            assert!(ours.get(key, buf).is_some(), "a cached key missed");
+        });
+        let f = run(threads, &|key, buf| {
+            let entry = foyer.get(&key).expect("a cached key missed");
+            buf.copy_from_slice(&entry);
+        });
+        let r = run(threads, &|key, buf| buf.copy_from_slice(&raw[key as usize]));
+        println!(
+            "{threads:<8} {t:>16.0} {f:>16.0} {r:>16.0} {:>9.0}% {:>9.0}%",
+            t / f * 100.0,
+            t / r * 100.0
+        );
+    }
+}
