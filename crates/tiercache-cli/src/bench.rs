@@ -14,6 +14,7 @@ use clap::Args;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use tiercache_core::{format_size, parse_size, DeviceProfile, Op};
+use tiercache_engine::latency::{self, Percentiles};
 use tiercache_engine::{CacheBuilder, CachedFile, StatsSnapshot, TierKind, WriteMode};
 use tiercache_policy::{AdmissionConfig, PolicyConfig};
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
@@ -95,31 +96,6 @@ pub struct BenchArgs {
     pub json: bool,
 }
 
-/// Latency summary of one operation type, in microseconds.
-#[derive(Serialize, Default)]
-pub struct Latency {
-    pub ops: u64,
-    pub mean_us: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-}
-
-impl Latency {
-    fn of(h: &Histogram<u64>) -> Latency {
-        let us = |ns: u64| ns as f64 / 1000.0;
-        Latency {
-            ops: h.len(),
-            mean_us: h.mean() / 1000.0,
-            p50_us: us(h.value_at_quantile(0.50)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            p999_us: us(h.value_at_quantile(0.999)),
-            max_us: us(h.max()),
-        }
-    }
-}
-
 #[derive(Serialize)]
 pub struct BenchReport {
     pub mode: &'static str,
@@ -132,8 +108,8 @@ pub struct BenchReport {
     pub seconds: f64,
     pub ops_per_second: f64,
     pub mb_per_second: f64,
-    pub read: Latency,
-    pub write: Latency,
+    pub read: Percentiles,
+    pub write: Percentiles,
     pub hit_ratio: Option<f64>,
     pub cache: Option<StatsSnapshot>,
 }
@@ -282,8 +258,8 @@ where
                     handles.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
                 });
             let seconds = start.elapsed().as_secs_f64();
-            let mut reads = Histogram::new_with_bounds(1, 600_000_000_000, 3)?;
-            let mut writes = Histogram::new_with_bounds(1, 600_000_000_000, 3)?;
+            let mut reads = latency::histogram();
+            let mut writes = latency::histogram();
             for r in results {
                 let (rd, wr) = r?;
                 reads.add(rd)?;
@@ -310,8 +286,8 @@ fn thread_loop<F>(
 where
     F: Fn(usize, Op, u64, &mut [u8]) -> anyhow::Result<()>,
 {
-    let mut reads = Histogram::<u64>::new_with_bounds(1, 600_000_000_000, 3)?;
-    let mut writes = Histogram::<u64>::new_with_bounds(1, 600_000_000_000, 3)?;
+    let mut reads = latency::histogram();
+    let mut writes = latency::histogram();
     let seed =
         args.seed ^ (thread as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ measured as u64;
     let mut keys = generator(plan, args.read_ratio, seed)?;
@@ -431,8 +407,8 @@ fn report(
         seconds,
         ops_per_second: ops as f64 / seconds,
         mb_per_second: ops as f64 * plan.block as f64 / seconds / 1e6,
-        read: Latency::of(&reads),
-        write: Latency::of(&writes),
+        read: Percentiles::of(&reads),
+        write: Percentiles::of(&writes),
         hit_ratio,
         cache,
     }
@@ -458,7 +434,7 @@ fn print(r: &BenchReport) {
     for (name, l) in [("reads", &r.read), ("writes", &r.write)] {
         println!(
             "{name:<9} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
-            l.ops, l.mean_us, l.p50_us, l.p99_us, l.p999_us
+            l.count, l.mean_us, l.p50_us, l.p99_us, l.p999_us
         );
     }
     if let (Some(h), Some(c)) = (r.hit_ratio, &r.cache) {

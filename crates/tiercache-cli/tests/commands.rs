@@ -254,8 +254,8 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
                 args.push("--raw");
             }
             let report: serde_json::Value = serde_json::from_str(&tiercache(&args)).unwrap();
-            let ops =
-                report["read"]["ops"].as_u64().unwrap() + report["write"]["ops"].as_u64().unwrap();
+            let ops = report["read"]["count"].as_u64().unwrap()
+                + report["write"]["count"].as_u64().unwrap();
             assert!(
                 ops > 0 && report["ops_per_second"].as_f64().unwrap() > 0.0,
                 "{tier:?} raw={raw}"

@@ -264,11 +264,16 @@ impl CacheCore {
         }
     }
 
-    /// Writes `value` for `key` (write-allocate: a missed key is cached if the policy admits it).
-    pub fn put(&self, key: Key, value: &[u8]) -> Result<PutOutcome, EngineError> {
+    fn check_len(&self, value: &[u8]) -> Result<(), EngineError> {
         if value.len() > self.block_size {
             return Err(EngineError::TooLarge { len: value.len(), block_size: self.block_size });
         }
+        Ok(())
+    }
+
+    /// Writes `value` for `key` (write-allocate: a missed key is cached if the policy admits it).
+    pub fn put(&self, key: Key, value: &[u8]) -> Result<PutOutcome, EngineError> {
+        self.check_len(value)?;
         let started = self.started();
         let req = self.request(key, Op::Write);
         let mut shard = self.shard(key);
@@ -284,9 +289,7 @@ impl CacheCore {
     /// Overwrites `key`'s cached value if it is cached; never admits it (write-around). Decided
     /// as a lookup: a cached key's state moves as on a read hit.
     pub fn update_if_cached(&self, key: Key, value: &[u8]) -> Result<bool, EngineError> {
-        if value.len() > self.block_size {
-            return Err(EngineError::TooLarge { len: value.len(), block_size: self.block_size });
-        }
+        self.check_len(value)?;
         let started = self.started();
         let req = self.request(key, Op::Lookup);
         let mut shard = self.shard(key);
