@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use tiercache_core::limits::BLOCK_SIZE_MAX;
 use tiercache_core::{Capacity, DeviceProfile};
-use tiercache_policy::{AdmissionConfig, AnyPolicy, PolicyConfig};
+use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, PolicyConfig};
 
 use crate::cache::{Cache, CacheCore};
 use crate::clock::{Clock, MonotonicClock};
@@ -45,6 +45,7 @@ pub struct CacheBuilder {
     missing_emulated_tier: Option<usize>,
     tick_every: Option<std::time::Duration>,
     worker_off: bool,
+    placement: Placement,
 }
 
 impl CacheBuilder {
@@ -66,6 +67,7 @@ impl CacheBuilder {
             missing_emulated_tier: None,
             tick_every: None,
             worker_off: false,
+            placement: Placement::DramFirst,
         }
     }
 
@@ -95,6 +97,13 @@ impl CacheBuilder {
         } else {
             self.missing_emulated_tier = Some(tier);
         }
+        self
+    }
+
+    /// Where misses go and when blocks move up between two tiers (Kassa et al.); DRAM-first
+    /// by default.
+    pub fn placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
         self
     }
 
@@ -203,7 +212,8 @@ impl CacheBuilder {
         let capacities: Vec<Capacity> = per_shard.iter().map(|n| Capacity::objects(*n)).collect();
         Ok(match &self.tiers[..] {
             [only] => AnyPolicy::from_config(&only.policy, capacities[0], &self.admission, seed)?,
-            [upper, lower] => AnyPolicy::dram_first(
+            [upper, lower] => AnyPolicy::hybrid(
+                self.placement,
                 &upper.policy,
                 &lower.policy,
                 [capacities[0], capacities[1]],

@@ -211,6 +211,10 @@ impl CacheCore {
         };
         if served.is_some() {
             shard.stats.hits += 1;
+            // Counted where the policy found the block, even if the same decision moved it.
+            if shard.decision.hit.is_some_and(|t| t.0 > 0) {
+                shard.stats.lower_hits += 1;
+            }
         } else {
             shard.stats.misses += 1;
         }

@@ -229,8 +229,13 @@ impl Shard {
             match self.regions[from.index()].read(old.slot, key, &mut scratch) {
                 Ok(len) => {
                     self.regions[to.index()].write(slot, key, &scratch[..len])?;
-                    self.stats.demotions += 1;
-                    self.stats.bytes_demoted += len as u64;
+                    if to > from {
+                        self.stats.demotions += 1;
+                        self.stats.bytes_demoted += len as u64;
+                    } else {
+                        self.stats.promotions += 1;
+                        self.stats.bytes_promoted += len as u64;
+                    }
                 }
                 Err(fault) => {
                     self.count_fault(&fault);
@@ -326,9 +331,6 @@ impl Shard {
         match result {
             Ok(len) => {
                 self.stats.bytes_read += len as u64;
-                if tier > 0 {
-                    self.stats.lower_hits += 1;
-                }
                 Some(len)
             }
             Err(fault) => {
@@ -352,9 +354,6 @@ impl Shard {
         match self.regions[place.tier as usize].read(place.slot, key, buf) {
             Ok(len) => {
                 self.stats.bytes_read += len as u64;
-                if place.tier > 0 {
-                    self.stats.lower_hits += 1;
-                }
                 Some(len)
             }
             Err(fault) => {

@@ -71,6 +71,8 @@ counters! {
     lower_hits: "Reads served from the lower tier.",
     demotions: "Blocks moved from the upper tier to the lower.",
     bytes_demoted: "Value bytes moved from the upper tier to the lower.",
+    promotions: "Blocks moved from the lower tier to the upper.",
+    bytes_promoted: "Value bytes moved from the lower tier to the upper.",
     evictions: "Blocks dropped to make room.",
     invalidations: "Blocks dropped because their data went stale or was freed.",
     bytes_read: "Value bytes copied out of the tier.",

@@ -31,11 +31,13 @@ pub enum TierKind {
 }
 
 impl TierKind {
-    /// Slots a shard's region has beyond its policy's capacity (see `IO_SLACK_SLOTS`).
+    /// Slots a shard's region has beyond its policy's capacity: one on every tier, for a
+    /// block moving in while the block it swaps with has not left yet (a promotion that demotes
+    /// the upper tier's victim first); more on file and flash tiers (see `IO_SLACK_SLOTS`).
     pub fn slack_slots(&self) -> u64 {
         match self {
             TierKind::File { .. } | TierKind::Flash { .. } => crate::shard::IO_SLACK_SLOTS,
-            TierKind::Dram | TierKind::Mapped { .. } => 0,
+            TierKind::Dram | TierKind::Mapped { .. } => 1,
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tiercache_core::{Capacity, Decision, Op, Request};
 use tiercache_engine::{CacheBuilder, ManualClock, TierKind};
-use tiercache_policy::{AdmissionConfig, AnyPolicy, Policy, PolicyConfig};
+use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig};
 use tiercache_workload::{TraceOptions, TraceReader};
 
 const BLOCK: usize = 4096;
@@ -122,6 +122,7 @@ fn engine_decides_as_the_simulator_for_every_engine_policy() {
 
 /// Per request: which tier the policy found the key in (0, 1) or a miss (None).
 fn simulated_tiers(
+    placement: Placement,
     upper: &str,
     lower: &str,
     blocks: [u64; 2],
@@ -129,7 +130,7 @@ fn simulated_tiers(
 ) -> Vec<Option<u8>> {
     let (up, low) = (PolicyConfig::parse(upper).unwrap(), PolicyConfig::parse(lower).unwrap());
     let caps = [Capacity::objects(blocks[0]), Capacity::objects(blocks[1])];
-    let mut policy = AnyPolicy::dram_first(&up, &low, caps, &[], 0).unwrap();
+    let mut policy = AnyPolicy::hybrid(placement, &up, &low, caps, &[], 0).unwrap();
     let mut decision = Decision::new();
     reqs.iter()
         .map(|r| {
@@ -145,13 +146,21 @@ fn two_tier_engine_decides_as_the_dram_first_policy() {
     let reqs = trace();
     let dir = std::env::temp_dir().join(format!("tiercache-eq2-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (upper, lower) in [("lru", "lru"), ("s3fifo", "arc")] {
+    let cases = [
+        ("dram-first", "lru", "lru"),
+        ("dram-first", "s3fifo", "arc"),
+        ("scm-first:2", "lru", "lru"),
+        ("bidirectional:4", "lru", "clock"),
+    ];
+    for (placement, upper, lower) in cases {
+        let placement = Placement::parse(placement).unwrap();
         let blocks = [500u64, 2500];
-        let sim = simulated_tiers(upper, lower, blocks, &reqs);
+        let sim = simulated_tiers(placement, upper, lower, blocks, &reqs);
         let cache = CacheBuilder::new(PolicyConfig::parse(upper).unwrap())
+            .placement(placement)
             .capacity_bytes(blocks[0] * BLOCK as u64)
             .lower_tier(
-                TierKind::Mapped { path: dir.join(format!("{upper}-{lower}.mem")) },
+                TierKind::Mapped { path: dir.join(format!("{placement:?}-{upper}-{lower}.mem")) },
                 blocks[1] * BLOCK as u64,
                 PolicyConfig::parse(lower).unwrap(),
             )
@@ -172,7 +181,15 @@ fn two_tier_engine_decides_as_the_dram_first_policy() {
             assert_eq!(hit, sim[i].is_some(), "{upper} > {lower}: request {i}");
         }
         let stats = cache.stats();
-        assert!(lower_hits > 0 && stats.demotions > 0, "{upper} > {lower}: {stats:?}");
+        assert!(lower_hits > 0, "{placement:?} {upper} > {lower}: {stats:?}");
+        if !matches!(placement, Placement::ScmFirst { .. }) {
+            assert!(stats.demotions > 0, "{placement:?}: {stats:?}");
+        }
+        if placement != Placement::DramFirst {
+            assert!(stats.promotions > 0, "{placement:?}: {stats:?}");
+        } else {
+            assert_eq!(stats.promotions, 0, "DRAM-first never promotes");
+        }
         assert_eq!(stats.checksum_failures, 0);
         let (used, slots) = cache.occupancy();
         assert!(used <= slots && slots == 3000);

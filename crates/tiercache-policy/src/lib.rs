@@ -31,6 +31,7 @@ pub mod s3fifo;
 pub use admission::{Admission, AdmissionConfig};
 pub use error::PolicyError;
 pub use frame::{Eviction, SingleTier, Sink};
+pub use hierarchy::Placement;
 pub use registry::{AnyPolicy, PolicyConfig};
 
 use tiercache_core::{Capacity, Decision, Key, Request, TierId};

@@ -12,7 +12,7 @@ use crate::clock::{Clock, ClockConfig};
 use crate::error::PolicyError;
 use crate::fifo::Fifo;
 use crate::frame::{Eviction, SingleTier};
-use crate::hierarchy::DramFirst;
+use crate::hierarchy::{Hybrid, Placement};
 use crate::lfru::{Lfru, LfruConfig};
 use crate::lfu::{Lfu, LfuConfig};
 use crate::lru::Lru;
@@ -178,8 +178,8 @@ pub enum AnyPolicy {
     S3fifo(SingleTier<S3Fifo>),
     Lfru(SingleTier<Lfru>),
     Belady(SingleTier<Belady>),
-    /// Two tiers, DRAM first (Kassa et al.); tiers behind trait objects.
-    DramFirst(Box<DramFirst>),
+    /// Two tiers (Kassa et al.'s hybrid cache); tiers behind trait objects.
+    Hybrid(Box<Hybrid>),
 }
 
 macro_rules! dispatch {
@@ -193,7 +193,7 @@ macro_rules! dispatch {
             AnyPolicy::S3fifo($p) => $body,
             AnyPolicy::Lfru($p) => $body,
             AnyPolicy::Belady($p) => $body,
-            AnyPolicy::DramFirst($p) => $body,
+            AnyPolicy::Hybrid($p) => $body,
         }
     };
 }
@@ -249,6 +249,18 @@ impl AnyPolicy {
         admission: &[AdmissionConfig],
         seed: u64,
     ) -> Result<AnyPolicy, PolicyError> {
+        AnyPolicy::hybrid(Placement::DramFirst, upper, lower, capacities, admission, seed)
+    }
+
+    /// Two tiers as an exclusive hierarchy with one of Kassa et al.'s placements.
+    pub fn hybrid(
+        placement: Placement,
+        upper: &PolicyConfig,
+        lower: &PolicyConfig,
+        capacities: [Capacity; 2],
+        admission: &[AdmissionConfig],
+        seed: u64,
+    ) -> Result<AnyPolicy, PolicyError> {
         for c in &capacities {
             if c.amount == 0 {
                 return Err(PolicyError::ZeroCapacity { unit: c.unit.as_str() });
@@ -256,7 +268,9 @@ impl AnyPolicy {
         }
         let tiers = (upper.eviction(capacities[0])?, lower.eviction(capacities[1])?);
         let filters = Admission::new(admission, capacities[0], seed);
-        Ok(AnyPolicy::DramFirst(Box::new(DramFirst::new(tiers.0, tiers.1, capacities, filters))))
+        Ok(AnyPolicy::Hybrid(Box::new(Hybrid::new(
+            tiers.0, tiers.1, capacities, filters, placement,
+        ))))
     }
 }
 

@@ -106,11 +106,15 @@ proptest! {
     ) {
         let cap = |n: u64| if bytes { Capacity::bytes(n * 100) } else { Capacity::objects(n) };
         let online: Vec<PolicyConfig> = all_policies().into_iter().filter(|p| !p.needs_future()).collect();
-        for up in &online {
-            for low in &online {
-                let mut policy = AnyPolicy::dram_first(up, low, [cap(upper), cap(lower)], &[], 3).unwrap();
-                let result = check_stream(&mut policy, &reqs);
-                prop_assert!(result.is_ok(), "{} > {}: {}", up.name(), low.name(), result.unwrap_err());
+        let placements = ["dram-first", "scm-first:2", "scm-first:6", "bidirectional:4"];
+        for placement in placements.map(|p| tiercache_policy::Placement::parse(p).unwrap()) {
+            for up in &online {
+                for low in &online {
+                    let caps = [cap(upper), cap(lower)];
+                    let mut policy = AnyPolicy::hybrid(placement, up, low, caps, &[], 3).unwrap();
+                    let result = check_stream(&mut policy, &reqs);
+                    prop_assert!(result.is_ok(), "{placement:?} {} > {}: {}", up.name(), low.name(), result.unwrap_err());
+                }
             }
         }
     }
