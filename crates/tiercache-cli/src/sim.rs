@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use tiercache_core::{format_size, parse_size, Capacity, Unit};
-use tiercache_policy::{AdmissionConfig, PolicyConfig};
-use tiercache_sim::{simulate, RunOptions, SimReport};
+use tiercache_policy::{AdmissionConfig, Placement, PolicyConfig};
+use tiercache_sim::{simulate, LowerTier, RunOptions, SimReport};
 use tiercache_workload::TraceReader;
 
 use crate::progress::Progress;
@@ -28,6 +28,16 @@ pub struct SimArgs {
     /// What capacity counts: bytes (object sizes respected) or objects.
     #[arg(long, default_value = "bytes", value_parser = ["bytes", "objects"])]
     pub unit: String,
+    /// A second, lower tier of this capacity (same unit) below --capacity: a two-tier hybrid
+    /// cache (Kassa et al.).
+    #[arg(long)]
+    pub lower_capacity: Option<String>,
+    /// Policy of the lower tier.
+    #[arg(long, default_value = "lru")]
+    pub lower_policy: String,
+    /// Placement across the two tiers: dram-first, scm-first[:T], bidirectional[:T].
+    #[arg(long, default_value = "dram-first")]
+    pub placement: String,
     /// Seed of the policy's and filters' randomness.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -53,6 +63,14 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         admission: AdmissionConfig::parse_chain(&args.admission)?,
         seed: args.seed,
         logical_time: false,
+        lower: match &args.lower_capacity {
+            None => None,
+            Some(text) => Some(LowerTier {
+                policy: PolicyConfig::parse(&args.lower_policy)?,
+                capacity: parse_capacity(text, &args.unit).context("--lower-capacity")?,
+                placement: Placement::parse(&args.placement)?,
+            }),
+        },
     };
     let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
     let options = RunOptions { logical_time: !reader.info().has_time, ..options };
@@ -141,6 +159,17 @@ fn print_table(r: &SimReport, info: &tiercache_workload::TraceInfo) {
         "insertions {}   evictions {}   invalidations {}",
         c.insertions, c.evictions, c.invalidations
     );
+    if r.lower_capacity.is_some() {
+        println!(
+            "upper-tier hits {}   lower-tier hits {}   moved down {} ({})   moved up {} ({})",
+            c.upper_hits,
+            c.lower_hits,
+            c.demotions,
+            format_size(c.bytes_demoted),
+            c.promotions,
+            format_size(c.bytes_promoted)
+        );
+    }
     if c.rejections > 0 {
         let reasons: Vec<String> =
             r.rejections_by_reason.iter().map(|(k, v)| format!("{k} {v}")).collect();

@@ -301,3 +301,54 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
     ]);
     assert!(e.contains("/nonexistent/dir/slow"), "{e}");
 }
+
+#[test]
+fn sim_runs_two_tier_placements_and_counts_moves() {
+    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let t = trace.to_str().unwrap();
+    let run = |placement: &str| {
+        sim_json(&[
+            "--trace",
+            t,
+            "--block-size",
+            "4KiB",
+            "--unit",
+            "objects",
+            "--policy",
+            "lru",
+            "--capacity",
+            "500",
+            "--lower-capacity",
+            "2000",
+            "--placement",
+            placement,
+        ])
+    };
+    for placement in ["dram-first", "scm-first:2", "bidirectional:4"] {
+        let r = run(placement);
+        let (upper, lower) = (r["upper_hits"].as_u64().unwrap(), r["lower_hits"].as_u64().unwrap());
+        assert_eq!(upper + lower, r["hits"].as_u64().unwrap(), "{placement}");
+        assert!(lower > 0, "{placement}: {r}");
+        assert_eq!(r["lower_capacity"], 2000);
+        let promoted = r["bytes_promoted"].as_u64().unwrap();
+        assert_eq!(
+            promoted == 0,
+            placement == "dram-first",
+            "{placement}: {promoted} bytes promoted"
+        );
+    }
+    let e = tiercache_fails(&[
+        "sim",
+        "--trace",
+        t,
+        "--policy",
+        "lru",
+        "--capacity",
+        "1MiB",
+        "--lower-capacity",
+        "4MiB",
+        "--placement",
+        "sideways",
+    ]);
+    assert!(e.contains("sideways"), "{e}");
+}

@@ -5,7 +5,8 @@
 //! victims are dropped; DRAM's victims move to SCM.
 //!
 //! - DRAM-first: a miss is inserted in DRAM; a hit in SCM is served there and not promoted.
-//!   The paper found it the best placement, because it moves the least data between tiers.
+//!   The paper found it the best placement on its read-dominated workloads and attributes
+//!   that to the data moved between tiers; the simulator counts those bytes to check it.
 //! - SCM-first(threshold): a miss is inserted in SCM; a block hit more than `threshold` times
 //!   while in SCM moves to DRAM (2 and 6 in the paper).
 //! - Bidirectional(threshold): as DRAM-first, plus a block hit more than `threshold` times in

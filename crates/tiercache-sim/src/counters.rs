@@ -11,6 +11,9 @@ pub struct Counters {
     pub writes: u64,
     pub deletes: u64,
     pub hits: u64,
+    /// Hits by tier: the upper (0) and, in a two-tier cache, the lower (1).
+    pub upper_hits: u64,
+    pub lower_hits: u64,
     pub read_hits: u64,
     pub write_hits: u64,
     pub bytes_requested: u64,
@@ -23,6 +26,11 @@ pub struct Counters {
     pub evictions: u64,
     pub invalidations: u64,
     pub moves: u64,
+    /// Blocks and bytes moved down (upper to lower) and up (lower to upper).
+    pub demotions: u64,
+    pub bytes_demoted: u64,
+    pub promotions: u64,
+    pub bytes_promoted: u64,
     pub write_backs: u64,
     /// Bytes copied into cache tiers: inserts, in-place updates and moves.
     pub bytes_written_to_cache: u64,
@@ -66,9 +74,13 @@ impl Counters {
         }
         if req.op != Op::Delete {
             self.bytes_requested += size;
-            if hit {
+            if let Some(tier) = decision.hit {
                 self.hits += 1;
                 self.bytes_hit += size;
+                match tier.0 {
+                    0 => self.upper_hits += 1,
+                    _ => self.lower_hits += 1,
+                }
             }
         }
         for action in &decision.actions {
@@ -84,9 +96,16 @@ impl Counters {
                 self.bytes_written_to_cache += size as u64;
             }
             Action::Update { size, .. } => self.bytes_written_to_cache += size as u64,
-            Action::Move { size, .. } => {
+            Action::Move { size, from, to, .. } => {
                 self.moves += 1;
                 self.bytes_written_to_cache += size as u64;
+                if to > from {
+                    self.demotions += 1;
+                    self.bytes_demoted += size as u64;
+                } else {
+                    self.promotions += 1;
+                    self.bytes_promoted += size as u64;
+                }
             }
             Action::Evict { .. } => self.evictions += 1,
             Action::Invalidate { .. } => self.invalidations += 1,

@@ -8,5 +8,5 @@ pub mod run;
 pub mod sweep;
 
 pub use counters::Counters;
-pub use run::{simulate, simulate_slice, RunOptions, SimReport};
+pub use run::{simulate, simulate_slice, LowerTier, RunOptions, SimReport};
 pub use sweep::{sweep, SweepPoint};

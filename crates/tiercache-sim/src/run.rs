@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use tiercache_core::{annotate_next_access, Decision, RejectReason, Request};
-use tiercache_policy::{AdmissionConfig, AnyPolicy, Policy, PolicyConfig, PolicyError};
+use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig, PolicyError};
 
 use crate::counters::Counters;
 
@@ -20,6 +20,16 @@ pub struct RunOptions {
     pub seed: u64,
     /// Replace request times by their index (for traces without timestamps).
     pub logical_time: bool,
+    /// A second tier below `capacity`'s, making a two-tier hybrid cache.
+    pub lower: Option<LowerTier>,
+}
+
+/// The lower tier of a two-tier simulation and how blocks are placed across the two.
+#[derive(Clone, Debug)]
+pub struct LowerTier {
+    pub policy: PolicyConfig,
+    pub capacity: tiercache_core::Capacity,
+    pub placement: Placement,
 }
 
 /// The outcome of a run, for people (the CLI's table) and programs (JSON).
@@ -41,6 +51,8 @@ pub struct SimReport {
     pub rejections_by_reason: std::collections::BTreeMap<&'static str, u64>,
     pub resident_objects: u64,
     pub used: u64,
+    /// Capacity of the lower tier, in the same unit, when there are two.
+    pub lower_capacity: Option<u64>,
     pub elapsed_seconds: f64,
     pub requests_per_second: f64,
 }
@@ -69,6 +81,8 @@ impl SimReport {
             rejections_by_reason,
             resident_objects: policy.resident(tier),
             used: policy.used(tier),
+            lower_capacity: (policy.tier_count() > 1)
+                .then(|| policy.capacity(tiercache_core::TierId(1)).amount),
             requests_per_second: if elapsed_seconds > 0.0 {
                 counters.requests as f64 / elapsed_seconds
             } else {
@@ -113,7 +127,22 @@ pub fn simulate<E: std::error::Error + 'static>(
 }
 
 fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
-    AnyPolicy::from_config(&options.policy, options.capacity, &options.admission, options.seed)
+    match &options.lower {
+        None => AnyPolicy::from_config(
+            &options.policy,
+            options.capacity,
+            &options.admission,
+            options.seed,
+        ),
+        Some(lower) => AnyPolicy::hybrid(
+            lower.placement,
+            &options.policy,
+            &lower.policy,
+            [options.capacity, lower.capacity],
+            &options.admission,
+            options.seed,
+        ),
+    }
 }
 
 fn for_each_batch<E>(

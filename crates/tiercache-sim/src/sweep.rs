@@ -48,6 +48,7 @@ pub fn sweep(
                 admission: admission.to_vec(),
                 seed,
                 logical_time: false,
+                lower: None,
             };
             let report = simulate_slice(&options, requests)?;
             done();
