@@ -61,8 +61,8 @@ pub struct BenchArgs {
     pub flash_path: Option<PathBuf>,
     #[arg(long)]
     pub flash_size: Option<String>,
-    /// Make the DRAM tier behave like a device preset (dram, optane-dcpm, cxl, optane-ssd,
-    /// nvme, sata-ssd, hdd).
+    /// Make the DRAM tier behave like a device: a preset (dram, optane-dcpm, cxl, optane-ssd,
+    /// nvme, sata-ssd, hdd) or a TOML profile file (see `tiercache profile show NAME`).
     #[arg(long)]
     pub dram_profile: Option<String>,
     /// Make the slow-memory tier behave like a device preset.
@@ -332,12 +332,7 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
             TierKind::File { .. } | TierKind::Flash { .. } => &args.flash_profile,
         };
         if let Some(name) = preset {
-            let profile = DeviceProfile::preset(name).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "unknown device profile '{name}'; presets: {}",
-                    DeviceProfile::PRESETS
-                )
-            })?;
+            let profile = DeviceProfile::load(name).map_err(anyhow::Error::msg)?;
             builder = builder.emulate(i, profile);
         }
     }

@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod plot;
+mod profile;
 mod progress;
 mod sim;
 mod sweep;
@@ -34,6 +35,9 @@ enum Command {
     /// Run the engine under load (threads, key distribution, tiers) and report throughput and
     /// latency; `--raw` measures the medium alone.
     Bench(Box<bench::BenchArgs>),
+    /// Device profiles: list the presets, or show one as TOML.
+    #[command(subcommand)]
+    Profile(profile::ProfileCommand),
     /// Inspect, convert or generate traces.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -85,6 +89,7 @@ fn main() {
         Command::Sweep(args) => sweep::run(&args),
         Command::Trace(command) => trace::run(command),
         Command::Bench(args) => bench::run(&args),
+        Command::Profile(command) => profile::run(command),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

@@ -352,3 +352,18 @@ fn sim_runs_two_tier_placements_and_counts_moves() {
     ]);
     assert!(e.contains("sideways"), "{e}");
 }
+
+#[test]
+fn profiles_list_show_and_load_from_toml() {
+    let list = tiercache(&["profile", "list"]);
+    assert!(list.contains("optane-dcpm") && list.contains("hdd"), "{list}");
+    let toml = tiercache(&["profile", "show", "optane-dcpm"]);
+    assert!(toml.contains("read_share_one_writer"), "{toml}");
+    let path = scratch("my-device.toml");
+    std::fs::write(&path, toml.replace("name = \"optane-dcpm\"", "name = \"mine\"")).unwrap();
+    let back = tiercache(&["profile", "show", path.to_str().unwrap()]);
+    assert!(back.contains("name = \"mine\""), "{back}");
+    std::fs::write(&path, toml.replace("parallelism", "parallelizm")).unwrap();
+    let e = tiercache_fails(&["profile", "show", path.to_str().unwrap()]);
+    assert!(e.contains("my-device.toml") && e.contains("parallelizm"), "{e}");
+}

@@ -89,6 +89,34 @@ impl DeviceProfile {
         })
     }
 
+    /// A profile written as TOML, checked: every field is required and unknown fields are
+    /// refused, so a typo is an error that names the field.
+    pub fn from_toml(text: &str) -> Result<DeviceProfile, String> {
+        let profile: DeviceProfile = toml::from_str(text).map_err(|e| e.to_string())?;
+        profile.validate()?;
+        Ok(profile)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a profile serializes")
+    }
+
+    /// A preset name, or a path to a TOML profile; errors name the file or list the presets.
+    pub fn load(name_or_path: &str) -> Result<DeviceProfile, String> {
+        if let Some(profile) = DeviceProfile::preset(name_or_path) {
+            return Ok(profile);
+        }
+        let path = std::path::Path::new(name_or_path);
+        if !path.exists() {
+            return Err(format!(
+                "'{name_or_path}' is neither a device preset ({}) nor a file",
+                Self::PRESETS
+            ));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{name_or_path}: {e}"))?;
+        DeviceProfile::from_toml(&text).map_err(|e| format!("{name_or_path}: {e}"))
+    }
+
     /// Fraction of read bandwidth left while `writers` writes are in flight: 1 with none, the
     /// measured shares at one and at eight, log-linear between, flat past eight.
     pub fn read_share(&self, writers: u32) -> f64 {
@@ -192,6 +220,20 @@ mod tests {
         let alone = optane.service_ns(Direction::Read, 4096, 0);
         let hurt = optane.service_ns(Direction::Read, 4096, 1);
         assert!(hurt > alone * 2.0, "one writer makes Optane reads far slower: {alone} -> {hurt}");
+    }
+
+    #[test]
+    fn profiles_round_trip_through_toml_and_typos_are_named() {
+        for name in DeviceProfile::PRESETS.split(", ") {
+            let profile = DeviceProfile::preset(name).unwrap();
+            assert_eq!(DeviceProfile::from_toml(&profile.to_toml()).unwrap(), profile);
+        }
+        let text =
+            DeviceProfile::preset("nvme").unwrap().to_toml().replace("parallelism", "paralelism");
+        let err = DeviceProfile::from_toml(&text).unwrap_err();
+        assert!(err.contains("paralelism"), "{err}");
+        let err = DeviceProfile::load("/no/such/profile.toml").unwrap_err();
+        assert!(err.contains("/no/such/profile.toml") && err.contains("optane-dcpm"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,53 @@
+//! `tiercache profile`: the device presets, as a table or as TOML to start a profile of one's
+//! own hardware from.
+
+use clap::Subcommand;
+use tiercache_core::DeviceProfile;
+
+#[derive(Subcommand)]
+pub enum ProfileCommand {
+    /// The presets and their numbers.
+    List,
+    /// A preset (or a profile file, checked) as TOML.
+    Show { name: String },
+}
+
+pub fn run(command: ProfileCommand) -> anyhow::Result<()> {
+    match command {
+        ProfileCommand::List => {
+            println!(
+                "{:<12} {:>10} {:>10} {:>9} {:>9} {:>5} {:>8} {:>8} {:>7}",
+                "name",
+                "read us",
+                "write us",
+                "read GB/s",
+                "write GB/s",
+                "par",
+                "r/1 wr",
+                "r/8 wr",
+                "cost"
+            );
+            for name in DeviceProfile::PRESETS.split(", ") {
+                let p = DeviceProfile::preset(name).expect("listed presets exist");
+                println!(
+                    "{:<12} {:>10} {:>10} {:>9} {:>9} {:>5} {:>8.3} {:>8.3} {:>7.3}",
+                    p.name,
+                    p.read_latency_us,
+                    p.write_latency_us,
+                    p.read_bandwidth_gb_s,
+                    p.write_bandwidth_gb_s,
+                    p.parallelism,
+                    p.read_share_one_writer,
+                    p.read_share_eight_writers,
+                    p.cost_per_gb
+                );
+            }
+            Ok(())
+        }
+        ProfileCommand::Show { name } => {
+            let profile = DeviceProfile::load(&name).map_err(anyhow::Error::msg)?;
+            print!("{}", profile.to_toml());
+            Ok(())
+        }
+    }
+}
