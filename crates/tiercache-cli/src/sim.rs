@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use tiercache_core::{format_size, parse_size, Capacity, Unit};
+use tiercache_policy::cas::{CacheMode, CasConfig, NhitConfig, SeqCutoffPolicy};
 use tiercache_policy::{AdmissionConfig, Placement, PolicyConfig};
 use tiercache_sim::{simulate, LowerTier, RunOptions, SimReport};
 use tiercache_workload::TraceReader;
@@ -38,6 +39,18 @@ pub struct SimArgs {
     /// Placement across the two tiers: dram-first, scm-first[:T], bidirectional[:T].
     #[arg(long, default_value = "dram-first")]
     pub placement: String,
+    /// Run in an Open CAS cache mode: wt, wb, wa, wi, wo, pt (write-through, write-back,
+    /// write-around, write-invalidate, write-only, pass-through).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// With --mode: NHIT promotion (insert on the 3rd miss once the cache is 80% full).
+    #[arg(long)]
+    pub nhit: bool,
+    /// With --mode: sequential cutoff policy (always, full, never) and threshold.
+    #[arg(long, default_value = "full")]
+    pub seq_cutoff: String,
+    #[arg(long, default_value = "1MiB")]
+    pub seq_threshold: String,
     /// Seed of the policy's and filters' randomness.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -63,6 +76,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         admission: AdmissionConfig::parse_chain(&args.admission)?,
         seed: args.seed,
         logical_time: false,
+        mode: cas_mode(args)?,
         lower: match &args.lower_capacity {
             None => None,
             Some(text) => Some(LowerTier {
@@ -98,6 +112,24 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         print_table(&report, reader.info());
     }
     Ok(())
+}
+
+fn cas_mode(args: &SimArgs) -> anyhow::Result<Option<CasConfig>> {
+    let Some(text) = &args.mode else { return Ok(None) };
+    let mode = CacheMode::parse(text)
+        .ok_or_else(|| anyhow::anyhow!("--mode {text}: use wt, wb, wa, wi, wo or pt"))?;
+    let mut config = CasConfig::new(mode);
+    if args.nhit {
+        config.nhit = Some(NhitConfig::default());
+    }
+    config.seq_cutoff = match args.seq_cutoff.as_str() {
+        "always" => SeqCutoffPolicy::Always,
+        "full" => SeqCutoffPolicy::Full,
+        "never" => SeqCutoffPolicy::Never,
+        other => anyhow::bail!("--seq-cutoff {other}: use always, full or never"),
+    };
+    config.seq_threshold_bytes = parse_size(&args.seq_threshold).context("--seq-threshold")?;
+    Ok(Some(config))
 }
 
 /// Flattens a report to (column, value) pairs for CSV.

@@ -367,3 +367,45 @@ fn profiles_list_show_and_load_from_toml() {
     let e = tiercache_fails(&["profile", "show", path.to_str().unwrap()]);
     assert!(e.contains("my-device.toml") && e.contains("parallelizm"), "{e}");
 }
+
+#[test]
+fn sim_runs_open_cas_modes() {
+    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let t = trace.to_str().unwrap();
+    let run = |mode: &str| {
+        sim_json(&[
+            "--trace",
+            t,
+            "--block-size",
+            "4KiB",
+            "--unit",
+            "objects",
+            "--policy",
+            "lru",
+            "--capacity",
+            "4000",
+            "--mode",
+            mode,
+        ])
+    };
+    let (wt, wb, wa, pt) = (run("wt"), run("wb"), run("wa"), run("pt"));
+    // Write-back writes dirty blocks back (on eviction); write-through never needs to.
+    assert_eq!(wt["write_backs"], 0);
+    assert!(wb["write_backs"].as_u64().unwrap() > 0);
+    // Same placements, so the same hits; write-around places no write misses.
+    assert_eq!(wt["hits"], wb["hits"]);
+    assert!(wa["insertions"].as_u64().unwrap() < wt["insertions"].as_u64().unwrap());
+    assert_eq!((pt["hits"].as_u64(), pt["insertions"].as_u64()), (Some(0), Some(0)));
+    let e = tiercache_fails(&[
+        "sim",
+        "--trace",
+        t,
+        "--policy",
+        "lru",
+        "--capacity",
+        "1MiB",
+        "--mode",
+        "wx",
+    ]);
+    assert!(e.contains("--mode wx"), "{e}");
+}

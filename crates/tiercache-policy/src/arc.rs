@@ -118,6 +118,11 @@ impl Arc {
 }
 
 impl Eviction for Arc {
+    fn peek(&self, key: Key) -> Option<u32> {
+        let node = self.arena.get(self.map.get(key)?);
+        (node.aux as usize == T1 || node.aux as usize == T2).then_some(node.size)
+    }
+
     #[inline]
     fn prefetch(&self, key: Key) {
         self.map.prefetch(key);

@@ -39,6 +39,10 @@ impl Belady {
 }
 
 impl Eviction for Belady {
+    fn peek(&self, key: Key) -> Option<u32> {
+        self.entries.get(&key).map(|e| e.1)
+    }
+
     fn access(&mut self, req: &Request) -> Option<u32> {
         let entry = self.entries.get_mut(&req.key)?;
         self.by_next_use.remove(&(entry.0, req.key));

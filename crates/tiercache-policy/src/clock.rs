@@ -49,6 +49,10 @@ impl Clock {
 }
 
 impl Eviction for Clock {
+    fn peek(&self, key: Key) -> Option<u32> {
+        self.queue.find(key).map(|node| self.queue.arena.get(node).size)
+    }
+
     #[inline]
     fn prefetch(&self, key: Key) {
         self.queue.map.prefetch(key);

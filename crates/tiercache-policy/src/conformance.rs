@@ -5,8 +5,8 @@
 //!
 //! Rules checked: a hit names a tier that holds the key; an insert goes to a tier that does not
 //! hold the key; an evict, move or invalidate names a block that is there, with its size; a key
-//! is resident in at most one tier; after each decision no tier is over capacity; a reported
-//! `used` equals the shadow's.
+//! is resident in at most one tier; a dirty block is never evicted before a write-back; after
+//! each decision no tier is over capacity; a reported `used` equals the shadow's.
 
 use tiercache_core::{Action, Capacity, Decision, Key, KeyMap, Request, TierId, Unit};
 
@@ -17,6 +17,7 @@ use crate::Policy;
 struct Block {
     tier: TierId,
     size: u32,
+    dirty: bool,
 }
 
 /// Resident blocks per tier, kept from decisions alone.
@@ -45,20 +46,20 @@ impl Shadow {
         self.blocks.contains_key(&key)
     }
 
-    fn add(&mut self, key: Key, tier: TierId, size: u32) -> Result<(), String> {
-        if let Some(old) = self.blocks.insert(key, Block { tier, size }) {
+    fn add(&mut self, key: Key, tier: TierId, size: u32, dirty: bool) -> Result<(), String> {
+        if let Some(old) = self.blocks.insert(key, Block { tier, size, dirty }) {
             return Err(format!("key {key} placed in {tier:?} while resident in {:?}", old.tier));
         }
         self.used[tier.index()] += charge(self.capacities[tier.index()], size);
         Ok(())
     }
 
-    fn take(&mut self, key: Key, tier: TierId, size: u32) -> Result<(), String> {
-        match self.blocks.get(&key) {
+    fn take(&mut self, key: Key, tier: TierId, size: u32) -> Result<Block, String> {
+        match self.blocks.get(&key).copied() {
             Some(b) if b.tier == tier && b.size == size => {
                 self.blocks.remove(&key);
                 self.used[tier.index()] -= charge(self.capacities[tier.index()], size);
-                Ok(())
+                Ok(b)
             }
             other => {
                 Err(format!("key {key} ({size} B) removed from {tier:?} but shadow has {other:?}"))
@@ -81,22 +82,30 @@ impl Shadow {
         }
         for action in &decision.actions {
             match *action {
-                Action::Insert { tier, key, size, .. } => self.add(key, tier, size)?,
-                Action::Evict { tier, key, size } | Action::Invalidate { tier, key, size } => {
-                    self.take(key, tier, size)?
+                Action::Insert { tier, key, size, dirty } => self.add(key, tier, size, dirty)?,
+                Action::Evict { tier, key, size } => {
+                    if self.take(key, tier, size)?.dirty {
+                        return Err(format!(
+                            "dirty key {key} evicted from {tier:?} without a write-back"
+                        ));
+                    }
+                }
+                // Invalidated data is freed or stale: dropping it, dirty or not, loses nothing.
+                Action::Invalidate { tier, key, size } => {
+                    self.take(key, tier, size)?;
                 }
                 Action::Move { key, size, from, to } => {
-                    self.take(key, from, size)?;
-                    self.add(key, to, size)?;
+                    let block = self.take(key, from, size)?;
+                    self.add(key, to, size, block.dirty)?;
                 }
-                Action::Update { tier, key, size, .. } => {
+                Action::Update { tier, key, size, dirty } => {
                     let old = self.blocks.get(&key).copied();
                     match old {
                         Some(b) if b.tier == tier => {
                             self.take(key, tier, b.size)?;
-                            self.add(key, tier, size)?;
+                            self.add(key, tier, size, dirty)?;
                         }
-                        None => self.add(key, tier, size)?,
+                        None => self.add(key, tier, size, dirty)?,
                         Some(b) => {
                             return Err(format!(
                                 "update of key {key} in {tier:?}, resident in {:?}",
@@ -105,8 +114,8 @@ impl Shadow {
                         }
                     }
                 }
-                Action::WriteBack { tier, key, .. } => match self.blocks.get(&key) {
-                    Some(b) if b.tier == tier => {}
+                Action::WriteBack { tier, key, .. } => match self.blocks.get_mut(&key) {
+                    Some(b) if b.tier == tier => b.dirty = false,
                     other => {
                         return Err(format!(
                             "write-back of key {key} from {tier:?}, shadow {other:?}"

@@ -17,6 +17,10 @@ impl Fifo {
 }
 
 impl Eviction for Fifo {
+    fn peek(&self, key: Key) -> Option<u32> {
+        self.queue.find(key).map(|node| self.queue.arena.get(node).size)
+    }
+
     #[inline]
     fn prefetch(&self, key: Key) {
         self.queue.map.prefetch(key);

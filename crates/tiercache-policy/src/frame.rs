@@ -44,6 +44,9 @@ pub trait Eviction {
     #[inline]
     fn prefetch(&self, _key: Key) {}
 
+    /// The stored size of a resident key, without touching its state.
+    fn peek(&self, key: Key) -> Option<u32>;
+
     /// Looks the key up. On a hit, updates the key's state and returns the stored size.
     fn access(&mut self, req: &Request) -> Option<u32>;
 
@@ -144,6 +147,10 @@ impl<E: Eviction> SingleTier<E> {
 }
 
 impl<E: Eviction> Policy for SingleTier<E> {
+    fn peek(&self, key: Key) -> Option<(TierId, u32)> {
+        self.eviction.peek(key).map(|size| (self.tier, size))
+    }
+
     fn tick(&mut self, now_us: u64, out: &mut Decision) {
         let at = Request::new(now_us, 0, 0, Op::Lookup);
         self.eviction.tick(&at, &mut self.sink(out));

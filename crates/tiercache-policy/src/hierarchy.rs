@@ -222,6 +222,10 @@ impl Hybrid {
 }
 
 impl Policy for Hybrid {
+    fn peek(&self, key: Key) -> Option<(TierId, u32)> {
+        (0..2).find_map(|t| self.tiers[t].peek(key).map(|size| (TierId(t as u8), size)))
+    }
+
     fn tick(&mut self, now_us: u64, out: &mut Decision) {
         let at = Request::new(now_us, 0, 0, Op::Lookup);
         self.tiers[0].tick(&at, &mut Sink::new(out, UPPER));

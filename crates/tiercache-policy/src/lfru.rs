@@ -108,6 +108,10 @@ impl Lfru {
 }
 
 impl Eviction for Lfru {
+    fn peek(&self, key: Key) -> Option<u32> {
+        self.entries.get(&key).map(|e| e.size)
+    }
+
     fn tick(&mut self, req: &Request, sink: &mut Sink) {
         // Sweeps fire at multiples of the interval, like a timer thread waking each second.
         let now = req.time_us;

@@ -102,6 +102,10 @@ impl Lfu {
 }
 
 impl Eviction for Lfu {
+    fn peek(&self, key: Key) -> Option<u32> {
+        self.entries.get(&key).map(|e| e.size)
+    }
+
     fn access(&mut self, req: &Request) -> Option<u32> {
         let entry = self.entries.get_mut(&req.key)?;
         self.order.remove(&(entry.count, entry.last, req.key));

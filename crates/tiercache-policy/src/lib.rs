@@ -21,6 +21,7 @@ pub mod registry;
 
 pub mod arc;
 pub mod belady;
+pub mod cas;
 pub mod clock;
 pub mod fifo;
 pub mod lfru;
@@ -51,6 +52,9 @@ pub trait Policy {
     /// CPU cache. It must not change any state a decision depends on.
     #[inline]
     fn prefetch(&self, _key: Key) {}
+
+    /// Where a resident key is and its stored size, without touching any state.
+    fn peek(&self, key: Key) -> Option<(TierId, u32)>;
 
     /// Number of tiers the policy manages.
     fn tier_count(&self) -> usize;

@@ -17,6 +17,10 @@ impl Lru {
 }
 
 impl Eviction for Lru {
+    fn peek(&self, key: Key) -> Option<u32> {
+        self.queue.find(key).map(|node| self.queue.arena.get(node).size)
+    }
+
     #[inline]
     fn prefetch(&self, key: Key) {
         self.queue.map.prefetch(key);

@@ -8,6 +8,7 @@ use tiercache_core::{Capacity, Decision, Request, TierId};
 use crate::admission::{Admission, AdmissionConfig};
 use crate::arc::Arc;
 use crate::belady::Belady;
+use crate::cas::{Cas, CasConfig};
 use crate::clock::{Clock, ClockConfig};
 use crate::error::PolicyError;
 use crate::fifo::Fifo;
@@ -180,6 +181,8 @@ pub enum AnyPolicy {
     Belady(SingleTier<Belady>),
     /// Two tiers (Kassa et al.'s hybrid cache); tiers behind trait objects.
     Hybrid(Box<Hybrid>),
+    /// Any of the above run in an Open CAS cache mode.
+    Cas(Box<Cas>),
 }
 
 macro_rules! dispatch {
@@ -194,6 +197,7 @@ macro_rules! dispatch {
             AnyPolicy::Lfru($p) => $body,
             AnyPolicy::Belady($p) => $body,
             AnyPolicy::Hybrid($p) => $body,
+            AnyPolicy::Cas($p) => $body,
         }
     };
 }
@@ -241,6 +245,11 @@ impl AnyPolicy {
 }
 
 impl AnyPolicy {
+    /// This policy run in an Open CAS cache mode.
+    pub fn in_mode(self, config: CasConfig) -> AnyPolicy {
+        AnyPolicy::Cas(Box::new(Cas::new(self, config)))
+    }
+
     /// Two tiers as an exclusive DRAM-first hierarchy: `upper` runs tier 0, `lower` tier 1.
     pub fn dram_first(
         upper: &PolicyConfig,
@@ -275,6 +284,10 @@ impl AnyPolicy {
 }
 
 impl Policy for AnyPolicy {
+    fn peek(&self, key: tiercache_core::Key) -> Option<(TierId, u32)> {
+        dispatch!(self, p => p.peek(key))
+    }
+
     fn tick(&mut self, now_us: u64, out: &mut Decision) {
         dispatch!(self, p => p.tick(now_us, out))
     }

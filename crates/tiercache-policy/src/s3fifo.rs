@@ -183,6 +183,11 @@ impl S3Fifo {
 }
 
 impl Eviction for S3Fifo {
+    fn peek(&self, key: Key) -> Option<u32> {
+        let node = self.arena.get(self.map.get(key)?);
+        (tag(node.aux) != GHOST).then_some(node.size)
+    }
+
     #[inline]
     fn prefetch(&self, key: Key) {
         self.map.prefetch(key);

@@ -120,6 +120,41 @@ proptest! {
     }
 
     #[test]
+    fn every_open_cas_mode_conforms_and_never_drops_dirty_data(
+        reqs in stream(40, 300, true),
+        amount in 1u64..16,
+        nhit in any::<bool>(),
+        cutoff in any::<bool>(),
+    ) {
+        use tiercache_policy::cas::{Cas, CasConfig, CacheMode, NhitConfig, SeqCutoffPolicy};
+        let cap = Capacity::objects(amount);
+        for mode in CacheMode::ALL {
+            for inner in ["lru", "s3fifo", "arc", "lfru:sweep_interval_us=100000,window_us=50000"] {
+                let config = PolicyConfig::parse(inner).unwrap();
+                let policy = AnyPolicy::from_config(&config, cap, &[], 1).unwrap();
+                let mut cas_config = CasConfig::new(mode);
+                cas_config.cleaning.activity_threshold_us = 100_000;
+                cas_config.cleaning.staleness_us = 200_000;
+                cas_config.cleaning.wake_up_us = 50_000;
+                if nhit {
+                    cas_config.nhit = Some(NhitConfig { insertion_threshold: 2, ..NhitConfig::default() });
+                }
+                if cutoff {
+                    cas_config.seq_cutoff = SeqCutoffPolicy::Always;
+                    cas_config.seq_threshold_bytes = 600;
+                }
+                let mut cas = Cas::new(policy, cas_config);
+                let result = check_stream(&mut cas, &reqs);
+                prop_assert!(result.is_ok(), "{mode:?} over {inner}: {}", result.unwrap_err());
+            }
+            let hybrid = AnyPolicy::dram_first(&PolicyConfig::Lru, &PolicyConfig::Lru, [cap, Capacity::objects(2 * amount)], &[], 1).unwrap();
+            let mut cas = Cas::new(hybrid, CasConfig::new(mode));
+            let result = check_stream(&mut cas, &reqs);
+            prop_assert!(result.is_ok(), "{mode:?} over dram-first: {}", result.unwrap_err());
+        }
+    }
+
+    #[test]
     fn missed_lookups_change_nothing(reqs in stream(40, 300, true), amount in 1u64..20) {
         let mut reqs = reqs;
         annotate_next_access(&mut reqs);

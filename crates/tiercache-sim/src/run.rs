@@ -4,6 +4,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use tiercache_core::{annotate_next_access, Decision, RejectReason, Request};
+use tiercache_policy::cas::CasConfig;
 use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig, PolicyError};
 
 use crate::counters::Counters;
@@ -22,6 +23,8 @@ pub struct RunOptions {
     pub logical_time: bool,
     /// A second tier below `capacity`'s, making a two-tier hybrid cache.
     pub lower: Option<LowerTier>,
+    /// Run the cache in an Open CAS cache mode (write-back, write-around...).
+    pub mode: Option<CasConfig>,
 }
 
 /// The lower tier of a two-tier simulation and how blocks are placed across the two.
@@ -127,6 +130,14 @@ pub fn simulate<E: std::error::Error + 'static>(
 }
 
 fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
+    let policy = build_tiers(options)?;
+    Ok(match &options.mode {
+        Some(mode) => policy.in_mode(mode.clone()),
+        None => policy,
+    })
+}
+
+fn build_tiers(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
     match &options.lower {
         None => AnyPolicy::from_config(
             &options.policy,

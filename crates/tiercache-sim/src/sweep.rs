@@ -49,6 +49,7 @@ pub fn sweep(
                 seed,
                 logical_time: false,
                 lower: None,
+                mode: None,
             };
             let report = simulate_slice(&options, requests)?;
             done();

@@ -1,0 +1,500 @@
+//! Open CAS cache modes over any policy or hierarchy, with their promotion, cleaning and
+//! sequential-cutoff policies (Open CAS Linux documentation: cache modes, NHIT promotion, ALRU
+//! cleaning, sequential cutoff; open-cas.github.io). The wrapped policy keeps deciding what
+//! stays; the mode decides which requests may place data and which data is dirty.
+//!
+//! | mode | read hit | read miss | write hit | write miss |
+//! |---|---|---|---|---|
+//! | write-through | cache | inserted | updated, clean | inserted, clean |
+//! | write-back | cache | inserted | updated, dirty | inserted, dirty |
+//! | write-around | cache | inserted | updated, clean | not inserted |
+//! | write-invalidate | cache | inserted | invalidated | not inserted |
+//! | write-only | cache | not inserted | updated, dirty | inserted, dirty |
+//! | pass-through | backing | not inserted | invalidated | not inserted |
+//!
+//! Dirty blocks are written back before they are evicted, and by ALRU cleaning: when the cache
+//! has been idle for `activity_threshold_us`, at most every `wake_up_us`, up to
+//! `flush_max_buffers` blocks dirty for at least `staleness_us`, oldest first. NHIT promotion
+//! admits a missed key only on its `insertion_threshold`-th miss, and only filters once the
+//! cache is `trigger_fill` full. Sequential cutoff handles a run of consecutive blocks longer
+//! than `threshold_bytes` in pass-through: always, only when the cache is full (`full`, the
+//! default), or never.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use tiercache_core::{Action, Decision, Key, KeyMap, Op, Request, TierId};
+
+use crate::registry::AnyPolicy;
+use crate::Policy;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheMode {
+    WriteThrough,
+    WriteBack,
+    WriteAround,
+    WriteInvalidate,
+    WriteOnly,
+    PassThrough,
+}
+
+impl CacheMode {
+    pub fn parse(text: &str) -> Option<CacheMode> {
+        Some(match text {
+            "wt" | "write-through" => CacheMode::WriteThrough,
+            "wb" | "write-back" => CacheMode::WriteBack,
+            "wa" | "write-around" => CacheMode::WriteAround,
+            "wi" | "write-invalidate" => CacheMode::WriteInvalidate,
+            "wo" | "write-only" => CacheMode::WriteOnly,
+            "pt" | "pass-through" => CacheMode::PassThrough,
+            _ => return None,
+        })
+    }
+
+    /// Open CAS's short name: wt, wb, wa, wi, wo, pt.
+    pub fn short(self) -> &'static str {
+        match self {
+            CacheMode::WriteThrough => "wt",
+            CacheMode::WriteBack => "wb",
+            CacheMode::WriteAround => "wa",
+            CacheMode::WriteInvalidate => "wi",
+            CacheMode::WriteOnly => "wo",
+            CacheMode::PassThrough => "pt",
+        }
+    }
+
+    pub const ALL: [CacheMode; 6] = [
+        CacheMode::WriteThrough,
+        CacheMode::WriteBack,
+        CacheMode::WriteAround,
+        CacheMode::WriteInvalidate,
+        CacheMode::WriteOnly,
+        CacheMode::PassThrough,
+    ];
+
+    fn inserts_read_misses(self) -> bool {
+        !matches!(self, CacheMode::WriteOnly | CacheMode::PassThrough)
+    }
+
+    fn writes_dirty(self) -> bool {
+        matches!(self, CacheMode::WriteBack | CacheMode::WriteOnly)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NhitConfig {
+    pub insertion_threshold: u32,
+    /// Occupancy of the top tier above which NHIT filters.
+    pub trigger_fill: f64,
+    /// Most missed keys whose counts are kept (then the counts start over).
+    pub tracked_keys: usize,
+}
+
+impl Default for NhitConfig {
+    fn default() -> NhitConfig {
+        NhitConfig { insertion_threshold: 3, trigger_fill: 0.8, tracked_keys: 1 << 20 }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AlruConfig {
+    pub wake_up_us: u64,
+    pub staleness_us: u64,
+    pub flush_max_buffers: usize,
+    pub activity_threshold_us: u64,
+}
+
+impl Default for AlruConfig {
+    fn default() -> AlruConfig {
+        AlruConfig {
+            wake_up_us: 20_000_000,
+            staleness_us: 120_000_000,
+            flush_max_buffers: 100,
+            activity_threshold_us: 10_000_000,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SeqCutoffPolicy {
+    Always,
+    Full,
+    Never,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CasConfig {
+    pub mode: CacheMode,
+    pub nhit: Option<NhitConfig>,
+    pub cleaning: AlruConfig,
+    pub seq_cutoff: SeqCutoffPolicy,
+    pub seq_threshold_bytes: u64,
+}
+
+impl CasConfig {
+    pub fn new(mode: CacheMode) -> CasConfig {
+        CasConfig {
+            mode,
+            nhit: None,
+            cleaning: AlruConfig::default(),
+            seq_cutoff: SeqCutoffPolicy::Full,
+            seq_threshold_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A policy run in an Open CAS cache mode.
+pub struct Cas {
+    inner: Box<AnyPolicy>,
+    config: CasConfig,
+    /// Dirty keys: when they were last written, where they are and their size; and the same
+    /// keys oldest first.
+    dirty: KeyMap<(u64, TierId, u32)>,
+    dirty_order: BTreeSet<(u64, Key)>,
+    misses: KeyMap<u32>,
+    next_sequential_key: Key,
+    run_bytes: u64,
+    last_io_us: u64,
+    next_clean_us: u64,
+}
+
+impl Cas {
+    pub fn new(inner: AnyPolicy, config: CasConfig) -> Cas {
+        Cas {
+            inner: Box::new(inner),
+            config,
+            dirty: KeyMap::default(),
+            dirty_order: BTreeSet::new(),
+            misses: KeyMap::default(),
+            next_sequential_key: u64::MAX,
+            run_bytes: 0,
+            last_io_us: 0,
+            next_clean_us: 0,
+        }
+    }
+
+    /// Dirty blocks now.
+    pub fn dirty_blocks(&self) -> usize {
+        self.dirty.len()
+    }
+
+    fn fill(&self) -> f64 {
+        let cap = self.inner.capacity(TierId(0)).amount.max(1);
+        self.inner.used(TierId(0)) as f64 / cap as f64
+    }
+
+    /// Whether this request continues a sequential run past the cutoff.
+    fn sequential(&mut self, req: &Request) -> bool {
+        self.run_bytes = if req.key == self.next_sequential_key {
+            self.run_bytes + req.size as u64
+        } else {
+            req.size as u64
+        };
+        self.next_sequential_key = req.key.wrapping_add(1);
+        let long = self.run_bytes > self.config.seq_threshold_bytes;
+        match self.config.seq_cutoff {
+            SeqCutoffPolicy::Never => false,
+            SeqCutoffPolicy::Always => long,
+            SeqCutoffPolicy::Full => long && self.fill() >= 1.0,
+        }
+    }
+
+    /// NHIT: whether a missed key may be inserted now (counting the miss if not).
+    fn promote(&mut self, key: Key) -> bool {
+        let Some(nhit) = &self.config.nhit else { return true };
+        if self.fill() < nhit.trigger_fill {
+            return true;
+        }
+        if self.misses.len() >= nhit.tracked_keys {
+            self.misses.clear();
+        }
+        let count = self.misses.entry(key).or_insert(0);
+        *count += 1;
+        if *count >= nhit.insertion_threshold {
+            self.misses.remove(&key);
+            return true;
+        }
+        false
+    }
+
+    /// Looks the key up; on a hit a write updates the copy; on a miss the request places its
+    /// data only if `place` allows (and then NHIT does).
+    fn access(&mut self, req: &Request, place: bool, out: &mut Decision) {
+        self.inner.decide(&Request { op: Op::Lookup, ..*req }, out);
+        if out.hit.is_some() {
+            if req.op == Op::Write {
+                // The copy keeps the size it was placed with (block caches: fixed sizes).
+                let (tier, size) = self.inner.peek(req.key).expect("a hit is resident");
+                out.push(Action::Update { tier, key: req.key, size, dirty: false });
+            }
+            return;
+        }
+        if place && self.promote(req.key) {
+            self.inner.decide(req, out);
+        }
+    }
+
+    fn mark_dirty(&mut self, key: Key, now_us: u64, tier: TierId, size: u32) {
+        if let Some((old, _, _)) = self.dirty.insert(key, (now_us, tier, size)) {
+            self.dirty_order.remove(&(old, key));
+        }
+        self.dirty_order.insert((now_us, key));
+    }
+
+    fn forget_dirty(&mut self, key: Key) -> bool {
+        match self.dirty.remove(&key) {
+            Some((since, _, _)) => self.dirty_order.remove(&(since, key)),
+            None => false,
+        }
+    }
+
+    /// Makes the request's placed data dirty (write-back modes) and writes dirty blocks back
+    /// before they are evicted.
+    fn settle(&mut self, req: &Request, dirty: bool, from: usize, out: &mut Decision) {
+        let mut settled = Vec::with_capacity(out.actions.len() - from + 2);
+        for mut action in out.actions.drain(from..) {
+            match &mut action {
+                Action::Insert { tier, key, size, dirty: d }
+                | Action::Update { tier, key, size, dirty: d }
+                    if *key == req.key =>
+                {
+                    *d = dirty;
+                    if dirty {
+                        self.mark_dirty(req.key, req.time_us, *tier, *size);
+                    } else {
+                        self.forget_dirty(req.key);
+                    }
+                }
+                Action::Move { key, to, .. } => {
+                    if let Some(entry) = self.dirty.get_mut(key) {
+                        entry.1 = *to;
+                    }
+                }
+                Action::Evict { tier, key, size } if self.forget_dirty(*key) => {
+                    settled.push(Action::WriteBack { tier: *tier, key: *key, size: *size });
+                }
+                Action::Invalidate { key, .. } => {
+                    self.forget_dirty(*key);
+                }
+                _ => {}
+            }
+            settled.push(action);
+        }
+        out.actions.extend(settled);
+    }
+
+    /// ALRU cleaning: when idle long enough and due, write back the stalest dirty blocks.
+    fn clean(&mut self, now_us: u64, out: &mut Decision) {
+        let alru = &self.config.cleaning;
+        let idle = now_us.saturating_sub(self.last_io_us) >= alru.activity_threshold_us;
+        if !idle || now_us < self.next_clean_us || self.dirty.is_empty() {
+            return;
+        }
+        self.next_clean_us = now_us + alru.wake_up_us;
+        let stale_before = now_us.saturating_sub(alru.staleness_us);
+        let due: Vec<(u64, Key)> = self
+            .dirty_order
+            .iter()
+            .take_while(|(since, _)| *since <= stale_before)
+            .take(alru.flush_max_buffers)
+            .copied()
+            .collect();
+        for (_, key) in due {
+            let (_, tier, size) = self.dirty[&key];
+            self.forget_dirty(key);
+            out.push(Action::WriteBack { tier, key, size });
+        }
+    }
+}
+
+impl Policy for Cas {
+    fn peek(&self, key: Key) -> Option<(TierId, u32)> {
+        self.inner.peek(key)
+    }
+
+    fn decide(&mut self, req: &Request, out: &mut Decision) {
+        self.clean(req.time_us, out);
+        self.last_io_us = req.time_us;
+        let from = out.actions.len();
+        let mode = self.config.mode;
+        let sequential = req.op != Op::Delete && self.sequential(req);
+        match req.op {
+            Op::Delete => self.inner.decide(req, out),
+            Op::Lookup => self.access(req, false, out),
+            Op::Read if mode == CacheMode::PassThrough => {}
+            Op::Read => self.access(req, mode.inserts_read_misses() && !sequential, out),
+            Op::Write => match mode {
+                CacheMode::PassThrough | CacheMode::WriteInvalidate => {
+                    // The write goes to the backing device; a cached copy is a write hit, and
+                    // is dropped as stale.
+                    self.inner.decide(&Request { op: Op::Delete, ..*req }, out);
+                    out.hit = out.actions[from..].iter().find_map(|a| match a {
+                        Action::Invalidate { tier, key, .. } if *key == req.key => Some(*tier),
+                        _ => None,
+                    });
+                }
+                CacheMode::WriteAround => self.access(req, false, out),
+                CacheMode::WriteThrough | CacheMode::WriteBack | CacheMode::WriteOnly => {
+                    self.access(req, !sequential, out)
+                }
+            },
+        }
+        let dirty = req.op == Op::Write && mode.writes_dirty();
+        self.settle(req, dirty, from, out);
+    }
+
+    fn tick(&mut self, now_us: u64, out: &mut Decision) {
+        let from = out.actions.len();
+        self.inner.tick(now_us, out);
+        let idle = Request::new(now_us, u64::MAX, 0, Op::Lookup);
+        self.settle(&idle, false, from, out);
+        self.clean(now_us, out);
+    }
+
+    #[inline]
+    fn prefetch(&self, key: Key) {
+        self.inner.prefetch(key);
+    }
+
+    fn tier_count(&self) -> usize {
+        self.inner.tier_count()
+    }
+
+    fn capacity(&self, tier: TierId) -> tiercache_core::Capacity {
+        self.inner.capacity(tier)
+    }
+
+    fn used(&self, tier: TierId) -> u64 {
+        self.inner.used(tier)
+    }
+
+    fn resident(&self, tier: TierId) -> u64 {
+        self.inner.resident(tier)
+    }
+
+    fn label(&self) -> String {
+        format!("{}[{}]", self.inner.label(), self.config.mode.short())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::PolicyConfig;
+    use tiercache_core::Capacity;
+
+    fn cas(config: CasConfig, objects: u64) -> Cas {
+        Cas::new(
+            AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(objects), &[], 0).unwrap(),
+            config,
+        )
+    }
+
+    fn run(c: &mut Cas, op: Op, key: u64, time_us: u64) -> Decision {
+        let mut d = Decision::new();
+        c.decide(&Request::new(time_us, key * 10, 4096, op), &mut d);
+        d
+    }
+
+    /// (mode, read miss inserts, write hit dirty, write miss inserts, write hit stays cached)
+    #[test]
+    fn modes_follow_the_table() {
+        let table = [
+            (CacheMode::WriteThrough, true, false, true, true),
+            (CacheMode::WriteBack, true, true, true, true),
+            (CacheMode::WriteAround, true, false, false, true),
+            (CacheMode::WriteInvalidate, true, false, false, false),
+            (CacheMode::WriteOnly, false, true, true, true),
+            (CacheMode::PassThrough, false, false, false, false),
+        ];
+        for (mode, read_inserts, dirty, write_inserts, write_keeps) in table {
+            let mut c = cas(CasConfig::new(mode), 8);
+            let d = run(&mut c, Op::Read, 1, 0);
+            assert_eq!(
+                d.actions.iter().any(|a| matches!(a, Action::Insert { .. })),
+                read_inserts,
+                "{mode:?} read miss"
+            );
+            assert_eq!(
+                run(&mut c, Op::Read, 1, 1).hit.is_some(),
+                read_inserts,
+                "{mode:?} read hit"
+            );
+            let d = run(&mut c, Op::Write, 2, 2);
+            let inserted = d.actions.iter().find(|a| matches!(a, Action::Insert { .. }));
+            assert_eq!(inserted.is_some(), write_inserts, "{mode:?} write miss");
+            if let Some(Action::Insert { dirty: d, .. }) = inserted {
+                assert_eq!(*d, dirty, "{mode:?} write miss dirtiness");
+            }
+            if read_inserts {
+                let d = run(&mut c, Op::Write, 1, 3);
+                assert!(d.hit.is_some(), "{mode:?} write hit");
+                assert_eq!(
+                    run(&mut c, Op::Read, 1, 4).hit.is_some(),
+                    write_keeps,
+                    "{mode:?} after write"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn dirty_blocks_are_written_back_before_eviction_and_by_alru_when_idle() {
+        let mut c = cas(CasConfig::new(CacheMode::WriteBack), 2);
+        run(&mut c, Op::Write, 1, 0);
+        run(&mut c, Op::Write, 2, 0);
+        let d = run(&mut c, Op::Read, 3, 0);
+        assert_eq!(
+            d.actions[..2],
+            [
+                Action::WriteBack { tier: TierId(0), key: 10, size: 4096 },
+                Action::Evict { tier: TierId(0), key: 10, size: 4096 }
+            ]
+        );
+        assert_eq!(c.dirty_blocks(), 1);
+        // Idle for 10 s and dirty for 120 s: the cleaner writes key 20 back before request 4.
+        let d = run(&mut c, Op::Read, 3, 130_000_000);
+        assert_eq!(d.actions, vec![Action::WriteBack { tier: TierId(0), key: 20, size: 4096 }]);
+        assert_eq!(c.dirty_blocks(), 0);
+    }
+
+    #[test]
+    fn nhit_inserts_on_the_third_miss_once_the_cache_is_80_percent_full() {
+        let mut config = CasConfig::new(CacheMode::WriteThrough);
+        config.nhit = Some(NhitConfig::default());
+        let mut c = cas(config, 5);
+        for key in 0..4 {
+            assert!(run(&mut c, Op::Read, key, 0)
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Insert { .. })));
+        }
+        // 4 of 5 is 80% full: key 9 is filtered until its third miss.
+        for attempt in 1..=3 {
+            let inserted = run(&mut c, Op::Read, 9, 0)
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Insert { .. }));
+            assert_eq!(inserted, attempt == 3, "miss {attempt}");
+        }
+    }
+
+    #[test]
+    fn sequential_runs_past_the_threshold_bypass_the_cache() {
+        let mut config = CasConfig::new(CacheMode::WriteThrough);
+        config.seq_cutoff = SeqCutoffPolicy::Always;
+        config.seq_threshold_bytes = 3 * 4096;
+        let mut c = cas(config, 100);
+        let mut d = Decision::new();
+        let inserted: Vec<bool> = (0..6)
+            .map(|block| {
+                d.clear();
+                c.decide(&Request::new(0, 500 + block, 4096, Op::Read), &mut d);
+                d.actions.iter().any(|a| matches!(a, Action::Insert { .. }))
+            })
+            .collect();
+        assert_eq!(inserted, vec![true, true, true, false, false, false]);
+    }
+}
