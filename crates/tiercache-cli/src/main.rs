@@ -7,6 +7,7 @@ mod profile;
 mod progress;
 mod sim;
 mod sweep;
+mod timed;
 mod trace;
 
 use std::path::PathBuf;
@@ -29,7 +30,7 @@ enum Command {
     /// Run a few policies on a built-in synthetic workload and compare them.
     Demo(demo::DemoArgs),
     /// Simulate one policy at one capacity over a trace.
-    Sim(sim::SimArgs),
+    Sim(Box<sim::SimArgs>),
     /// Simulate policies x capacities in parallel; write CSV and a miss-ratio-curve plot.
     Sweep(sweep::SweepArgs),
     /// Run the engine under load (threads, key distribution, tiers) and report throughput and

@@ -51,6 +51,19 @@ pub struct SimArgs {
     pub seq_cutoff: String,
     #[arg(long, default_value = "1MiB")]
     pub seq_threshold: String,
+    /// Virtual time: run with this many closed-loop clients on modeled devices, and report
+    /// throughput, latency and device utilization instead of counters alone.
+    #[arg(long)]
+    pub clients: Option<usize>,
+    /// With --clients: the device of the (upper) tier, a preset or a TOML profile file.
+    #[arg(long, default_value = "dram")]
+    pub profile: String,
+    /// With --clients and --lower-capacity: the device of the lower tier.
+    #[arg(long, default_value = "optane-dcpm")]
+    pub lower_profile: String,
+    /// With --clients: the backing (capacity) device.
+    #[arg(long, default_value = "nvme")]
+    pub backing_profile: String,
     /// Seed of the policy's and filters' randomness.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -86,6 +99,9 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
             }),
         },
     };
+    if let Some(clients) = args.clients {
+        return crate::timed::run(args, &options, clients);
+    }
     let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
     let options = RunOptions { logical_time: !reader.info().has_time, ..options };
     let mut progress = Progress::new("simulating", None);

@@ -409,3 +409,50 @@ fn sim_runs_open_cas_modes() {
     ]);
     assert!(e.contains("--mode wx"), "{e}");
 }
+
+#[test]
+fn sim_in_virtual_time_reports_throughput_and_devices() {
+    let trace = shared_trace("msr_hm_0_first1000.csv");
+    let t = trace.to_str().unwrap();
+    let run = |clients: &str| {
+        sim_json(&[
+            "--trace",
+            t,
+            "--block-size",
+            "4KiB",
+            "--unit",
+            "objects",
+            "--policy",
+            "lru",
+            "--capacity",
+            "200",
+            "--clients",
+            clients,
+            "--profile",
+            "dram",
+            "--backing-profile",
+            "hdd",
+        ])
+    };
+    let (one, many) = (run("1"), run("8"));
+    assert_eq!(one["requests"], many["requests"]);
+    let (a, b) =
+        (one["ops_per_second"].as_f64().unwrap(), many["ops_per_second"].as_f64().unwrap());
+    // A disk serves one request at a time: more clients queue rather than go faster.
+    assert!(a > 0.0 && (b / a - 1.0).abs() < 0.1, "{a} vs {b}");
+    assert_eq!(one["devices"].as_array().unwrap().len(), 2);
+    let e = tiercache_fails(&[
+        "sim",
+        "--trace",
+        t,
+        "--policy",
+        "lru",
+        "--capacity",
+        "1MiB",
+        "--clients",
+        "2",
+        "--profile",
+        "tape",
+    ]);
+    assert!(e.contains("tape") && e.contains("--profile"), "{e}");
+}

@@ -8,5 +8,6 @@ pub mod run;
 pub mod sweep;
 
 pub use counters::Counters;
-pub use run::{simulate, simulate_slice, LowerTier, RunOptions, SimReport};
+pub use run::{build, simulate, simulate_slice, LowerTier, RunOptions, SimReport};
 pub use sweep::{sweep, SweepPoint};
+pub mod timed;

@@ -129,7 +129,8 @@ pub fn simulate<E: std::error::Error + 'static>(
     Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()))
 }
 
-fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
+/// The policy a run uses: tiers, placement and cache mode as the options say.
+pub fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
     let policy = build_tiers(options)?;
     Ok(match &options.mode {
         Some(mode) => policy.in_mode(mode.clone()),
