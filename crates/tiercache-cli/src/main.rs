@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo;
+mod experiment;
 mod plot;
 mod profile;
 mod progress;
@@ -31,6 +32,11 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Simulate one policy at one capacity over a trace.
     Sim(Box<sim::SimArgs>),
+    /// Run an experiment described in a TOML file (workload, cache, devices).
+    Run {
+        /// The experiment file.
+        file: PathBuf,
+    },
     /// Simulate policies x capacities in parallel; write CSV and a miss-ratio-curve plot.
     Sweep(sweep::SweepArgs),
     /// Run the engine under load (threads, key distribution, tiers) and report throughput and
@@ -88,6 +94,7 @@ fn main() {
         Command::Demo(args) => demo::run(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Sweep(args) => sweep::run(&args),
+        Command::Run { file } => experiment::run(&file),
         Command::Trace(command) => trace::run(command),
         Command::Bench(args) => bench::run(&args),
         Command::Profile(command) => profile::run(command),

@@ -92,7 +92,11 @@ pub fn run(command: TraceCommand) -> anyhow::Result<()> {
             println!("wrote {written} requests to {}", output.output.display());
             Ok(())
         }
-        TraceCommand::Gen(args) => generate(&args),
+        TraceCommand::Gen(args) => {
+            let written = generate(&args)?;
+            println!("wrote {written} requests to {}", args.output.output.display());
+            Ok(())
+        }
     }
 }
 
@@ -128,7 +132,8 @@ fn count(text: &str, flag: &str) -> anyhow::Result<u64> {
     parse_size(text).with_context(|| format!("{flag} {text}"))
 }
 
-fn generate(args: &GenArgs) -> anyhow::Result<()> {
+/// Generates the trace `args` describe; returns how many requests were written.
+pub fn generate(args: &GenArgs) -> anyhow::Result<u64> {
     let written = if let Some(workload) = &args.ycsb {
         let config = YcsbConfig {
             record_count: count(&args.records, "--records")?,
@@ -166,8 +171,7 @@ fn generate(args: &GenArgs) -> anyhow::Result<()> {
         };
         write(Synthetic::new(config)?.map(Ok), &args.output)?
     };
-    println!("wrote {written} requests to {}", args.output.output.display());
-    Ok(())
+    Ok(written)
 }
 
 fn size32(text: &str) -> anyhow::Result<u32> {

@@ -456,3 +456,19 @@ fn sim_in_virtual_time_reports_throughput_and_devices() {
     ]);
     assert!(e.contains("tape") && e.contains("--profile"), "{e}");
 }
+
+#[test]
+fn experiments_run_from_one_toml_file() {
+    let lab = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab");
+    for name in ["kassa-placements.toml", "ycsb-b-writeback.toml"] {
+        let out = tiercache(&["run", lab.join(name).to_str().unwrap()]);
+        assert!(out.contains("hit ratio"), "{name}: {out}");
+    }
+    let bad = scratch("bad.toml");
+    std::fs::write(&bad, "[cache]\npolicy = \"lru\"\ncapacity = \"100\"\ncapacty = \"5\"\n[workload]\ntrace = \"x.csv\"\n").unwrap();
+    let e = tiercache_fails(&["run", bad.to_str().unwrap()]);
+    assert!(e.contains("bad.toml") && e.contains("capacty"), "{e}");
+    std::fs::write(&bad, "[cache]\npolicy = \"lru\"\n[wokload]\n").unwrap();
+    let e = tiercache_fails(&["run", bad.to_str().unwrap()]);
+    assert!(e.contains("[wokload]"), "{e}");
+}

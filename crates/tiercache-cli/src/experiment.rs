@@ -1,0 +1,121 @@
+//! `tiercache run EXPERIMENT.toml`: an experiment as one file. Every key is a `tiercache sim`
+//! option (underscores for dashes), grouped as the reader likes: `[workload]` (the trace, or a
+//! `[workload.generate]` table of `trace gen` options), `[cache]` (policy, capacity, lower tier,
+//! mode...), `[devices]` (clients and profiles for virtual time). One parser decides for both,
+//! so a key means exactly what its option means, and a bad key is an error naming the file.
+//!
+//! ```toml
+//! [workload]
+//! trace = "../../shared/traces/cloudPhysicsIO.vscsi"   # relative to this file
+//! block_size = "4KiB"
+//!
+//! [cache]
+//! unit = "objects"
+//! policy = "lru"
+//! capacity = "2000"
+//! lower_capacity = "8000"
+//! placement = "scm-first:2"
+//!
+//! [devices]
+//! clients = 16
+//! profile = "dram"
+//! lower_profile = "optane-dcpm"
+//! backing_profile = "nvme"
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Parser;
+
+use crate::sim::SimArgs;
+
+#[derive(Parser)]
+#[command(name = "experiment")]
+struct SimOnly {
+    #[command(flatten)]
+    sim: SimArgs,
+}
+
+#[derive(Parser)]
+#[command(name = "experiment")]
+struct GenOnly {
+    #[command(flatten)]
+    generate: crate::trace::GenArgs,
+}
+
+/// Flattens a table of options into command-line words.
+fn words(table: &toml::Table, skip: &[&str], out: &mut Vec<String>) -> anyhow::Result<()> {
+    for (key, value) in table {
+        if skip.contains(&key.as_str()) {
+            continue;
+        }
+        let flag = format!("--{}", key.replace('_', "-"));
+        match value {
+            toml::Value::Boolean(true) => out.push(flag),
+            toml::Value::Boolean(false) => {}
+            toml::Value::String(s) => out.extend([flag, s.clone()]),
+            toml::Value::Integer(i) => out.extend([flag, i.to_string()]),
+            toml::Value::Float(f) => out.extend([flag, f.to_string()]),
+            other => anyhow::bail!(
+                "'{key}' must be a string, number or boolean, not {}",
+                other.type_str()
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Generates the `[workload.generate]` trace once into the temp directory; returns its path.
+fn generated_trace(table: &toml::Table) -> anyhow::Result<PathBuf> {
+    let key = tiercache_core::fnv1a_64(table.to_string().as_bytes());
+    let path = std::env::temp_dir().join(format!("tiercache-experiment-{key:016x}.csv.zst"));
+    if !path.exists() {
+        let mut argv = vec!["experiment".to_string()];
+        words(table, &[], &mut argv)?;
+        argv.extend(["--output".to_string(), path.display().to_string()]);
+        let args = GenOnly::try_parse_from(&argv)
+            .map_err(|e| anyhow::anyhow!("[workload.generate]: {e}"))?;
+        crate::trace::generate(&args.generate)?;
+    }
+    Ok(path)
+}
+
+pub fn run(path: &Path) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let file: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
+    let mut argv = vec!["experiment".to_string()];
+    for (section, value) in &file {
+        let table = value
+            .as_table()
+            .ok_or_else(|| anyhow::anyhow!("{}: '{section}' must be a table", path.display()))?;
+        match section.as_str() {
+            "workload" => {
+                if let Some(generate) = table.get("generate") {
+                    let generate =
+                        generate.as_table().context("[workload.generate] must be a table")?;
+                    argv.extend([
+                        "--trace".to_string(),
+                        generated_trace(generate)?.display().to_string(),
+                    ]);
+                }
+                if let Some(trace) = table.get("trace").and_then(|t| t.as_str()) {
+                    // Paths in an experiment file are relative to the file.
+                    let base = path.parent().unwrap_or(Path::new("."));
+                    argv.extend(["--trace".to_string(), base.join(trace).display().to_string()]);
+                }
+                words(table, &["generate", "trace"], &mut argv)
+            }
+            "cache" | "devices" | "output" => words(table, &[], &mut argv),
+            other => anyhow::bail!(
+                "unknown section [{other}]; use [workload], [cache], [devices], [output]"
+            ),
+        }
+        .with_context(|| format!("{}: [{section}]", path.display()))?;
+    }
+    let args =
+        SimOnly::try_parse_from(&argv).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    crate::sim::run(&args.sim)
+}
