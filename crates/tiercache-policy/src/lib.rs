@@ -28,6 +28,7 @@ pub mod lfru;
 pub mod lfu;
 pub mod lru;
 pub mod s3fifo;
+pub mod seqlist;
 
 pub use admission::{Admission, AdmissionConfig};
 pub use error::PolicyError;
