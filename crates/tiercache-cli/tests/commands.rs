@@ -472,3 +472,32 @@ fn experiments_run_from_one_toml_file() {
     let e = tiercache_fails(&["run", bad.to_str().unwrap()]);
     assert!(e.contains("[wokload]"), "{e}");
 }
+
+#[test]
+fn sim_runs_hibachi_and_its_hybrid_lru_baseline_on_two_tiers() {
+    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let t = trace.to_str().unwrap();
+    for policy in ["hibachi", "hybrid-lru", "hibachi:seq_threshold=4"] {
+        let r = sim_json(&[
+            "--trace",
+            t,
+            "--block-size",
+            "4KiB",
+            "--unit",
+            "objects",
+            "--policy",
+            policy,
+            "--capacity",
+            "1024",
+            "--lower-capacity",
+            "1024",
+        ]);
+        assert!(r["write_backs"].as_u64().unwrap() > 0, "{policy}: dirty pages are written back");
+        assert!(
+            r["read_hits"].as_u64().unwrap() > 0 && r["write_hits"].as_u64().unwrap() > 0,
+            "{policy}"
+        );
+    }
+    let e = tiercache_fails(&["sim", "--trace", t, "--policy", "hibachi", "--capacity", "1024"]);
+    assert!(e.contains("--lower-capacity"), "{e}");
+}

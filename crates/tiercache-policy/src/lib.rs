@@ -13,6 +13,7 @@ pub mod admission;
 pub mod conformance;
 pub mod error;
 pub mod frame;
+pub mod hibachi;
 pub mod hierarchy;
 pub mod index;
 pub mod list;

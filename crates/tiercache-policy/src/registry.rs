@@ -13,6 +13,7 @@ use crate::clock::{Clock, ClockConfig};
 use crate::error::PolicyError;
 use crate::fifo::Fifo;
 use crate::frame::{Eviction, SingleTier};
+use crate::hibachi::{Hibachi, HibachiConfig};
 use crate::hierarchy::{Hybrid, Placement};
 use crate::lfru::{Lfru, LfruConfig};
 use crate::lfu::{Lfu, LfuConfig};
@@ -32,9 +33,12 @@ pub enum PolicyConfig {
     S3fifo(S3FifoConfig),
     Lfru(LfruConfig),
     Belady,
+    /// Two tiers (DRAM and NVRAM) only.
+    Hibachi(HibachiConfig),
 }
 
-const KNOWN: &str = "fifo, lru, clock, lfu, arc, s3fifo, lfru, belady";
+const KNOWN: &str =
+    "fifo, lru, clock, lfu, arc, s3fifo, lfru, belady, hibachi and hybrid-lru (two tiers)";
 
 fn parse_value<T: std::str::FromStr>(
     policy: &str,
@@ -64,6 +68,11 @@ impl PolicyConfig {
             "s3fifo" | "s3-fifo" => PolicyConfig::S3fifo(S3FifoConfig::default()),
             "lfru" => PolicyConfig::Lfru(LfruConfig::default()),
             "belady" | "opt" | "min" => PolicyConfig::Belady,
+            "hibachi" => PolicyConfig::Hibachi(HibachiConfig::default()),
+            "hybrid-lru" => PolicyConfig::Hibachi(HibachiConfig {
+                hybrid_lru: true,
+                ..HibachiConfig::default()
+            }),
             _ => return Err(PolicyError::UnknownPolicy { name, known: KNOWN.into() }),
         };
         for pair in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -102,6 +111,12 @@ impl PolicyConfig {
                 c.sweep_interval_us = parse_value(name, key, value)?
             }
             (PolicyConfig::Lfru(c), "window_us") => c.window_us = parse_value(name, key, value)?,
+            (PolicyConfig::Hibachi(c), "aging_threshold") => {
+                c.aging_threshold = parse_value(name, key, value)?
+            }
+            (PolicyConfig::Hibachi(c), "seq_threshold") => {
+                c.seq_threshold = parse_value(name, key, value)?
+            }
             (PolicyConfig::Lfru(c), "free_target") => {
                 c.free_target = parse_value(name, key, value)?
             }
@@ -120,6 +135,7 @@ impl PolicyConfig {
             PolicyConfig::S3fifo(_) => "s3fifo",
             PolicyConfig::Lfru(_) => "lfru",
             PolicyConfig::Belady => "belady",
+            PolicyConfig::Hibachi(_) => "hibachi",
         }
     }
 
@@ -164,6 +180,13 @@ impl PolicyConfig {
             PolicyConfig::S3fifo(c) => Box::new(S3Fifo::new(c, capacity)),
             PolicyConfig::Lfru(c) => Box::new(Lfru::new(c, capacity)),
             PolicyConfig::Belady => unreachable!("refused above"),
+            PolicyConfig::Hibachi(_) => {
+                return Err(PolicyError::bad(
+                    "hibachi",
+                    "tier",
+                    "is a two-tier policy, not one tier of a hierarchy",
+                ))
+            }
         })
     }
 }
@@ -183,6 +206,8 @@ pub enum AnyPolicy {
     Hybrid(Box<Hybrid>),
     /// Any of the above run in an Open CAS cache mode.
     Cas(Box<Cas>),
+    /// Hibachi over DRAM and NVRAM.
+    Hibachi(Box<Hibachi>),
 }
 
 macro_rules! dispatch {
@@ -198,6 +223,7 @@ macro_rules! dispatch {
             AnyPolicy::Belady($p) => $body,
             AnyPolicy::Hybrid($p) => $body,
             AnyPolicy::Cas($p) => $body,
+            AnyPolicy::Hibachi($p) => $body,
         }
     };
 }
@@ -216,6 +242,11 @@ impl AnyPolicy {
         }
         let filters = Admission::new(admission, capacity, seed);
         Ok(match config {
+            PolicyConfig::Hibachi(_) => {
+                let reason =
+                    "runs two tiers (DRAM and NVRAM): give a lower tier (--lower-capacity)";
+                return Err(PolicyError::bad("hibachi", "tiers", reason));
+            }
             PolicyConfig::Fifo => {
                 AnyPolicy::Fifo(SingleTier::new(Fifo::new(capacity), capacity, filters))
             }
@@ -245,6 +276,26 @@ impl AnyPolicy {
 }
 
 impl AnyPolicy {
+    /// Hibachi over DRAM (`capacities[0]`) and NVRAM (`capacities[1]`), both in pages.
+    pub fn hibachi(
+        config: &HibachiConfig,
+        capacities: [Capacity; 2],
+    ) -> Result<AnyPolicy, PolicyError> {
+        for c in &capacities {
+            if c.unit != tiercache_core::Unit::Objects {
+                return Err(PolicyError::bad(
+                    "hibachi",
+                    "unit",
+                    "counts pages: use capacities in objects",
+                ));
+            }
+            if c.amount == 0 {
+                return Err(PolicyError::ZeroCapacity { unit: c.unit.as_str() });
+            }
+        }
+        Ok(AnyPolicy::Hibachi(Box::new(Hibachi::new(config.clone(), capacities))))
+    }
+
     /// This policy run in an Open CAS cache mode.
     pub fn in_mode(self, config: CasConfig) -> AnyPolicy {
         AnyPolicy::Cas(Box::new(Cas::new(self, config)))

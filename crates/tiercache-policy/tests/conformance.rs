@@ -155,6 +155,22 @@ proptest! {
     }
 
     #[test]
+    fn hibachi_conforms_and_never_drops_dirty_data(
+        reqs in stream(40, 300, true),
+        dram in 1u64..10,
+        nvram in 1u64..10,
+        seq in 2u64..6,
+    ) {
+        for hybrid_lru in [false, true] {
+            let config = tiercache_policy::hibachi::HibachiConfig { seq_threshold: seq, hybrid_lru, ..Default::default() };
+            let caps = [Capacity::objects(dram), Capacity::objects(nvram)];
+            let mut policy = AnyPolicy::hibachi(&config, caps).unwrap();
+            let result = check_stream(&mut policy, &reqs);
+            prop_assert!(result.is_ok(), "hibachi (hybrid-lru {hybrid_lru}) {dram}+{nvram} seq {seq}: {}", result.unwrap_err());
+        }
+    }
+
+    #[test]
     fn missed_lookups_change_nothing(reqs in stream(40, 300, true), amount in 1u64..20) {
         let mut reqs = reqs;
         annotate_next_access(&mut reqs);

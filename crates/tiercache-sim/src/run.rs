@@ -139,6 +139,9 @@ pub fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
 }
 
 fn build_tiers(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
+    if let (PolicyConfig::Hibachi(config), Some(lower)) = (&options.policy, &options.lower) {
+        return AnyPolicy::hibachi(config, [options.capacity, lower.capacity]);
+    }
     match &options.lower {
         None => AnyPolicy::from_config(
             &options.policy,
