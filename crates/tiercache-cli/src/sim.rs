@@ -55,6 +55,10 @@ pub struct SimArgs {
     /// throughput, latency and device utilization instead of counters alone.
     #[arg(long)]
     pub clients: Option<usize>,
+    /// Virtual time, open loop: requests arrive at this rate (per second) however many are in
+    /// flight (then --clients only switches virtual time on).
+    #[arg(long)]
+    pub arrival_rate: Option<f64>,
     /// With --clients: the device of the (upper) tier, a preset or a TOML profile file.
     #[arg(long, default_value = "dram")]
     pub profile: String,
@@ -70,7 +74,8 @@ pub struct SimArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Also write the report as CSV (a header and one row) to this file.
+    /// Also write the report as CSV (a header and one row) to this file; in virtual time, the
+    /// per-interval time series.
     #[arg(long)]
     pub csv: Option<PathBuf>,
 }
@@ -99,8 +104,8 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
             }),
         },
     };
-    if let Some(clients) = args.clients {
-        return crate::timed::run(args, &options, clients);
+    if args.clients.is_some() || args.arrival_rate.is_some() {
+        return crate::timed::run(args, &options, args.clients.unwrap_or(1));
     }
     let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
     let options = RunOptions { logical_time: !reader.info().has_time, ..options };

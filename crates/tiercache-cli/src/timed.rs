@@ -22,7 +22,18 @@ pub fn run(args: &SimArgs, options: &RunOptions, clients: usize) -> anyhow::Resu
     let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
     let requests: Vec<Request> = reader.by_ref().collect::<Result<_, _>>()?;
     let mut policy = tiercache_sim::build(options)?;
-    let report = simulate_timed(&mut policy, &requests, &TimedOptions { clients, tiers, backing });
+    let options = TimedOptions {
+        arrival_rate: args.arrival_rate,
+        ..TimedOptions::closed(clients, tiers, backing)
+    };
+    let report = simulate_timed(&mut policy, &requests, &options);
+    if let Some(path) = &args.csv {
+        let mut text = String::from("start_seconds,ops_per_second,hit_ratio\n");
+        for p in &report.series {
+            text += &format!("{},{},{}\n", p.start_seconds, p.ops_per_second, p.hit_ratio);
+        }
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -32,7 +43,10 @@ pub fn run(args: &SimArgs, options: &RunOptions, clients: usize) -> anyhow::Resu
 }
 
 fn print(r: &TimedReport, trace: &std::path::Path) {
-    println!("trace     {}   clients {}", trace.display(), r.clients);
+    match r.arrival_rate {
+        Some(rate) => println!("trace     {}   open loop, {rate} requests/s", trace.display()),
+        None => println!("trace     {}   clients {}", trace.display(), r.clients),
+    }
     println!(
         "{} requests in {:.3} virtual s: {:.0} ops/s   hit ratio {:.2}%",
         r.requests,
@@ -40,10 +54,13 @@ fn print(r: &TimedReport, trace: &std::path::Path) {
         r.ops_per_second,
         r.hit_ratio * 100.0
     );
-    println!(
-        "latency us: mean {:.1}   p50 {:.1}   p95 {:.1}   p99 {:.1}",
-        r.latency_us_mean, r.latency_us_p50, r.latency_us_p95, r.latency_us_p99
-    );
+    println!("latency us     count     mean      p50      p95      p99");
+    for (name, l) in [("reads", &r.reads), ("writes", &r.writes)] {
+        println!(
+            "{name:<10} {:>9} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+            l.count, l.mean_us, l.p50_us, l.p95_us, l.p99_us
+        );
+    }
     for d in &r.devices {
         println!(
             "device {:<12} utilization {:>6.1}%   read {:>10}   written {:>10}",

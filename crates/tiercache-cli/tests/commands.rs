@@ -441,6 +441,24 @@ fn sim_in_virtual_time_reports_throughput_and_devices() {
     // A disk serves one request at a time: more clients queue rather than go faster.
     assert!(a > 0.0 && (b / a - 1.0).abs() < 0.1, "{a} vs {b}");
     assert_eq!(one["devices"].as_array().unwrap().len(), 2);
+    let open = sim_json(&[
+        "--trace",
+        t,
+        "--block-size",
+        "4KiB",
+        "--unit",
+        "objects",
+        "--policy",
+        "lru",
+        "--capacity",
+        "200",
+        "--arrival-rate",
+        "50",
+        "--backing-profile",
+        "hdd",
+    ]);
+    assert_eq!(open["arrival_rate"], 50.0);
+    assert!(open["series"].as_array().unwrap().len() > 1, "a time series: {open}");
     let e = tiercache_fails(&[
         "sim",
         "--trace",

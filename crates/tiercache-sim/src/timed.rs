@@ -13,6 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 use tiercache_core::{Action, Decision, DeviceProfile, Direction, Op, Request, TierId};
 use tiercache_policy::{AnyPolicy, Policy};
@@ -70,9 +71,44 @@ pub struct DeviceReport {
     pub bytes_written: u64,
 }
 
+/// Latency of one kind of request, in microseconds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+}
+
+impl LatencySummary {
+    fn of(h: &Histogram<u64>) -> LatencySummary {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        LatencySummary {
+            count: h.len(),
+            mean_us: h.mean() / 1000.0,
+            p50_us: us(0.5),
+            p95_us: us(0.95),
+            p99_us: us(0.99),
+        }
+    }
+}
+
+/// One interval of the time series.
+#[derive(Clone, Debug, Serialize)]
+pub struct IntervalPoint {
+    pub start_seconds: f64,
+    pub ops_per_second: f64,
+    pub hit_ratio: f64,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct TimedReport {
     pub clients: usize,
+    pub arrival_rate: Option<f64>,
     pub requests: u64,
     pub hits: u64,
     pub hit_ratio: f64,
@@ -82,14 +118,33 @@ pub struct TimedReport {
     pub latency_us_p50: f64,
     pub latency_us_p95: f64,
     pub latency_us_p99: f64,
+    pub reads: LatencySummary,
+    pub writes: LatencySummary,
     pub devices: Vec<DeviceReport>,
+    /// Completed requests per interval: throughput and hit ratio over time.
+    pub series: Vec<IntervalPoint>,
 }
 
-/// The devices of a run: one profile per tier of the policy, then the backing device.
+/// The devices of a run and how requests arrive: one profile per tier of the policy, then the
+/// backing device; `clients` closed-loop clients, or (with `arrival_rate`, requests per
+/// second) an open loop with one request every 1/rate seconds, however many are in flight.
 pub struct TimedOptions {
     pub clients: usize,
+    pub arrival_rate: Option<f64>,
     pub tiers: Vec<DeviceProfile>,
     pub backing: DeviceProfile,
+    /// Length of one interval of the time series, in microseconds of virtual time.
+    pub interval_us: u64,
+}
+
+impl TimedOptions {
+    pub fn closed(
+        clients: usize,
+        tiers: Vec<DeviceProfile>,
+        backing: DeviceProfile,
+    ) -> TimedOptions {
+        TimedOptions { clients, arrival_rate: None, tiers, backing, interval_us: 100_000 }
+    }
 }
 
 /// The device operations that carry out `decision` for `req`.
@@ -145,8 +200,68 @@ fn stages(req: &Request, decision: &Decision, backing: usize, out: &mut Vec<Stag
     }
 }
 
-/// Runs `requests` through `policy` on modeled devices with `clients` closed-loop clients. The
-/// policy decides each request when its client issues it, in issue-time order.
+/// A request in flight: its device operations, when it was issued, and what it was.
+struct InFlight {
+    chain: Vec<Stage>,
+    issued: u64,
+    write: bool,
+    hit: bool,
+}
+
+/// The run's state: devices, requests in flight, and what has been measured.
+struct Run<'a> {
+    policy: &'a mut AnyPolicy,
+    requests: &'a [Request],
+    devices: Vec<Device>,
+    /// Slots of requests in flight; closed loop: one per client, reused.
+    slots: Vec<Option<InFlight>>,
+    free: Vec<usize>,
+    next: usize,
+    hits: u64,
+    decision: Decision,
+    latency: [Histogram<u64>; 3],
+    /// Per interval: completed requests and hits.
+    series: Vec<(u64, u64)>,
+    interval_ns: u64,
+}
+
+const ALL: usize = 0;
+const READS: usize = 1;
+const WRITES: usize = 2;
+
+impl Run<'_> {
+    /// Decides the next request at `now` and puts it in `slot`; false when there is none.
+    fn issue(&mut self, slot: usize, now: u64) -> bool {
+        let Some(req) = self.requests.get(self.next) else { return false };
+        let req = Request { time_us: now / 1000, ..*req };
+        self.next += 1;
+        self.decision.clear();
+        self.policy.decide(&req, &mut self.decision);
+        let backing = self.devices.len() - 1;
+        let mut chain = self.slots[slot].take().map(|f| f.chain).unwrap_or_default();
+        stages(&req, &self.decision, backing, &mut chain);
+        let hit = self.decision.hit.is_some();
+        self.slots[slot] = Some(InFlight { chain, issued: now, write: req.op == Op::Write, hit });
+        true
+    }
+
+    fn complete(&mut self, slot: usize, now: u64) {
+        let flight = self.slots[slot].as_ref().expect("a request in flight");
+        let took = (now - flight.issued).max(1);
+        self.latency[ALL].saturating_record(took);
+        self.latency[if flight.write { WRITES } else { READS }].saturating_record(took);
+        self.hits += flight.hit as u64;
+        let bucket = (now / self.interval_ns) as usize;
+        if self.series.len() <= bucket {
+            self.series.resize(bucket + 1, (0, 0));
+        }
+        self.series[bucket].0 += 1;
+        self.series[bucket].1 += flight.hit as u64;
+    }
+}
+
+/// Runs `requests` through `policy` on modeled devices, closed or open loop. The policy
+/// decides each request when it is issued, in virtual-time order.
 pub fn simulate_timed(
     policy: &mut AnyPolicy,
     requests: &[Request],
@@ -155,56 +270,88 @@ pub fn simulate_timed(
     assert_eq!(options.tiers.len(), policy.tier_count(), "one device profile per tier");
     let mut devices: Vec<Device> = options.tiers.iter().cloned().map(Device::new).collect();
     devices.push(Device::new(options.backing.clone()));
-    let backing = devices.len() - 1;
+    let histogram = || Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("bounds");
     let clients = options.clients.max(1);
-    let mut latency =
-        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("bounds");
-    // Events: (time, client, stage of the client's current request). A client past its last
-    // stage completes its request and issues the next one.
-    let mut events: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
-    let mut chains: Vec<Vec<Stage>> = vec![Vec::new(); clients];
-    let mut issued_at: Vec<Option<u64>> = vec![None; clients];
-    let mut decision = Decision::new();
-    let (mut next, mut hits, mut end) = (0usize, 0u64, 0u64);
-    for client in 0..clients.min(requests.len()) {
-        events.push(Reverse((0, client, 0)));
+    let mut run = Run {
+        policy,
+        requests,
+        devices,
+        slots: Vec::new(),
+        free: Vec::new(),
+        next: 0,
+        hits: 0,
+        decision: Decision::new(),
+        latency: [histogram(), histogram(), histogram()],
+        series: Vec::new(),
+        interval_ns: options.interval_us.max(1) * 1000,
+    };
+    // Events: (time, kind, slot, stage); kind 0 is an arrival (open loop), 1 a stage.
+    let mut events: BinaryHeap<Reverse<(u64, u8, usize, usize)>> = BinaryHeap::new();
+    let gap_ns = options.arrival_rate.map(|rate| (1e9 / rate.max(1e-9)).max(1.0) as u64);
+    match gap_ns {
+        Some(_) => events.push(Reverse((0, 0, 0, 0))),
+        None => {
+            for client in 0..clients.min(requests.len()) {
+                run.slots.push(None);
+                if run.issue(client, 0) {
+                    events.push(Reverse((0, 1, client, 0)));
+                }
+            }
+        }
     }
-    while let Some(Reverse((now, client, stage))) = events.pop() {
+    let mut end = 0u64;
+    while let Some(Reverse((now, kind, slot, stage))) = events.pop() {
         end = end.max(now);
-        if let Some(s) = chains[client].get(stage).copied() {
-            let done = devices[s.device].serve(now, s.direction, s.bytes);
-            events.push(Reverse((done, client, stage + 1)));
+        if kind == 0 {
+            let slot = run.free.pop().unwrap_or_else(|| {
+                run.slots.push(None);
+                run.slots.len() - 1
+            });
+            if run.issue(slot, now) {
+                events.push(Reverse((now, 1, slot, 0)));
+                if run.next < requests.len() {
+                    events.push(Reverse((now + gap_ns.expect("open loop"), 0, 0, 0)));
+                }
+            }
             continue;
         }
-        if let Some(issued) = issued_at[client].take() {
-            latency.saturating_record((now - issued).max(1));
+        let step = run.slots[slot].as_ref().and_then(|f| f.chain.get(stage).copied());
+        if let Some(s) = step {
+            let done = run.devices[s.device].serve(now, s.direction, s.bytes);
+            events.push(Reverse((done, 1, slot, stage + 1)));
+            continue;
         }
-        let Some(req) = requests.get(next) else { continue };
-        // The client issues its next request: decided now, in virtual-time order.
-        let req = Request { time_us: now / 1000, ..*req };
-        decision.clear();
-        policy.decide(&req, &mut decision);
-        hits += decision.hit.is_some() as u64;
-        stages(&req, &decision, backing, &mut chains[client]);
-        issued_at[client] = Some(now);
-        next += 1;
-        events.push(Reverse((now, client, 0)));
+        run.complete(slot, now);
+        if gap_ns.is_some() {
+            run.free.push(slot);
+        } else if run.issue(slot, now) {
+            events.push(Reverse((now, 1, slot, 0)));
+        }
     }
+    report(run, clients, options, end)
+}
+
+fn report(run: Run, clients: usize, options: &TimedOptions, end: u64) -> TimedReport {
     let seconds = end as f64 / 1e9;
-    let requests_done = next as u64;
-    let us = |ns: u64| ns as f64 / 1000.0;
+    let requests_done = run.latency[ALL].len();
+    let all = LatencySummary::of(&run.latency[ALL]);
+    let interval_s = run.interval_ns as f64 / 1e9;
     TimedReport {
         clients,
+        arrival_rate: options.arrival_rate,
         requests: requests_done,
-        hits,
-        hit_ratio: hits as f64 / requests_done.max(1) as f64,
+        hits: run.hits,
+        hit_ratio: run.hits as f64 / requests_done.max(1) as f64,
         virtual_seconds: seconds,
         ops_per_second: if seconds > 0.0 { requests_done as f64 / seconds } else { 0.0 },
-        latency_us_mean: latency.mean() / 1000.0,
-        latency_us_p50: us(latency.value_at_quantile(0.5)),
-        latency_us_p95: us(latency.value_at_quantile(0.95)),
-        latency_us_p99: us(latency.value_at_quantile(0.99)),
-        devices: devices
+        latency_us_mean: all.mean_us,
+        latency_us_p50: all.p50_us,
+        latency_us_p95: all.p95_us,
+        latency_us_p99: all.p99_us,
+        reads: LatencySummary::of(&run.latency[READS]),
+        writes: LatencySummary::of(&run.latency[WRITES]),
+        devices: run
+            .devices
             .iter()
             .map(|d| DeviceReport {
                 name: d.profile.name.clone(),
@@ -215,6 +362,16 @@ pub fn simulate_timed(
                 },
                 bytes_read: d.bytes_read,
                 bytes_written: d.bytes_written,
+            })
+            .collect(),
+        series: run
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, (done, hits))| IntervalPoint {
+                start_seconds: i as f64 * interval_s,
+                ops_per_second: *done as f64 / interval_s,
+                hit_ratio: if *done > 0 { *hits as f64 / *done as f64 } else { 0.0 },
             })
             .collect(),
     }

@@ -37,11 +37,8 @@ fn workload() -> Vec<Request> {
 fn run(clients: usize, r_hi: f64, r_lo: f64) -> (f64, f64) {
     let mut policy =
         AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(800), &[], 0).unwrap();
-    let options = TimedOptions {
-        clients,
-        tiers: vec![fixed_rate("hi", r_hi)],
-        backing: fixed_rate("lo", r_lo),
-    };
+    let options =
+        TimedOptions::closed(clients, vec![fixed_rate("hi", r_hi)], fixed_rate("lo", r_lo));
     let report = simulate_timed(&mut policy, &workload(), &options);
     (report.ops_per_second, report.hit_ratio)
 }
@@ -72,4 +69,30 @@ fn many_requests_follow_equation_7() {
             "{r_hi}:{r_lo} H={h:.3}: {measured:.3} ops/s vs equation 7's {model:.3}"
         );
     }
+}
+
+#[test]
+fn an_open_loop_below_capacity_keeps_up_and_above_it_queues() {
+    let requests = workload();
+    let run = |rate: f64| {
+        let mut policy =
+            AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(800), &[], 0).unwrap();
+        let mut options =
+            TimedOptions::closed(1, vec![fixed_rate("hi", 1000.0)], fixed_rate("lo", 1000.0));
+        options.arrival_rate = Some(rate);
+        options.interval_us = 1_000_000;
+        simulate_timed(&mut policy, &requests, &options)
+    };
+    // Every request uses the fast device once, misses the slow one too: the fast device
+    // saturates at 1000 requests per second.
+    let light = run(400.0);
+    assert!(close(light.ops_per_second, 400.0), "{}", light.ops_per_second);
+    assert!(light.latency_us_p99 < 2500.0, "no queueing below capacity: {}", light.latency_us_p99);
+    let heavy = run(2000.0);
+    assert!(close(heavy.ops_per_second, 1000.0), "{}", heavy.ops_per_second);
+    assert!(heavy.latency_us_p99 > 100.0 * light.latency_us_p99, "queues grow above capacity");
+    // The time series accounts for every request.
+    let total: f64 = light.series.iter().map(|p| p.ops_per_second).sum();
+    assert!((total - light.requests as f64).abs() < 1e-6, "{total}");
+    assert_eq!(light.reads.count, light.requests);
 }
