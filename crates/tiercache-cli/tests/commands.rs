@@ -495,7 +495,7 @@ fn experiments_run_from_one_toml_file() {
 fn sim_runs_hibachi_and_its_hybrid_lru_baseline_on_two_tiers() {
     let trace = shared_trace("cloudPhysicsIO.vscsi");
     let t = trace.to_str().unwrap();
-    for policy in ["hibachi", "hybrid-lru", "hibachi:seq_threshold=4"] {
+    for policy in ["hibachi", "hybrid-lru", "hybrid-arc", "hibachi:seq_threshold=4"] {
         let r = sim_json(&[
             "--trace",
             t,

@@ -15,6 +15,7 @@ pub mod error;
 pub mod frame;
 pub mod hibachi;
 pub mod hierarchy;
+pub mod hybrid_arc;
 pub mod index;
 pub mod list;
 pub mod queue;

@@ -15,6 +15,7 @@ use crate::fifo::Fifo;
 use crate::frame::{Eviction, SingleTier};
 use crate::hibachi::{Hibachi, HibachiConfig};
 use crate::hierarchy::{Hybrid, Placement};
+use crate::hybrid_arc::HybridArc;
 use crate::lfru::{Lfru, LfruConfig};
 use crate::lfu::{Lfu, LfuConfig};
 use crate::lru::Lru;
@@ -35,10 +36,12 @@ pub enum PolicyConfig {
     Belady,
     /// Two tiers (DRAM and NVRAM) only.
     Hibachi(HibachiConfig),
+    /// Two tiers (DRAM and NVRAM) only: Hibachi's Hybrid-ARC baseline.
+    HybridArc,
 }
 
 const KNOWN: &str =
-    "fifo, lru, clock, lfu, arc, s3fifo, lfru, belady, hibachi and hybrid-lru (two tiers)";
+    "fifo, lru, clock, lfu, arc, s3fifo, lfru, belady, hibachi, hybrid-lru and hybrid-arc (two tiers)";
 
 fn parse_value<T: std::str::FromStr>(
     policy: &str,
@@ -73,6 +76,7 @@ impl PolicyConfig {
                 hybrid_lru: true,
                 ..HibachiConfig::default()
             }),
+            "hybrid-arc" => PolicyConfig::HybridArc,
             _ => return Err(PolicyError::UnknownPolicy { name, known: KNOWN.into() }),
         };
         for pair in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -136,6 +140,7 @@ impl PolicyConfig {
             PolicyConfig::Lfru(_) => "lfru",
             PolicyConfig::Belady => "belady",
             PolicyConfig::Hibachi(_) => "hibachi",
+            PolicyConfig::HybridArc => "hybrid-arc",
         }
     }
 
@@ -180,9 +185,9 @@ impl PolicyConfig {
             PolicyConfig::S3fifo(c) => Box::new(S3Fifo::new(c, capacity)),
             PolicyConfig::Lfru(c) => Box::new(Lfru::new(c, capacity)),
             PolicyConfig::Belady => unreachable!("refused above"),
-            PolicyConfig::Hibachi(_) => {
+            PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => {
                 return Err(PolicyError::bad(
-                    "hibachi",
+                    self.name(),
                     "tier",
                     "is a two-tier policy, not one tier of a hierarchy",
                 ))
@@ -208,6 +213,8 @@ pub enum AnyPolicy {
     Cas(Box<Cas>),
     /// Hibachi over DRAM and NVRAM.
     Hibachi(Box<Hibachi>),
+    /// Hibachi's Hybrid-ARC baseline over DRAM and NVRAM.
+    HybridArc(Box<HybridArc>),
 }
 
 macro_rules! dispatch {
@@ -224,6 +231,7 @@ macro_rules! dispatch {
             AnyPolicy::Hybrid($p) => $body,
             AnyPolicy::Cas($p) => $body,
             AnyPolicy::Hibachi($p) => $body,
+            AnyPolicy::HybridArc($p) => $body,
         }
     };
 }
@@ -242,10 +250,10 @@ impl AnyPolicy {
         }
         let filters = Admission::new(admission, capacity, seed);
         Ok(match config {
-            PolicyConfig::Hibachi(_) => {
+            PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => {
                 let reason =
                     "runs two tiers (DRAM and NVRAM): give a lower tier (--lower-capacity)";
-                return Err(PolicyError::bad("hibachi", "tiers", reason));
+                return Err(PolicyError::bad(config.name(), "tiers", reason));
             }
             PolicyConfig::Fifo => {
                 AnyPolicy::Fifo(SingleTier::new(Fifo::new(capacity), capacity, filters))
@@ -281,19 +289,14 @@ impl AnyPolicy {
         config: &HibachiConfig,
         capacities: [Capacity; 2],
     ) -> Result<AnyPolicy, PolicyError> {
-        for c in &capacities {
-            if c.unit != tiercache_core::Unit::Objects {
-                return Err(PolicyError::bad(
-                    "hibachi",
-                    "unit",
-                    "counts pages: use capacities in objects",
-                ));
-            }
-            if c.amount == 0 {
-                return Err(PolicyError::ZeroCapacity { unit: c.unit.as_str() });
-            }
-        }
+        check_pages("hibachi", &capacities)?;
         Ok(AnyPolicy::Hibachi(Box::new(Hibachi::new(config.clone(), capacities))))
+    }
+
+    /// Hibachi's Hybrid-ARC baseline over DRAM and NVRAM, both in pages.
+    pub fn hybrid_arc(capacities: [Capacity; 2]) -> Result<AnyPolicy, PolicyError> {
+        check_pages("hybrid-arc", &capacities)?;
+        Ok(AnyPolicy::HybridArc(Box::new(HybridArc::new(capacities))))
     }
 
     /// This policy run in an Open CAS cache mode.
@@ -332,6 +335,22 @@ impl AnyPolicy {
             tiers.0, tiers.1, capacities, filters, placement,
         ))))
     }
+}
+
+fn check_pages(policy: &str, capacities: &[Capacity; 2]) -> Result<(), PolicyError> {
+    for c in capacities {
+        if c.unit != tiercache_core::Unit::Objects {
+            return Err(PolicyError::bad(
+                policy,
+                "unit",
+                "counts pages: use capacities in objects",
+            ));
+        }
+        if c.amount == 0 {
+            return Err(PolicyError::ZeroCapacity { unit: c.unit.as_str() });
+        }
+    }
+    Ok(())
 }
 
 impl Policy for AnyPolicy {

@@ -161,6 +161,10 @@ proptest! {
         nvram in 1u64..10,
         seq in 2u64..6,
     ) {
+        let caps = [Capacity::objects(dram), Capacity::objects(nvram)];
+        let mut arc = AnyPolicy::hybrid_arc(caps).unwrap();
+        let result = check_stream(&mut arc, &reqs);
+        prop_assert!(result.is_ok(), "hybrid-arc {dram}+{nvram}: {}", result.unwrap_err());
         for hybrid_lru in [false, true] {
             let config = tiercache_policy::hibachi::HibachiConfig { seq_threshold: seq, hybrid_lru, ..Default::default() };
             let caps = [Capacity::objects(dram), Capacity::objects(nvram)];

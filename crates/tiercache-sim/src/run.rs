@@ -139,8 +139,14 @@ pub fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
 }
 
 fn build_tiers(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
-    if let (PolicyConfig::Hibachi(config), Some(lower)) = (&options.policy, &options.lower) {
-        return AnyPolicy::hibachi(config, [options.capacity, lower.capacity]);
+    match (&options.policy, &options.lower) {
+        (PolicyConfig::Hibachi(config), Some(lower)) => {
+            return AnyPolicy::hibachi(config, [options.capacity, lower.capacity])
+        }
+        (PolicyConfig::HybridArc, Some(lower)) => {
+            return AnyPolicy::hybrid_arc([options.capacity, lower.capacity])
+        }
+        _ => {}
     }
     match &options.lower {
         None => AnyPolicy::from_config(
