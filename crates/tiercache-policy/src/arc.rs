@@ -201,4 +201,8 @@ impl Eviction for Arc {
     fn label(&self) -> String {
         "arc".into()
     }
+
+    fn knobs(&self) -> Vec<(&'static str, f64)> {
+        vec![("arc_target_t1", self.p)]
+    }
 }

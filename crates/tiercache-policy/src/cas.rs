@@ -377,6 +377,12 @@ impl Policy for Cas {
     fn label(&self) -> String {
         format!("{}[{}]", self.inner.label(), self.config.mode.short())
     }
+
+    fn knobs(&self) -> Vec<(&'static str, f64)> {
+        let mut knobs = self.inner.knobs();
+        knobs.push(("dirty_blocks", self.dirty.len() as f64));
+        knobs
+    }
 }
 
 #[cfg(test)]

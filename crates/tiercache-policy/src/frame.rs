@@ -76,6 +76,11 @@ pub trait Eviction {
     fn resident(&self) -> u64;
 
     fn label(&self) -> String;
+
+    /// Adaptive knobs, for time series.
+    fn knobs(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }
 
 /// A single-tier [`Policy`] made of an [`Eviction`] and an [`Admission`] filter.
@@ -198,6 +203,10 @@ impl<E: Eviction> Policy for SingleTier<E> {
 
     fn resident(&self, _tier: TierId) -> u64 {
         self.eviction.resident()
+    }
+
+    fn knobs(&self) -> Vec<(&'static str, f64)> {
+        self.eviction.knobs()
     }
 
     fn label(&self) -> String {

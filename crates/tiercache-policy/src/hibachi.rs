@@ -416,6 +416,10 @@ impl Policy for Hibachi {
         self.used[tier.index()]
     }
 
+    fn knobs(&self) -> Vec<(&'static str, f64)> {
+        vec![("clean_target", self.clean_target), ("dirty_target", self.dirty_target)]
+    }
+
     fn label(&self) -> String {
         if self.config.hybrid_lru {
             return "hybrid-lru".into();

@@ -232,6 +232,10 @@ impl Policy for HybridArc {
     fn label(&self) -> String {
         "hybrid-arc".into()
     }
+
+    fn knobs(&self) -> Vec<(&'static str, f64)> {
+        vec![("dirty_target", self.p)]
+    }
 }
 
 #[cfg(test)]

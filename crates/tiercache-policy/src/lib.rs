@@ -73,4 +73,10 @@ pub trait Policy {
 
     /// A short name with the parameters that matter, e.g. `s3fifo(small=0.1)`.
     fn label(&self) -> String;
+
+    /// The policy's adaptive knobs now (ARC's target size, Hibachi's desired sizes...), for
+    /// time series. Most policies have none.
+    fn knobs(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }

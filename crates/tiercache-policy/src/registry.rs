@@ -391,6 +391,10 @@ impl Policy for AnyPolicy {
     fn label(&self) -> String {
         dispatch!(self, p => p.label())
     }
+
+    fn knobs(&self) -> Vec<(&'static str, f64)> {
+        dispatch!(self, p => p.knobs())
+    }
 }
 
 #[cfg(test)]

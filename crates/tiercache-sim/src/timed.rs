@@ -103,6 +103,8 @@ pub struct IntervalPoint {
     pub start_seconds: f64,
     pub ops_per_second: f64,
     pub hit_ratio: f64,
+    /// The policy's knobs when the interval's first request completed.
+    pub knobs: std::collections::BTreeMap<&'static str, f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -200,6 +202,8 @@ fn stages(req: &Request, decision: &Decision, backing: usize, out: &mut Vec<Stag
     }
 }
 
+type Knobs = Vec<(&'static str, f64)>;
+
 /// A request in flight: its device operations, when it was issued, and what it was.
 struct InFlight {
     chain: Vec<Stage>,
@@ -220,8 +224,8 @@ struct Run<'a> {
     hits: u64,
     decision: Decision,
     latency: [Histogram<u64>; 3],
-    /// Per interval: completed requests and hits.
-    series: Vec<(u64, u64)>,
+    /// Per interval: completed requests, hits, and the policy's knobs.
+    series: Vec<(u64, u64, Knobs)>,
     interval_ns: u64,
 }
 
@@ -253,7 +257,8 @@ impl Run<'_> {
         self.hits += flight.hit as u64;
         let bucket = (now / self.interval_ns) as usize;
         if self.series.len() <= bucket {
-            self.series.resize(bucket + 1, (0, 0));
+            let knobs = self.policy.knobs();
+            self.series.resize(bucket + 1, (0, 0, knobs));
         }
         self.series[bucket].0 += 1;
         self.series[bucket].1 += flight.hit as u64;
@@ -368,10 +373,11 @@ fn report(run: Run, clients: usize, options: &TimedOptions, end: u64) -> TimedRe
             .series
             .iter()
             .enumerate()
-            .map(|(i, (done, hits))| IntervalPoint {
+            .map(|(i, (done, hits, knobs))| IntervalPoint {
                 start_seconds: i as f64 * interval_s,
                 ops_per_second: *done as f64 / interval_s,
                 hit_ratio: if *done > 0 { *hits as f64 / *done as f64 } else { 0.0 },
+                knobs: knobs.iter().copied().collect(),
             })
             .collect(),
     }

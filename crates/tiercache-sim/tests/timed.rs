@@ -96,3 +96,16 @@ fn an_open_loop_below_capacity_keeps_up_and_above_it_queues() {
     assert!((total - light.requests as f64).abs() < 1e-6, "{total}");
     assert_eq!(light.reads.count, light.requests);
 }
+
+#[test]
+fn the_time_series_carries_the_policys_knobs() {
+    let mut policy =
+        AnyPolicy::from_config(&PolicyConfig::Arc, Capacity::objects(800), &[], 0).unwrap();
+    let mut options =
+        TimedOptions::closed(4, vec![fixed_rate("hi", 1000.0)], fixed_rate("lo", 100.0));
+    options.interval_us = 2_000_000;
+    let report = simulate_timed(&mut policy, &workload(), &options);
+    assert!(report.series.len() > 3);
+    let targets: Vec<f64> = report.series.iter().map(|p| p.knobs["arc_target_t1"]).collect();
+    assert!(targets.iter().any(|t| *t != targets[0]), "ARC's target moves over time: {targets:?}");
+}
