@@ -46,6 +46,11 @@ impl Shadow {
         self.blocks.contains_key(&key)
     }
 
+    /// Dirty blocks resident in `tier`.
+    pub fn dirty_in(&self, tier: TierId) -> usize {
+        self.blocks.values().filter(|b| b.dirty && b.tier == tier).count()
+    }
+
     fn add(&mut self, key: Key, tier: TierId, size: u32, dirty: bool) -> Result<(), String> {
         if let Some(old) = self.blocks.insert(key, Block { tier, size, dirty }) {
             return Err(format!("key {key} placed in {tier:?} while resident in {:?}", old.tier));
@@ -154,6 +159,15 @@ impl Shadow {
 /// Runs a policy over requests through the shadow; returns the number of hits or the first
 /// broken rule with the request index.
 pub fn check_stream(policy: &mut impl Policy, requests: &[Request]) -> Result<u64, String> {
+    check_stream_with(policy, requests, |_| Ok(()))
+}
+
+/// As [`check_stream`], with a policy's own placement rule checked after every decision.
+pub fn check_stream_with(
+    policy: &mut impl Policy,
+    requests: &[Request],
+    rule: impl Fn(&Shadow) -> Result<(), String>,
+) -> Result<u64, String> {
     let mut shadow = Shadow::for_policy(policy);
     let mut decision = Decision::new();
     let mut hits = 0;
@@ -163,6 +177,7 @@ pub fn check_stream(policy: &mut impl Policy, requests: &[Request]) -> Result<u6
         hits += decision.hit.is_some() as u64;
         shadow.apply(req, &decision).map_err(|e| format!("request {i} ({req:?}): {e}"))?;
         shadow.check_accounting(policy).map_err(|e| format!("request {i}: {e}"))?;
+        rule(&shadow).map_err(|e| format!("request {i} ({req:?}): {e}"))?;
     }
     Ok(hits)
 }

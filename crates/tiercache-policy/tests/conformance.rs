@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use tiercache_core::{annotate_next_access, Capacity, Op, Request, Unit};
-use tiercache_policy::conformance::check_stream;
+use tiercache_policy::conformance::{check_stream, check_stream_with};
 use tiercache_policy::{AdmissionConfig, AnyPolicy, PolicyConfig};
 
 fn stream(keys: u64, max_size: u32, with_deletes: bool) -> impl Strategy<Value = Vec<Request>> {
@@ -161,15 +161,20 @@ proptest! {
         nvram in 1u64..10,
         seq in 2u64..6,
     ) {
+        // DRAM holds clean pages only, in Hibachi and both baselines.
+        let dram_clean = |shadow: &tiercache_policy::conformance::Shadow| match shadow.dirty_in(tiercache_core::TierId(0)) {
+            0 => Ok(()),
+            n => Err(format!("{n} dirty pages in DRAM")),
+        };
         let caps = [Capacity::objects(dram), Capacity::objects(nvram)];
         let mut arc = AnyPolicy::hybrid_arc(caps).unwrap();
-        let result = check_stream(&mut arc, &reqs);
+        let result = check_stream_with(&mut arc, &reqs, dram_clean);
         prop_assert!(result.is_ok(), "hybrid-arc {dram}+{nvram}: {}", result.unwrap_err());
         for hybrid_lru in [false, true] {
             let config = tiercache_policy::hibachi::HibachiConfig { seq_threshold: seq, hybrid_lru, ..Default::default() };
             let caps = [Capacity::objects(dram), Capacity::objects(nvram)];
             let mut policy = AnyPolicy::hibachi(&config, caps).unwrap();
-            let result = check_stream(&mut policy, &reqs);
+            let result = check_stream_with(&mut policy, &reqs, dram_clean);
             prop_assert!(result.is_ok(), "hibachi (hybrid-lru {hybrid_lru}) {dram}+{nvram} seq {seq}: {}", result.unwrap_err());
         }
     }
