@@ -7,6 +7,7 @@ use clap::Args;
 use tiercache_core::{format_size, parse_size, Capacity, Unit};
 use tiercache_policy::cas::{CacheMode, CasConfig, NhitConfig, SeqCutoffPolicy};
 use tiercache_policy::{AdmissionConfig, Placement, PolicyConfig};
+use tiercache_sim::counters::run_length_label;
 use tiercache_sim::{simulate, LowerTier, RunOptions, SimReport};
 use tiercache_workload::TraceReader;
 
@@ -227,6 +228,22 @@ fn print_table(r: &SimReport, info: &tiercache_workload::TraceInfo) {
         let reasons: Vec<String> =
             r.rejections_by_reason.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!("not admitted {} ({})", c.rejections, reasons.join(", "));
+    }
+    if c.write_backs > 0 {
+        let runs: Vec<String> = c
+            .write_back_run_lengths
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(bucket, n)| format!("{} blocks: {n}", run_length_label(bucket)))
+            .collect();
+        println!(
+            "written back {} blocks in {} runs (mean {:.2}; {})",
+            c.write_backs,
+            c.write_back_runs,
+            c.mean_write_back_run(),
+            runs.join(", ")
+        );
     }
     println!(
         "bytes written to cache {}   read from backing {}   written to backing {}",

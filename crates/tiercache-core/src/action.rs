@@ -121,4 +121,15 @@ impl Decision {
     pub fn push(&mut self, action: Action) {
         self.actions.push(action);
     }
+
+    /// Whether the cache absorbs a write of `key`: the decision leaves the written data dirty
+    /// in a tier (write-back), so the backing device sees it only when it is written back.
+    /// Otherwise a write goes through to the backing device.
+    pub fn absorbs_write(&self, key: Key) -> bool {
+        self.actions.iter().any(|action| {
+            matches!(*action,
+                Action::Insert { key: k, dirty: true, .. } | Action::Update { key: k, dirty: true, .. }
+                    if k == key)
+        })
+    }
 }

@@ -30,6 +30,10 @@ pub struct DeviceProfile {
     pub read_share_eight_writers: f64,
     /// Cost per GB relative to DRAM.
     pub cost_per_gb: f64,
+    /// Latency of an operation that starts where the device's previous one ended (no seek):
+    /// disks serve sequential runs far faster than random blocks. `None`: no difference.
+    #[serde(default)]
+    pub sequential_latency_us: Option<f64>,
 }
 
 /// Which way an operation moves data.
@@ -61,6 +65,7 @@ impl DeviceProfile {
                 read_share_one_writer: inter.0,
                 read_share_eight_writers: inter.1,
                 cost_per_gb: cost,
+                sequential_latency_us: None,
             }
         };
         Some(match name {
@@ -83,8 +88,12 @@ impl DeviceProfile {
             // Orthus Table 1 (SATA flash): 180 us, 0.5 / 0.5 GB/s, $0.15/GB.
             "sata-ssd" => p("sata-ssd", (180.0, 180.0), (0.5, 0.5), 4, (1.0, 1.0), 0.15 / 7.0),
             // Our assumption for a 7200 rpm disk: ~4 ms per random access (seek and rotation),
-            // 0.15 GB/s, one operation at a time, $0.02/GB.
-            "hdd" => p("hdd", (4000.0, 4000.0), (0.15, 0.15), 1, (1.0, 1.0), 0.02 / 7.0),
+            // none for the next block of a sequential run, 0.15 GB/s, one operation at a time,
+            // $0.02/GB. Hibachi (section IV-E) turns random write-backs sequential for this.
+            "hdd" => DeviceProfile {
+                sequential_latency_us: Some(0.0),
+                ..p("hdd", (4000.0, 4000.0), (0.15, 0.15), 1, (1.0, 1.0), 0.02 / 7.0)
+            },
             _ => return None,
         })
     }
@@ -135,11 +144,27 @@ impl DeviceProfile {
     /// Time one operation of `bytes` takes when it has its 1/parallelism share of bandwidth,
     /// with `writers` writes in flight, in nanoseconds.
     pub fn service_ns(&self, direction: Direction, bytes: u64, writers: u32) -> f64 {
+        self.service_ns_at(direction, bytes, writers, false)
+    }
+
+    /// As [`service_ns`](Self::service_ns), for an operation that continues a sequential run
+    /// when `sequential` (the sequential latency applies, if the profile has one).
+    pub fn service_ns_at(
+        &self,
+        direction: Direction,
+        bytes: u64,
+        writers: u32,
+        sequential: bool,
+    ) -> f64 {
         let (latency_us, bandwidth) = match direction {
             Direction::Read => {
                 (self.read_latency_us, self.read_bandwidth_gb_s * self.read_share(writers))
             }
             Direction::Write => (self.write_latency_us, self.write_bandwidth_gb_s),
+        };
+        let latency_us = match (sequential, self.sequential_latency_us) {
+            (true, Some(sequential)) => sequential,
+            _ => latency_us,
         };
         let share = bandwidth / self.parallelism.max(1) as f64;
         latency_us * 1000.0 + bytes as f64 / share
@@ -234,6 +259,19 @@ mod tests {
         assert!(err.contains("paralelism"), "{err}");
         let err = DeviceProfile::load("/no/such/profile.toml").unwrap_err();
         assert!(err.contains("/no/such/profile.toml") && err.contains("optane-dcpm"), "{err}");
+    }
+
+    #[test]
+    fn disks_serve_sequential_runs_without_seeking() {
+        let hdd = DeviceProfile::preset("hdd").unwrap();
+        let random = hdd.service_ns_at(Direction::Write, 4096, 0, false);
+        let sequential = hdd.service_ns_at(Direction::Write, 4096, 0, true);
+        assert!(random > 100.0 * sequential, "{random} vs {sequential}");
+        let nvme = DeviceProfile::preset("nvme").unwrap();
+        assert_eq!(
+            nvme.service_ns_at(Direction::Read, 4096, 0, true),
+            nvme.service_ns(Direction::Read, 4096, 0)
+        );
     }
 
     #[test]

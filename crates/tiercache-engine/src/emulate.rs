@@ -104,6 +104,7 @@ mod tests {
             read_share_one_writer: 0.1,
             read_share_eight_writers: 0.1,
             cost_per_gb: 1.0,
+            sequential_latency_us: None,
         }
     }
 

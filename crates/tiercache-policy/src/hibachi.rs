@@ -226,8 +226,11 @@ impl Hibachi {
 
     /// Evicts from the dirty cache (section IV-E, then IV-C); frees at least one NVRAM page.
     fn evict_dirty(&mut self, out: &mut Decision) {
-        if let Some((start, end)) =
-            self.runs.longest().filter(|(a, b)| b - a + 1 >= self.config.seq_threshold)
+        let flush_runs = !self.config.hybrid_lru;
+        if let Some((start, end)) = self
+            .runs
+            .longest()
+            .filter(|(a, b)| flush_runs && b - a + 1 >= self.config.seq_threshold)
         {
             let run = self.runs.take_run(start);
             for &key in &run {

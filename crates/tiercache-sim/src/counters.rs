@@ -3,6 +3,24 @@
 use serde::Serialize;
 use tiercache_core::{Action, Decision, Op, RejectReason, Request};
 
+/// Buckets of [`Counters::write_back_run_lengths`].
+pub const RUN_LENGTH_BUCKETS: usize = 8;
+
+/// The bucket of a run of `len` blocks: powers of two, the last open-ended.
+pub fn run_length_bucket(len: u64) -> usize {
+    (len.max(1).ilog2() as usize).min(RUN_LENGTH_BUCKETS - 1)
+}
+
+/// The label of a bucket: "1", "2-3", "4-7", ..., "128+".
+pub fn run_length_label(bucket: usize) -> String {
+    let low = 1u64 << bucket;
+    match bucket {
+        0 => "1".into(),
+        b if b == RUN_LENGTH_BUCKETS - 1 => format!("{low}+"),
+        _ => format!("{low}-{}", 2 * low - 1),
+    }
+}
+
 /// What a run did. Hit ratios count reads and writes; deletes are counted apart.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counters {
@@ -32,11 +50,18 @@ pub struct Counters {
     pub promotions: u64,
     pub bytes_promoted: u64,
     pub write_backs: u64,
+    /// Runs of write-backs: blocks written back one after another in one decision, each the
+    /// block after the previous one, which a disk takes without seeking (Hibachi flushes whole
+    /// runs, section IV-E). A lone write-back is a run of one.
+    pub write_back_runs: u64,
+    /// Runs by length: 1, 2-3, 4-7, ..., 128 and more (see [`run_length_bucket`]).
+    #[serde(skip)]
+    pub write_back_run_lengths: [u64; RUN_LENGTH_BUCKETS],
     /// Bytes copied into cache tiers: inserts, in-place updates and moves.
     pub bytes_written_to_cache: u64,
     /// Bytes read from the backing device: read misses and dirty data being written back.
     pub bytes_read_from_backing: u64,
-    /// Bytes written to the backing device: writes (write-through) and write-backs.
+    /// Bytes written to the backing device: writes the cache does not absorb, and write-backs.
     pub bytes_written_to_backing: u64,
     pub rejections: u64,
     /// Rejections by reason, in the order of [`RejectReason::ALL`].
@@ -64,7 +89,9 @@ impl Counters {
             Op::Write => {
                 self.writes += 1;
                 self.write_bytes += size;
-                self.bytes_written_to_backing += size;
+                if !decision.absorbs_write(req.key) {
+                    self.bytes_written_to_backing += size;
+                }
                 if hit {
                     self.write_hits += 1;
                     self.write_bytes_hit += size;
@@ -86,6 +113,35 @@ impl Counters {
         for action in &decision.actions {
             self.apply(action);
         }
+        self.count_write_back_runs(decision);
+    }
+
+    fn count_write_back_runs(&mut self, decision: &Decision) {
+        let mut run: Option<(u64, u64)> = None; // (last key, length)
+        for action in &decision.actions {
+            let Action::WriteBack { key, .. } = *action else { continue };
+            run = match run {
+                Some((last, len)) if last.checked_add(1) == Some(key) => Some((key, len + 1)),
+                Some((_, len)) => {
+                    self.end_run(len);
+                    Some((key, 1))
+                }
+                None => Some((key, 1)),
+            };
+        }
+        if let Some((_, len)) = run {
+            self.end_run(len);
+        }
+    }
+
+    fn end_run(&mut self, len: u64) {
+        self.write_back_runs += 1;
+        self.write_back_run_lengths[run_length_bucket(len)] += 1;
+    }
+
+    /// Mean blocks per write-back run.
+    pub fn mean_write_back_run(&self) -> f64 {
+        Self::ratio(self.write_backs, self.write_back_runs)
     }
 
     #[inline]

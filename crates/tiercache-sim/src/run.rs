@@ -52,6 +52,10 @@ pub struct SimReport {
     #[serde(flatten)]
     pub counters: Counters,
     pub rejections_by_reason: std::collections::BTreeMap<&'static str, u64>,
+    /// Write-back runs by length, keyed by the shortest length of each bucket: 1, 2 (2-3),
+    /// 4 (4-7), ..., 128 (128 and more); the empty buckets left out.
+    pub write_back_runs_by_length: std::collections::BTreeMap<u64, u64>,
+    pub mean_write_back_run: f64,
     pub resident_objects: u64,
     pub used: u64,
     /// Capacity of the lower tier, in the same unit, when there are two.
@@ -69,6 +73,13 @@ impl SimReport {
             .map(|r| (r.as_str(), counters.rejections_by_reason[r.index()]))
             .filter(|(_, n)| *n > 0)
             .collect();
+        let write_back_runs_by_length = counters
+            .write_back_run_lengths
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(bucket, n)| (1u64 << bucket, *n))
+            .collect();
         SimReport {
             policy: policy.label(),
             capacity: capacity.amount,
@@ -82,6 +93,8 @@ impl SimReport {
             read_byte_hit_ratio: counters.read_byte_hit_ratio(),
             write_byte_hit_ratio: counters.write_byte_hit_ratio(),
             rejections_by_reason,
+            write_back_runs_by_length,
+            mean_write_back_run: counters.mean_write_back_run(),
             resident_objects: policy.resident(tier),
             used: policy.used(tier),
             lower_capacity: (policy.tier_count() > 1)

@@ -5,17 +5,19 @@
 //!
 //! A request becomes a chain of device operations from its decision: a hit reads its tier; a
 //! read miss reads the backing device and then installs the block (writes the tier); a write
-//! goes to the backing device (write-through) and to the tier it updates or fills; a move reads
-//! one tier and writes the other; a write-back reads the tier and writes the backing device.
-//! Operations of one request run one after another; requests of different clients overlap.
-//! Events are taken in time order, so each device's queue is served in arrival order.
+//! goes to the backing device unless the cache absorbs it dirty (write-back), and to the tier
+//! it updates or fills; a move reads one tier and writes the other; a write-back reads the tier
+//! and writes the backing device. Operations of one request run one after another; requests of
+//! different clients overlap. Events are taken in time order, so each device's queue is served
+//! in arrival order. A device whose profile has a sequential latency (a disk) charges it instead
+//! of the random latency when an operation's block follows the block it served last.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use tiercache_core::{Action, Decision, DeviceProfile, Direction, Op, Request, TierId};
+use tiercache_core::{Action, Decision, DeviceProfile, Direction, Op, Request};
 use tiercache_policy::{AnyPolicy, Policy};
 
 /// One device operation of a request.
@@ -25,6 +27,11 @@ struct Stage {
     device: usize,
     direction: Direction,
     bytes: u64,
+    /// The first block and how many follow it, so a device can tell a sequential run from
+    /// random access. Neighbouring blocks going the same way to the same device are one
+    /// operation (a run written back as one I/O).
+    key: u64,
+    blocks: u64,
 }
 
 /// A device's servers and counters.
@@ -35,22 +42,29 @@ struct Device {
     busy_ns: u64,
     bytes_read: u64,
     bytes_written: u64,
+    /// The block after the last one served, to recognise sequential runs.
+    next_key: Option<u64>,
 }
 
 impl Device {
     fn new(profile: DeviceProfile) -> Device {
         let servers = vec![(0, false); profile.parallelism.max(1) as usize];
-        Device { profile, servers, busy_ns: 0, bytes_read: 0, bytes_written: 0 }
+        Device { profile, servers, busy_ns: 0, bytes_read: 0, bytes_written: 0, next_key: None }
     }
 
     /// Serves one operation arriving at `now`; returns when it completes.
-    fn serve(&mut self, now: u64, direction: Direction, bytes: u64) -> u64 {
+    fn serve(&mut self, now: u64, stage: Stage) -> u64 {
+        let (direction, bytes) = (stage.direction, stage.bytes);
+        let sequential = self.next_key == Some(stage.key);
+        self.next_key = stage.key.checked_add(stage.blocks);
         let (server, &(free, _)) =
             self.servers.iter().enumerate().min_by_key(|(_, s)| s.0).expect("at least one server");
         let start = now.max(free);
         let writers =
             self.servers.iter().filter(|(end, write)| *write && *end > start).count() as u32;
-        let service = self.profile.service_ns(direction, bytes, writers).round().max(1.0) as u64;
+        let service =
+            self.profile.service_ns_at(direction, bytes, writers, sequential).round().max(1.0)
+                as u64;
         self.servers[server] = (start + service, direction == Direction::Write);
         self.busy_ns += service;
         match direction {
@@ -152,54 +166,64 @@ impl TimedOptions {
 /// The device operations that carry out `decision` for `req`.
 fn stages(req: &Request, decision: &Decision, backing: usize, out: &mut Vec<Stage>) {
     out.clear();
-    let bytes = req.size as u64;
+    let stage = |device: usize, direction: Direction, bytes: u32, key: u64| Stage {
+        device,
+        direction,
+        bytes: bytes as u64,
+        key,
+        blocks: 1,
+    };
     match (req.op, decision.hit) {
         (Op::Read | Op::Lookup, Some(tier)) => {
-            out.push(Stage { device: tier.index(), direction: Direction::Read, bytes })
+            out.push(stage(tier.index(), Direction::Read, req.size, req.key))
         }
         (Op::Read | Op::Lookup, None) => {
-            out.push(Stage { device: backing, direction: Direction::Read, bytes })
+            out.push(stage(backing, Direction::Read, req.size, req.key))
         }
-        (Op::Write, _) => out.push(Stage { device: backing, direction: Direction::Write, bytes }),
-        (Op::Delete, _) => {}
+        (Op::Write, _) if !decision.absorbs_write(req.key) => {
+            out.push(stage(backing, Direction::Write, req.size, req.key))
+        }
+        (Op::Write | Op::Delete, _) => {}
     }
-    let device = |t: TierId| t.index();
+    // Write-backs one after another read their blocks from the tier, then write them to the
+    // backing device together, so a run reaches the disk as one operation.
+    let mut backing_writes = Vec::new();
     for action in &decision.actions {
+        if !matches!(action, Action::WriteBack { .. }) {
+            out.append(&mut backing_writes);
+        }
         match *action {
-            Action::Insert { tier, size, .. } | Action::Update { tier, size, .. } => {
-                out.push(Stage {
-                    device: device(tier),
-                    direction: Direction::Write,
-                    bytes: size as u64,
-                })
+            Action::Insert { tier, key, size, .. } | Action::Update { tier, key, size, .. } => {
+                out.push(stage(tier.index(), Direction::Write, size, key))
             }
-            Action::Move { from, to, size, .. } => {
-                out.push(Stage {
-                    device: device(from),
-                    direction: Direction::Read,
-                    bytes: size as u64,
-                });
-                out.push(Stage {
-                    device: device(to),
-                    direction: Direction::Write,
-                    bytes: size as u64,
-                });
+            Action::Move { from, to, key, size } => {
+                out.push(stage(from.index(), Direction::Read, size, key));
+                out.push(stage(to.index(), Direction::Write, size, key));
             }
-            Action::WriteBack { tier, size, .. } => {
-                out.push(Stage {
-                    device: device(tier),
-                    direction: Direction::Read,
-                    bytes: size as u64,
-                });
-                out.push(Stage {
-                    device: backing,
-                    direction: Direction::Write,
-                    bytes: size as u64,
-                });
+            Action::WriteBack { tier, key, size } => {
+                out.push(stage(tier.index(), Direction::Read, size, key));
+                backing_writes.push(stage(backing, Direction::Write, size, key));
             }
             Action::Evict { .. } | Action::Invalidate { .. } | Action::Reject { .. } => {}
         }
     }
+    out.append(&mut backing_writes);
+    merge_runs(out);
+}
+
+/// Joins each stage that continues the one before it (same device, same direction, the next
+/// block) into that one.
+fn merge_runs(stages: &mut Vec<Stage>) {
+    stages.dedup_by(|next, run| {
+        let continues = next.device == run.device
+            && next.direction == run.direction
+            && run.key.checked_add(run.blocks) == Some(next.key);
+        if continues {
+            run.bytes += next.bytes;
+            run.blocks += 1;
+        }
+        continues
+    });
 }
 
 type Knobs = Vec<(&'static str, f64)>;
@@ -322,7 +346,7 @@ pub fn simulate_timed(
         }
         let step = run.slots[slot].as_ref().and_then(|f| f.chain.get(stage).copied());
         if let Some(s) = step {
-            let done = run.devices[s.device].serve(now, s.direction, s.bytes);
+            let done = run.devices[s.device].serve(now, s);
             events.push(Reverse((done, 1, slot, stage + 1)));
             continue;
         }
