@@ -15,12 +15,14 @@
 //! capacity = "2000"
 //! lower_capacity = "8000"
 //! placement = "scm-first:2"
+//! tier = ["100000:fifo"]      # a third tier (flash), repeatable in order
 //!
 //! [devices]
 //! clients = 16
 //! profile = "dram"
 //! lower_profile = "optane-dcpm"
-//! backing_profile = "nvme"
+//! tier_profile = ["nvme"]
+//! backing_profile = "hdd"
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -57,8 +59,20 @@ fn words(table: &toml::Table, skip: &[&str], out: &mut Vec<String>) -> anyhow::R
             toml::Value::String(s) => out.extend([flag, s.clone()]),
             toml::Value::Integer(i) => out.extend([flag, i.to_string()]),
             toml::Value::Float(f) => out.extend([flag, f.to_string()]),
+            // A repeatable option: `tier = ["1GiB:lru", "8GiB:fifo"]`.
+            toml::Value::Array(items) => {
+                for item in items {
+                    let toml::Value::String(s) = item else {
+                        anyhow::bail!(
+                            "'{key}' must be an array of strings, not {}",
+                            item.type_str()
+                        )
+                    };
+                    out.extend([flag.clone(), s.clone()]);
+                }
+            }
             other => anyhow::bail!(
-                "'{key}' must be a string, number or boolean, not {}",
+                "'{key}' must be a string, number, boolean or array of strings, not {}",
                 other.type_str()
             ),
         }

@@ -37,6 +37,10 @@ pub struct SimArgs {
     /// Policy of the lower tier.
     #[arg(long, default_value = "lru")]
     pub lower_policy: String,
+    /// A further tier below --lower-capacity, as CAPACITY[:POLICY] (same unit; policy lru by
+    /// default): repeat for each tier, top down, e.g. a flash tier under slow memory.
+    #[arg(long = "tier", value_name = "CAPACITY[:POLICY]")]
+    pub tiers: Vec<String>,
     /// Placement across the two tiers: dram-first, scm-first[:T], bidirectional[:T].
     #[arg(long, default_value = "dram-first")]
     pub placement: String,
@@ -66,6 +70,9 @@ pub struct SimArgs {
     /// With --clients and --lower-capacity: the device of the lower tier.
     #[arg(long, default_value = "optane-dcpm")]
     pub lower_profile: String,
+    /// With --clients and --tier: the device of each further tier, in order [default: nvme].
+    #[arg(long = "tier-profile", value_name = "PROFILE")]
+    pub tier_profiles: Vec<String>,
     /// With --clients: the backing (capacity) device.
     #[arg(long, default_value = "nvme")]
     pub backing_profile: String,
@@ -89,6 +96,10 @@ pub fn parse_capacity(text: &str, unit: &str) -> anyhow::Result<Capacity> {
 }
 
 pub fn run(args: &SimArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.tiers.is_empty() || args.lower_capacity.is_some(),
+        "--tier adds tiers below the lower one: give --lower-capacity too"
+    );
     let options = RunOptions {
         policy: PolicyConfig::parse(&args.policy)?,
         capacity: parse_capacity(&args.capacity, &args.unit)?,
@@ -102,6 +113,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
                 policy: PolicyConfig::parse(&args.lower_policy)?,
                 capacity: parse_capacity(text, &args.unit).context("--lower-capacity")?,
                 placement: Placement::parse(&args.placement)?,
+                further: further_tiers(args)?,
             }),
         },
     };
@@ -152,6 +164,21 @@ fn cas_mode(args: &SimArgs) -> anyhow::Result<Option<CasConfig>> {
     };
     config.seq_threshold_bytes = parse_size(&args.seq_threshold).context("--seq-threshold")?;
     Ok(Some(config))
+}
+
+/// The `--tier CAPACITY[:POLICY]` tiers, in order.
+fn further_tiers(args: &SimArgs) -> anyhow::Result<Vec<(PolicyConfig, Capacity)>> {
+    args.tiers
+        .iter()
+        .map(|text| {
+            let (capacity, policy) = text.split_once(':').unwrap_or((text, "lru"));
+            let capacity = parse_capacity(capacity, &args.unit)
+                .with_context(|| format!("--tier {text}: capacity"))?;
+            let policy =
+                PolicyConfig::parse(policy).with_context(|| format!("--tier {text}: policy"))?;
+            Ok((policy, capacity))
+        })
+        .collect()
 }
 
 /// Flattens a report to (column, value) pairs for CSV.
@@ -223,6 +250,11 @@ fn print_table(r: &SimReport, info: &tiercache_workload::TraceInfo) {
             c.promotions,
             format_size(c.bytes_promoted)
         );
+    }
+    if r.hits_by_tier.len() > 2 {
+        let hits: Vec<String> =
+            r.hits_by_tier.iter().map(|(t, n)| format!("tier {t}: {n}")).collect();
+        println!("hits by tier  {}", hits.join("   "));
     }
     if c.rejections > 0 {
         let reasons: Vec<String> =

@@ -15,8 +15,18 @@ fn profile(text: &str, flag: &str) -> anyhow::Result<DeviceProfile> {
 pub fn run(args: &SimArgs, options: &RunOptions, clients: usize) -> anyhow::Result<()> {
     anyhow::ensure!(clients >= 1, "--clients must be at least 1");
     let mut tiers = vec![profile(&args.profile, "--profile")?];
-    if options.lower.is_some() {
+    if let Some(lower) = &options.lower {
         tiers.push(profile(&args.lower_profile, "--lower-profile")?);
+        anyhow::ensure!(
+            args.tier_profiles.len() <= lower.further.len(),
+            "{} --tier-profile for {} --tier",
+            args.tier_profiles.len(),
+            lower.further.len()
+        );
+        for i in 0..lower.further.len() {
+            let name = args.tier_profiles.get(i).map_or("nvme", String::as_str);
+            tiers.push(profile(name, "--tier-profile")?);
+        }
     }
     let backing = profile(&args.backing_profile, "--backing-profile")?;
     let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;

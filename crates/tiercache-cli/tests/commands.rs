@@ -478,7 +478,7 @@ fn sim_in_virtual_time_reports_throughput_and_devices() {
 #[test]
 fn experiments_run_from_one_toml_file() {
     let lab = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab");
-    for name in ["kassa-placements.toml", "ycsb-b-writeback.toml"] {
+    for name in ["kassa-placements.toml", "ycsb-b-writeback.toml", "three-tiers.toml"] {
         let out = tiercache(&["run", lab.join(name).to_str().unwrap()]);
         assert!(out.contains("hit ratio"), "{name}: {out}");
     }
@@ -518,4 +518,67 @@ fn sim_runs_hibachi_and_its_hybrid_lru_baseline_on_two_tiers() {
     }
     let e = tiercache_fails(&["sim", "--trace", t, "--policy", "hibachi", "--capacity", "1024"]);
     assert!(e.contains("--lower-capacity"), "{e}");
+}
+
+#[test]
+fn sim_runs_a_hierarchy_of_three_tiers_in_counts_and_in_virtual_time() {
+    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let t = trace.to_str().unwrap();
+    let base = [
+        "--trace",
+        t,
+        "--block-size",
+        "4KiB",
+        "--unit",
+        "objects",
+        "--policy",
+        "lru",
+        "--capacity",
+        "500",
+        "--lower-capacity",
+        "2000",
+        "--tier",
+        "8000:fifo",
+    ];
+    let r = sim_json(&base);
+    let tiers = r["hits_by_tier"].as_object().unwrap();
+    let by_tier: Vec<u64> = (0..3).map(|t| tiers[&t.to_string()].as_u64().unwrap()).collect();
+    assert!(by_tier.iter().all(|n| *n > 0), "every tier serves hits: {by_tier:?}");
+    assert_eq!(by_tier.iter().sum::<u64>(), r["hits"].as_u64().unwrap());
+    assert_eq!(r["policy"], "dram-first(lru > lru > fifo)");
+    // The flash tier adds hits over the two tiers alone.
+    let two = sim_json(&base[..base.len() - 2]);
+    assert!(r["hits"].as_u64() > two["hits"].as_u64());
+
+    let mut timed: Vec<&str> = base.to_vec();
+    timed.extend(["--clients", "4", "--tier-profile", "sata-ssd", "--backing-profile", "hdd"]);
+    let v = sim_json(&timed);
+    let devices: Vec<&str> =
+        v["devices"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert_eq!(devices, ["dram", "optane-dcpm", "sata-ssd", "hdd"]);
+    assert_eq!(v["hits"], r["hits"], "virtual time decides the same");
+
+    let e = tiercache_fails(&[
+        "sim",
+        "--trace",
+        t,
+        "--policy",
+        "lru",
+        "--capacity",
+        "500",
+        "--unit",
+        "objects",
+        "--tier",
+        "800",
+    ]);
+    assert!(e.contains("--lower-capacity"), "{e}");
+    let mut bad = base.to_vec();
+    let last = bad.len() - 1;
+    bad[last] = "8000:nosuch";
+    let e = tiercache_fails(&[&["sim"], &bad[..]].concat());
+    assert!(e.contains("--tier 8000:nosuch"), "{e}");
+    let mut hibachi = base.to_vec();
+    hibachi[7] = "hibachi";
+    let e = tiercache_fails(&[&["sim"], &hibachi[..]].concat());
+    assert!(e.contains("two tiers"), "{e}");
 }

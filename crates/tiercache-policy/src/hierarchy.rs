@@ -1,23 +1,24 @@
-//! Two tiers as one exclusive hierarchy: the upper tier (DRAM) in front of the lower (slow
-//! memory), each run by any single-tier policy, with the admission placements of Kassa et al.
-//! ("Improving Performance of Flash Based Key-Value Stores Using Storage Class Memory as a
-//! Volatile Memory Extension", USENIX ATC'21, section 4). A lookup checks DRAM, then SCM; SCM's
-//! victims are dropped; DRAM's victims move to SCM.
+//! Tiers as one exclusive hierarchy: DRAM in front of slow memory (and, below it, any further
+//! tiers such as flash), each tier run by any single-tier policy, with the admission placements
+//! of Kassa et al. ("Improving Performance of Flash Based Key-Value Stores Using Storage Class
+//! Memory as a Volatile Memory Extension", USENIX ATC'21, section 4). A lookup checks the tiers
+//! in order; each tier's victims move to the tier below; the last tier's victims are dropped.
 //!
 //! - DRAM-first: a miss is inserted in DRAM; a hit in SCM is served there and not promoted.
 //!   The paper found it the best placement on its read-dominated workloads and attributes
 //!   that to the data moved between tiers; the simulator counts those bytes to check it.
-//! - SCM-first(threshold): a miss is inserted in SCM; a block hit more than `threshold` times
-//!   while in SCM moves to DRAM (2 and 6 in the paper).
+//! - SCM-first(threshold): a miss is inserted in SCM (the second tier); a block hit more than
+//!   `threshold` times while in SCM moves to DRAM (2 and 6 in the paper).
 //! - Bidirectional(threshold): as DRAM-first, plus a block hit more than `threshold` times in
 //!   SCM moves back to DRAM (4 in the paper).
 //!
-//! A block's SCM hit count starts at zero each time it enters SCM.
+//! The paper has two tiers. With more, "SCM" reads "any tier below DRAM": a promoted block
+//! goes to the top, and a block's hit count starts at zero each time it enters a lower tier.
 //!
 //! Invariants: a key is resident in at most one tier (exclusive); each tier stays within its
-//! capacity; a demotion is a `Move` from tier 0 to tier 1, preceded by the lower tier's
-//! evictions that make room for it. A victim the lower tier's policy will not take (LFRU when
-//! full, S3-FIFO for an object larger than its small queue) is dropped from the upper tier.
+//! capacity; a demotion is a `Move` from a tier to the one below, preceded by the evictions
+//! (or further demotions) that make room for it. A victim the tier below will not take (LFRU
+//! when full, S3-FIFO for an object larger than its small queue) is dropped.
 
 use serde::{Deserialize, Serialize};
 use tiercache_core::{Action, Capacity, Decision, Key, KeyMap, Op, Request, TierId};
@@ -27,7 +28,6 @@ use crate::frame::{Eviction, Sink};
 use crate::Policy;
 
 const UPPER: TierId = TierId(0);
-const LOWER: TierId = TierId(1);
 
 /// Where misses go and when blocks move up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,75 +81,79 @@ impl Placement {
     }
 }
 
-/// The two-tier hybrid cache.
+/// The hybrid cache: two tiers (Kassa et al.), or more in order (DRAM, slow memory, flash).
 pub struct Hybrid {
-    tiers: [Box<dyn Eviction + Send>; 2],
-    capacities: [Capacity; 2],
+    tiers: Vec<Box<dyn Eviction + Send>>,
+    capacities: Vec<Capacity>,
     admission: Admission,
     placement: Placement,
-    /// Hits of each block since it entered SCM (placements that promote).
+    /// Hits of each block since it entered a lower tier (placements that promote).
     scm_hits: KeyMap<u32>,
 }
 
 impl Hybrid {
+    /// Tiers from the top (DRAM) down, each with its capacity; at least two.
     pub fn new(
-        upper: Box<dyn Eviction + Send>,
-        lower: Box<dyn Eviction + Send>,
-        capacities: [Capacity; 2],
+        tiers: Vec<Box<dyn Eviction + Send>>,
+        capacities: Vec<Capacity>,
         admission: Admission,
         placement: Placement,
     ) -> Hybrid {
-        Hybrid {
-            tiers: [upper, lower],
-            capacities,
-            admission,
-            placement,
-            scm_hits: KeyMap::default(),
-        }
+        assert!(tiers.len() >= 2 && tiers.len() == capacities.len(), "two or more tiers");
+        assert!(tiers.len() <= u8::MAX as usize, "tier ids are one byte");
+        Hybrid { tiers, capacities, admission, placement, scm_hits: KeyMap::default() }
     }
 
-    /// Makes room in the lower tier for `req` and inserts it there; false if the lower tier's
-    /// policy will not take it.
-    fn place_lower(&mut self, req: &Request, out: &mut Decision) -> bool {
-        let charge = self.charge(1, req.size);
-        let needs_room = self.tiers[1].used() + charge > self.capacities[1].amount;
-        if !self.capacities[1].fits(req.size) || self.tiers[1].admit(req, needs_room).is_err() {
-            return false;
+    fn tier(t: usize) -> TierId {
+        TierId(t as u8)
+    }
+
+    /// Makes room in tier `t` for `req` (its victims move one tier down, the last tier's are
+    /// dropped) and inserts it there; false if the tier's policy will not take it. The caller
+    /// has checked the admission of the top tier.
+    fn place(&mut self, t: usize, req: &Request, out: &mut Decision) -> bool {
+        let charge = self.charge(t, req.size);
+        if t > 0 {
+            let needs_room = self.tiers[t].used() + charge > self.capacities[t].amount;
+            if !self.capacities[t].fits(req.size) || self.tiers[t].admit(req, needs_room).is_err() {
+                return false;
+            }
         }
-        self.tiers[1].prepare_insert(req, &mut Sink::new(out, LOWER));
-        while self.tiers[1].used() + charge > self.capacities[1].amount {
-            let (k, s) = self.tiers[1].evict(req).expect("a full tier has a victim");
-            self.scm_hits.remove(&k);
-            out.push(Action::Evict { tier: LOWER, key: k, size: s });
+        // Victims reported outside the eviction loop (ARC's ghostless eviction) move down
+        // like the others.
+        let mut early = Decision::new();
+        self.tiers[t].prepare_insert(req, &mut Sink::new(&mut early, Self::tier(t)));
+        for action in early.actions {
+            match action {
+                Action::Evict { key, size, .. } => self.demote(t, key, size, req.time_us, out),
+                other => out.push(other),
+            }
         }
-        self.tiers[1].insert(req);
-        if self.placement.promotion_threshold().is_some() {
+        while self.tiers[t].used() + charge > self.capacities[t].amount {
+            let (key, size) = self.tiers[t].evict(req).expect("a full tier has a victim");
+            self.demote(t, key, size, req.time_us, out);
+        }
+        self.tiers[t].insert(req);
+        if t > 0 && self.placement.promotion_threshold().is_some() {
             self.scm_hits.insert(req.key, 0);
         }
         true
     }
 
-    /// Makes room in the upper tier for `req` (its victims move down) and inserts it there.
-    fn place_upper(&mut self, req: &Request, out: &mut Decision) {
-        // Upper-tier victims reported outside the eviction loop (ARC's ghostless eviction)
-        // are demoted like the others.
-        let mut early = Decision::new();
-        self.tiers[0].prepare_insert(req, &mut Sink::new(&mut early, UPPER));
-        for action in early.actions {
-            if let Action::Evict { key, size, .. } = action {
-                self.demote(key, size, req.time_us, out);
-            }
+    /// Moves a victim of tier `t` to the tier below, or drops it from the last tier (or when
+    /// the tier below will not take it).
+    fn demote(&mut self, t: usize, key: Key, size: u32, time_us: u64, out: &mut Decision) {
+        self.scm_hits.remove(&key);
+        let victim = Request::new(time_us, key, size, Op::Read);
+        if t + 1 < self.tiers.len() && self.place(t + 1, &victim, out) {
+            out.push(Action::Move { key, size, from: Self::tier(t), to: Self::tier(t + 1) });
+        } else {
+            out.push(Action::Evict { tier: Self::tier(t), key, size });
         }
-        let charge = self.charge(0, req.size);
-        while self.tiers[0].used() + charge > self.capacities[0].amount {
-            let (key, size) = self.tiers[0].evict(req).expect("a full tier has a victim");
-            self.demote(key, size, req.time_us, out);
-        }
-        self.tiers[0].insert(req);
     }
 
-    /// Counts a hit in SCM and moves the block up once it passes the threshold.
-    fn on_lower_hit(&mut self, req: &Request, stored: u32, out: &mut Decision) {
+    /// Counts a hit in a lower tier and moves the block to DRAM once it passes the threshold.
+    fn on_lower_hit(&mut self, t: usize, req: &Request, stored: u32, out: &mut Decision) {
         let Some(threshold) = self.placement.promotion_threshold() else { return };
         let hits = self.scm_hits.entry(req.key).or_insert(0);
         *hits += 1;
@@ -161,24 +165,14 @@ impl Hybrid {
         if !self.capacities[0].fits(stored) || self.tiers[0].admit(&up, needs_room).is_err() {
             return;
         }
-        self.tiers[1].remove(req.key);
+        self.tiers[t].remove(req.key);
         self.scm_hits.remove(&req.key);
-        self.place_upper(&up, out);
-        out.push(Action::Move { key: req.key, size: stored, from: LOWER, to: UPPER });
+        self.place(0, &up, out);
+        out.push(Action::Move { key: req.key, size: stored, from: Self::tier(t), to: UPPER });
     }
 
     fn charge(&self, tier: usize, size: u32) -> u64 {
         self.capacities[tier].charge(size)
-    }
-
-    /// Moves one upper-tier victim to the lower tier (or drops it if that tier will not take it).
-    fn demote(&mut self, key: Key, size: u32, time_us: u64, out: &mut Decision) {
-        let victim = Request::new(time_us, key, size, Op::Read);
-        if self.place_lower(&victim, out) {
-            out.push(Action::Move { key, size, from: UPPER, to: LOWER });
-        } else {
-            out.push(Action::Evict { tier: UPPER, key, size });
-        }
     }
 
     fn on_miss(&mut self, req: &Request, out: &mut Decision) {
@@ -192,67 +186,60 @@ impl Hybrid {
             return reject(out, reason);
         }
         let first = if let Placement::ScmFirst { .. } = self.placement { 1 } else { 0 };
-        let needs_room =
-            self.tiers[first].used() + self.charge(first, req.size) > self.capacities[first].amount;
         if first == 0 {
+            let needs_room =
+                self.tiers[0].used() + self.charge(0, req.size) > self.capacities[0].amount;
             if let Err(reason) = self.tiers[0].admit(req, needs_room) {
                 return reject(out, reason);
             }
         }
-        if let Placement::ScmFirst { .. } = self.placement {
-            if self.place_lower(req, out) {
-                out.push(Action::Insert {
-                    tier: LOWER,
-                    key: req.key,
-                    size: req.size,
-                    dirty: false,
-                });
-            } else {
-                out.push(Action::Reject {
-                    key: req.key,
-                    size: req.size,
-                    reason: tiercache_core::RejectReason::NoSpace,
-                });
-            }
-            return;
+        if self.place(first, req, out) {
+            let tier = Self::tier(first);
+            out.push(Action::Insert { tier, key: req.key, size: req.size, dirty: false });
+        } else {
+            reject(out, tiercache_core::RejectReason::NoSpace);
         }
-        self.place_upper(req, out);
-        out.push(Action::Insert { tier: UPPER, key: req.key, size: req.size, dirty: false });
     }
 }
 
 impl Policy for Hybrid {
     fn peek(&self, key: Key) -> Option<(TierId, u32)> {
-        (0..2).find_map(|t| self.tiers[t].peek(key).map(|size| (TierId(t as u8), size)))
+        self.tiers
+            .iter()
+            .enumerate()
+            .find_map(|(t, tier)| tier.peek(key).map(|s| (Self::tier(t), s)))
     }
 
     fn tick(&mut self, now_us: u64, out: &mut Decision) {
         let at = Request::new(now_us, 0, 0, Op::Lookup);
-        self.tiers[0].tick(&at, &mut Sink::new(out, UPPER));
-        self.tiers[1].tick(&at, &mut Sink::new(out, LOWER));
+        for (t, tier) in self.tiers.iter_mut().enumerate() {
+            tier.tick(&at, &mut Sink::new(out, Self::tier(t)));
+        }
     }
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
-        self.tiers[0].tick(req, &mut Sink::new(out, UPPER));
-        self.tiers[1].tick(req, &mut Sink::new(out, LOWER));
+        for (t, tier) in self.tiers.iter_mut().enumerate() {
+            tier.tick(req, &mut Sink::new(out, Self::tier(t)));
+        }
         if req.op == Op::Delete {
             self.scm_hits.remove(&req.key);
-            for (t, tier) in [UPPER, LOWER].into_iter().enumerate() {
-                if let Some(size) = self.tiers[t].remove(req.key) {
-                    out.push(Action::Invalidate { tier, key: req.key, size });
+            for (t, tier) in self.tiers.iter_mut().enumerate() {
+                if let Some(size) = tier.remove(req.key) {
+                    out.push(Action::Invalidate { tier: Self::tier(t), key: req.key, size });
                 }
             }
             return;
         }
-        for (t, tier) in [UPPER, LOWER].into_iter().enumerate() {
+        for t in 0..self.tiers.len() {
             if let Some(stored) = self.tiers[t].access(req) {
+                let tier = Self::tier(t);
                 out.hit = Some(tier);
                 if req.op == Op::Write {
                     // The copy keeps the size it was admitted with (block caches: fixed sizes).
                     out.push(Action::Update { tier, key: req.key, size: stored, dirty: false });
                 }
-                if tier == LOWER {
-                    self.on_lower_hit(req, stored, out);
+                if t > 0 {
+                    self.on_lower_hit(t, req, stored, out);
                 }
                 return;
             }
@@ -268,7 +255,7 @@ impl Policy for Hybrid {
     }
 
     fn tier_count(&self) -> usize {
-        2
+        self.tiers.len()
     }
 
     fn capacity(&self, tier: TierId) -> Capacity {
@@ -284,13 +271,16 @@ impl Policy for Hybrid {
     }
 
     fn label(&self) -> String {
-        format!("{}({} > {})", self.placement.label(), self.tiers[0].label(), self.tiers[1].label())
+        let tiers: Vec<String> = self.tiers.iter().map(|t| t.label()).collect();
+        format!("{}({})", self.placement.label(), tiers.join(" > "))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const LOWER: TierId = TierId(1);
     use crate::registry::{AnyPolicy, PolicyConfig};
 
     fn run(policy: &mut AnyPolicy, req: Request) -> Decision {
@@ -338,6 +328,62 @@ mod tests {
         let caps = [Capacity::objects(upper), Capacity::objects(lower)];
         let placement = Placement::parse(placement).unwrap();
         AnyPolicy::hybrid(placement, &PolicyConfig::Lru, &PolicyConfig::Lru, caps, &[], 0).unwrap()
+    }
+
+    #[test]
+    fn with_three_tiers_victims_cascade_down_and_the_last_tiers_drop() {
+        let tiers = [
+            (PolicyConfig::Lru, Capacity::objects(1)),
+            (PolicyConfig::Lru, Capacity::objects(1)),
+            (PolicyConfig::Fifo, Capacity::objects(1)),
+        ];
+        let mut p = AnyPolicy::hierarchy(Placement::DramFirst, &tiers, &[], 0).unwrap();
+        const FLASH: TierId = TierId(2);
+        for key in [1, 2, 3] {
+            run(&mut p, Request::read(key, 1));
+        }
+        // 1 went DRAM > SCM > flash, 2 DRAM > SCM; 3 is in DRAM. 4 pushes everything down one
+        // tier: flash makes room first, then SCM, then DRAM.
+        let d = run(&mut p, Request::read(4, 1));
+        assert_eq!(
+            d.actions,
+            vec![
+                Action::Evict { tier: FLASH, key: 1, size: 1 },
+                Action::Move { key: 2, size: 1, from: LOWER, to: FLASH },
+                Action::Move { key: 3, size: 1, from: UPPER, to: LOWER },
+                Action::Insert { tier: UPPER, key: 4, size: 1, dirty: false },
+            ]
+        );
+        assert_eq!(run(&mut p, Request::read(2, 1)).hit, Some(FLASH));
+        assert_eq!(p.label(), "dram-first(lru > lru > fifo)");
+        let one = [(PolicyConfig::Lru, Capacity::objects(1))];
+        assert!(AnyPolicy::hierarchy(Placement::DramFirst, &one, &[], 0).is_err());
+    }
+
+    #[test]
+    fn a_block_hit_often_in_flash_moves_to_dram() {
+        let tiers = [
+            (PolicyConfig::Lru, Capacity::objects(1)),
+            (PolicyConfig::Lru, Capacity::objects(1)),
+            (PolicyConfig::Lru, Capacity::objects(4)),
+        ];
+        let placement = Placement::Bidirectional { threshold: 1 };
+        let mut p = AnyPolicy::hierarchy(placement, &tiers, &[], 0).unwrap();
+        for key in [1, 2, 3] {
+            run(&mut p, Request::read(key, 1));
+        }
+        assert_eq!(run(&mut p, Request::read(1, 1)).hit, Some(TierId(2)), "one hit stays");
+        let d = run(&mut p, Request::read(1, 1));
+        assert_eq!(d.hit, Some(TierId(2)));
+        // DRAM's 3 moves to SCM, whose 2 moves to flash, then 1 goes to the top.
+        assert_eq!(
+            d.actions,
+            vec![
+                Action::Move { key: 2, size: 1, from: LOWER, to: TierId(2) },
+                Action::Move { key: 3, size: 1, from: UPPER, to: LOWER },
+                Action::Move { key: 1, size: 1, from: TierId(2), to: UPPER },
+            ]
+        );
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub use admission::{Admission, AdmissionConfig};
 pub use error::PolicyError;
 pub use frame::{Eviction, SingleTier, Sink};
 pub use hierarchy::Placement;
-pub use registry::{AnyPolicy, PolicyConfig};
+pub use registry::{AnyPolicy, PolicyConfig, MAX_TIERS};
 
 use tiercache_core::{Capacity, Decision, Key, Request, TierId};
 

@@ -324,18 +324,43 @@ impl AnyPolicy {
         admission: &[AdmissionConfig],
         seed: u64,
     ) -> Result<AnyPolicy, PolicyError> {
-        for c in &capacities {
+        let tiers = [(upper.clone(), capacities[0]), (lower.clone(), capacities[1])];
+        AnyPolicy::hierarchy(placement, &tiers, admission, seed)
+    }
+
+    /// Two or more tiers from the top (DRAM) down, each a single-tier policy with its
+    /// capacity: each tier's victims move to the tier below; the last tier's are dropped.
+    /// Placements that promote move a block hit often enough in any lower tier to the top.
+    pub fn hierarchy(
+        placement: Placement,
+        tiers: &[(PolicyConfig, Capacity)],
+        admission: &[AdmissionConfig],
+        seed: u64,
+    ) -> Result<AnyPolicy, PolicyError> {
+        if tiers.len() < 2 || tiers.len() > MAX_TIERS {
+            return Err(PolicyError::bad(
+                "hierarchy",
+                "tiers",
+                format!("{} tiers: a hierarchy has 2 to {MAX_TIERS}", tiers.len()),
+            ));
+        }
+        for (_, c) in tiers {
             if c.amount == 0 {
                 return Err(PolicyError::ZeroCapacity { unit: c.unit.as_str() });
             }
         }
-        let tiers = (upper.eviction(capacities[0])?, lower.eviction(capacities[1])?);
+        let evictions = tiers
+            .iter()
+            .map(|(config, capacity)| config.eviction(*capacity))
+            .collect::<Result<_, _>>()?;
+        let capacities: Vec<Capacity> = tiers.iter().map(|(_, c)| *c).collect();
         let filters = Admission::new(admission, capacities[0], seed);
-        Ok(AnyPolicy::Hybrid(Box::new(Hybrid::new(
-            tiers.0, tiers.1, capacities, filters, placement,
-        ))))
+        Ok(AnyPolicy::Hybrid(Box::new(Hybrid::new(evictions, capacities, filters, placement))))
     }
 }
+
+/// The most tiers a hierarchy may have.
+pub const MAX_TIERS: usize = 8;
 
 fn check_pages(policy: &str, capacities: &[Capacity; 2]) -> Result<(), PolicyError> {
     for c in capacities {

@@ -120,6 +120,36 @@ proptest! {
     }
 
     #[test]
+    fn hierarchies_of_three_and_four_tiers_conform(
+        reqs in stream(80, 500, true),
+        sizes in proptest::collection::vec(1u64..12, 3..=4),
+        bytes in any::<bool>(),
+        in_wb_mode in any::<bool>(),
+    ) {
+        let cap = |n: u64| if bytes { Capacity::bytes(n * 100) } else { Capacity::objects(n) };
+        let online: Vec<PolicyConfig> = all_policies().into_iter().filter(|p| !p.needs_future()).collect();
+        let placements = ["dram-first", "scm-first:2", "bidirectional:4"];
+        for placement in placements.map(|p| tiercache_policy::Placement::parse(p).unwrap()) {
+            for (i, config) in online.iter().enumerate() {
+                // Each tier a different policy, rotating through them all.
+                let tiers: Vec<(PolicyConfig, Capacity)> = sizes
+                    .iter()
+                    .enumerate()
+                    .map(|(t, n)| (online[(i + t) % online.len()].clone(), cap(*n)))
+                    .collect();
+                let mut policy = AnyPolicy::hierarchy(placement, &tiers, &[], 5).unwrap();
+                if in_wb_mode {
+                    use tiercache_policy::cas::{CacheMode, CasConfig};
+                    policy = policy.in_mode(CasConfig::new(CacheMode::WriteBack));
+                }
+                prop_assert_eq!(tiercache_policy::Policy::tier_count(&policy), sizes.len());
+                let result = check_stream(&mut policy, &reqs);
+                prop_assert!(result.is_ok(), "{placement:?} from {}: {}", config.name(), result.unwrap_err());
+            }
+        }
+    }
+
+    #[test]
     fn every_open_cas_mode_conforms_and_never_drops_dirty_data(
         reqs in stream(40, 300, true),
         amount in 1u64..16,

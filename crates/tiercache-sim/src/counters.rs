@@ -29,9 +29,12 @@ pub struct Counters {
     pub writes: u64,
     pub deletes: u64,
     pub hits: u64,
-    /// Hits by tier: the upper (0) and, in a two-tier cache, the lower (1).
+    /// Hits by tier: the upper (0) and any below it.
     pub upper_hits: u64,
     pub lower_hits: u64,
+    /// Hits in each tier, top down (the report lists those of the tiers there are).
+    #[serde(skip)]
+    pub tier_hits: [u64; tiercache_policy::MAX_TIERS],
     pub read_hits: u64,
     pub write_hits: u64,
     pub bytes_requested: u64,
@@ -108,6 +111,7 @@ impl Counters {
                     0 => self.upper_hits += 1,
                     _ => self.lower_hits += 1,
                 }
+                self.tier_hits[tier.index()] += 1;
             }
         }
         for action in &decision.actions {

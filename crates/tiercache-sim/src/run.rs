@@ -27,12 +27,14 @@ pub struct RunOptions {
     pub mode: Option<CasConfig>,
 }
 
-/// The lower tier of a two-tier simulation and how blocks are placed across the two.
+/// The lower tier of a multi-tier simulation, how blocks are placed across the tiers, and any
+/// further tiers below it (flash under slow memory), in order.
 #[derive(Clone, Debug)]
 pub struct LowerTier {
     pub policy: PolicyConfig,
     pub capacity: tiercache_core::Capacity,
     pub placement: Placement,
+    pub further: Vec<(PolicyConfig, tiercache_core::Capacity)>,
 }
 
 /// The outcome of a run, for people (the CLI's table) and programs (JSON).
@@ -56,6 +58,8 @@ pub struct SimReport {
     /// 4 (4-7), ..., 128 (128 and more); the empty buckets left out.
     pub write_back_runs_by_length: std::collections::BTreeMap<u64, u64>,
     pub mean_write_back_run: f64,
+    /// Hits in each tier, keyed by tier (0 the top), for caches of more than one tier.
+    pub hits_by_tier: std::collections::BTreeMap<usize, u64>,
     pub resident_objects: u64,
     pub used: u64,
     /// Capacity of the lower tier, in the same unit, when there are two.
@@ -95,6 +99,10 @@ impl SimReport {
             rejections_by_reason,
             write_back_runs_by_length,
             mean_write_back_run: counters.mean_write_back_run(),
+            hits_by_tier: match policy.tier_count() {
+                1 => Default::default(),
+                n => (0..n).map(|t| (t, counters.tier_hits[t])).collect(),
+            },
             resident_objects: policy.resident(tier),
             used: policy.used(tier),
             lower_capacity: (policy.tier_count() > 1)
@@ -152,30 +160,33 @@ pub fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
 }
 
 fn build_tiers(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
-    match (&options.policy, &options.lower) {
-        (PolicyConfig::Hibachi(config), Some(lower)) => {
-            return AnyPolicy::hibachi(config, [options.capacity, lower.capacity])
-        }
-        (PolicyConfig::HybridArc, Some(lower)) => {
-            return AnyPolicy::hybrid_arc([options.capacity, lower.capacity])
-        }
-        _ => {}
-    }
-    match &options.lower {
-        None => AnyPolicy::from_config(
+    let Some(lower) = &options.lower else {
+        return AnyPolicy::from_config(
             &options.policy,
             options.capacity,
             &options.admission,
             options.seed,
-        ),
-        Some(lower) => AnyPolicy::hybrid(
-            lower.placement,
-            &options.policy,
-            &lower.policy,
-            [options.capacity, lower.capacity],
-            &options.admission,
-            options.seed,
-        ),
+        );
+    };
+    let two_tier_only = |name: &str| {
+        PolicyError::bad(name, "tiers", "runs over exactly two tiers (DRAM and NVRAM)")
+    };
+    match &options.policy {
+        PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc if !lower.further.is_empty() => {
+            Err(two_tier_only(options.policy.name()))
+        }
+        PolicyConfig::Hibachi(config) => {
+            AnyPolicy::hibachi(config, [options.capacity, lower.capacity])
+        }
+        PolicyConfig::HybridArc => AnyPolicy::hybrid_arc([options.capacity, lower.capacity]),
+        _ => {
+            let mut tiers = vec![
+                (options.policy.clone(), options.capacity),
+                (lower.policy.clone(), lower.capacity),
+            ];
+            tiers.extend(lower.further.iter().cloned());
+            AnyPolicy::hierarchy(lower.placement, &tiers, &options.admission, options.seed)
+        }
     }
 }
 
