@@ -58,7 +58,7 @@ pub struct SimArgs {
     pub seq_threshold: String,
     /// Virtual time: run with this many closed-loop clients on modeled devices, and report
     /// throughput, latency and device utilization instead of counters alone.
-    #[arg(long)]
+    #[arg(long, visible_alias = "concurrency")]
     pub clients: Option<usize>,
     /// Virtual time, open loop: requests arrive at this rate (per second) however many are in
     /// flight (then --clients only switches virtual time on).

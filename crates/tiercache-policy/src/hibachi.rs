@@ -521,6 +521,25 @@ mod tests {
     }
 
     #[test]
+    fn hybrid_lru_writes_back_one_page_even_with_a_long_dirty_run() {
+        let config = HibachiConfig { hybrid_lru: true, ..HibachiConfig::default() };
+        let mut h = Hibachi::new(config, [Capacity::objects(1), Capacity::objects(12)]);
+        for key in 100..112 {
+            run(&mut h, Op::Write, key);
+        }
+        let d = run(&mut h, Op::Write, 500);
+        assert_eq!(
+            d.actions,
+            vec![
+                Action::WriteBack { tier: NVRAM, key: 100, size: 1 },
+                Action::Evict { tier: NVRAM, key: 100, size: 1 },
+                Action::Insert { tier: NVRAM, key: 500, size: 1, dirty: true },
+            ],
+            "the paper's baseline is LRU: no run flushing"
+        );
+    }
+
+    #[test]
     fn hybrid_lru_keeps_clean_pages_in_dram_and_dirty_pages_in_nvram_by_recency() {
         let config = HibachiConfig { hybrid_lru: true, ..HibachiConfig::default() };
         let mut h = Hibachi::new(config, [Capacity::objects(2), Capacity::objects(2)]);
