@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod experiment;
+mod model;
 mod plot;
 mod profile;
 mod progress;
@@ -48,6 +49,9 @@ enum Command {
     /// Inspect, convert or generate traces.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    /// Analytic models from the papers: `model orthus` (caching versus splitting, Figure 3).
+    #[command(subcommand)]
+    Model(model::ModelCommand),
 }
 
 /// How to read a trace; shared by every command that reads one.
@@ -96,6 +100,7 @@ fn main() {
         Command::Sweep(args) => sweep::run(&args),
         Command::Run { file } => experiment::run(&file),
         Command::Trace(command) => trace::run(command),
+        Command::Model(command) => model::run(&command),
         Command::Bench(args) => bench::run(&args),
         Command::Profile(command) => profile::run(command),
     };

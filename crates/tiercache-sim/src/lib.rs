@@ -10,4 +10,5 @@ pub mod sweep;
 pub use counters::Counters;
 pub use run::{build, simulate, simulate_slice, LowerTier, RunOptions, SimReport};
 pub use sweep::{sweep, SweepPoint};
+pub mod model;
 pub mod timed;

@@ -52,7 +52,7 @@ fn close(measured: f64, model: f64) -> bool {
 fn one_request_at_a_time_follows_equation_2() {
     for (r_hi, r_lo) in [(100.0, 1.0), (100.0, 10.0), (100.0, 50.0), (100.0, 100.0)] {
         let (measured, h) = run(1, r_hi, r_lo);
-        let model = r_hi * r_lo / (h * r_lo + (1.0 - h) * (r_hi + r_lo));
+        let model = tiercache_sim::model::cache_one(h, r_hi, r_lo);
         assert!(
             close(measured, model),
             "{r_hi}:{r_lo} H={h:.3}: {measured:.3} ops/s vs equation 2's {model:.3}"
@@ -64,7 +64,7 @@ fn one_request_at_a_time_follows_equation_2() {
 fn many_requests_follow_equation_7() {
     for (r_hi, r_lo) in [(100.0, 1.0), (100.0, 10.0), (100.0, 50.0), (100.0, 100.0)] {
         let (measured, h) = run(64, r_hi, r_lo);
-        let model = 1.0 / ((1.0 - h) / r_lo).max(1.0 / r_hi);
+        let model = tiercache_sim::model::cache_many(h, r_hi, r_lo);
         assert!(
             close(measured, model),
             "{r_hi}:{r_lo} H={h:.3}: {measured:.3} ops/s vs equation 7's {model:.3}"
