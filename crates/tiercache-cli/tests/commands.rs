@@ -589,11 +589,8 @@ fn model_orthus_writes_figure_3_as_csv() {
     let text = tiercache(&["model", "orthus", "--out", out.to_str().unwrap(), "--steps", "10"]);
     assert!(text.contains("100:50"), "{text}");
     let csv = std::fs::read_to_string(out.join("orthus-figure3.csv")).unwrap();
-    let rows: Vec<Vec<f64>> = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
-        .collect();
+    let rows: Vec<Vec<f64>> =
+        csv.lines().skip(1).map(|l| l.split(',').map(|x| x.parse().unwrap()).collect()).collect();
     assert_eq!(rows.len(), 4 * 11);
     // 100:10 at H = S = 0.9: equation 2 gives 50, equation 7 gives 100, equation 9 gives 1/0.01.
     let row = rows.iter().find(|r| r[1] == 10.0 && (r[2] - 0.9).abs() < 1e-9).unwrap();

@@ -44,15 +44,22 @@ pub enum RejectReason {
     NoSpace,
     /// The policy's own choice that caching this key is worth less than not (Belady).
     NotWorthIt,
+    /// The cache's write budget is spent: admissions and removals outweigh lookups (NVCache's
+    /// overhead bypass).
+    Throttled,
+    /// The dataset still fits in DRAM, so the slower tier would only add writes (small-bypass).
+    SmallDataset,
 }
 
 impl RejectReason {
-    pub const ALL: [RejectReason; 5] = [
+    pub const ALL: [RejectReason; 7] = [
         RejectReason::Probability,
         RejectReason::FirstMiss,
         RejectReason::TooLarge,
         RejectReason::NoSpace,
         RejectReason::NotWorthIt,
+        RejectReason::Throttled,
+        RejectReason::SmallDataset,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -62,6 +69,8 @@ impl RejectReason {
             RejectReason::TooLarge => "too_large",
             RejectReason::NoSpace => "no_space",
             RejectReason::NotWorthIt => "not_worth_it",
+            RejectReason::Throttled => "throttled",
+            RejectReason::SmallDataset => "small_dataset",
         }
     }
 

@@ -29,6 +29,7 @@ pub mod fifo;
 pub mod lfru;
 pub mod lfu;
 pub mod lru;
+pub mod nvcache;
 pub mod s3fifo;
 pub mod seqlist;
 

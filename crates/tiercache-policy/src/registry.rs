@@ -215,6 +215,8 @@ pub enum AnyPolicy {
     Hibachi(Box<Hibachi>),
     /// Hibachi's Hybrid-ARC baseline over DRAM and NVRAM.
     HybridArc(Box<HybridArc>),
+    /// A single-tier policy behind NVCache's admission (overhead bypass, small-bypass).
+    Nvcache(Box<crate::nvcache::Nvcache>),
 }
 
 macro_rules! dispatch {
@@ -232,6 +234,7 @@ macro_rules! dispatch {
             AnyPolicy::Cas($p) => $body,
             AnyPolicy::Hibachi($p) => $body,
             AnyPolicy::HybridArc($p) => $body,
+            AnyPolicy::Nvcache($p) => $body,
         }
     };
 }
@@ -297,6 +300,11 @@ impl AnyPolicy {
     pub fn hybrid_arc(capacities: [Capacity; 2]) -> Result<AnyPolicy, PolicyError> {
         check_pages("hybrid-arc", &capacities)?;
         Ok(AnyPolicy::HybridArc(Box::new(HybridArc::new(capacities))))
+    }
+
+    /// This policy behind NVCache's admission.
+    pub fn with_nvcache(self, config: crate::nvcache::NvcacheConfig) -> AnyPolicy {
+        AnyPolicy::Nvcache(Box::new(crate::nvcache::Nvcache::new(self, config)))
     }
 
     /// This policy run in an Open CAS cache mode.

@@ -1,0 +1,416 @@
+//! NVCache's admission to a slow-memory block cache (Writes Hurt: Lessons in Cache Design for
+//! Optane NVRAM, section 3.2). The cache sits below the engine's DRAM cache and is looked up
+//! on the blocks the engine reads from storage. On Optane a single writer cuts read throughput
+//! by almost 4x, so admissions (and the removals and evictions they cause) are writes that cost
+//! lookups their speed. Two rules, each optional:
+//!
+//! - small-bypass: admit nothing while the dataset (here: the distinct bytes seen so far) fits
+//!   in the DRAM the engine is given;
+//! - overhead bypass: OBP = (blocks inserted + blocks removed) / blocks looked up; while it
+//!   exceeds the target (10% in the paper; 5-30% acceptable) admit nothing, and so evict
+//!   nothing. The ratio is cumulative (as shipped in WiredTiger) or over the last lookups.
+//!
+//! The paper's baselines are the same controller with both rules off: alloc-read-write (read
+//! misses and writes admitted) and no-write-allocate (read misses only). Remove-on-free: a write
+//! to a cached block makes the cached copy stale, so it is invalidated and counts as a removal;
+//! with write-allocate the new version is then admitted like any other block.
+//!
+//! Like every policy here it only decides: the inner single-tier policy keeps the blocks, and
+//! this wrapper chooses which requests may reach it.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+use tiercache_core::{Action, Decision, Key, KeySet, Op, RejectReason, Request, TierId};
+
+use crate::registry::AnyPolicy;
+use crate::Policy;
+
+/// How OBP is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ObpWindow {
+    /// Since the start (WiredTiger's NVCache).
+    Cumulative,
+    /// Over about the last `lookups` lookups (in 16 buckets).
+    Sliding { lookups: u64 },
+}
+
+/// What NVCache's admission does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NvcacheConfig {
+    /// The OBP target; `None` turns overhead bypass off.
+    pub obp_target: Option<f64>,
+    pub window: ObpWindow,
+    /// DRAM bytes the engine is given; `Some` turns small-bypass on.
+    pub small_bypass_bytes: Option<u64>,
+    /// Admit written blocks too (alloc-read-write); otherwise read misses only.
+    pub write_allocate: bool,
+}
+
+impl NvcacheConfig {
+    /// The paper's admission: OBP 10%, cumulative, read misses only, small-bypass off (it
+    /// needs the DRAM size).
+    pub fn obp(target: f64) -> NvcacheConfig {
+        NvcacheConfig {
+            obp_target: Some(target),
+            window: ObpWindow::Cumulative,
+            small_bypass_bytes: None,
+            write_allocate: false,
+        }
+    }
+
+    /// The always-admit baseline.
+    pub fn alloc_read_write() -> NvcacheConfig {
+        NvcacheConfig { write_allocate: true, obp_target: None, ..NvcacheConfig::obp(0.1) }
+    }
+
+    /// The no-write-allocate baseline.
+    pub fn no_write_allocate() -> NvcacheConfig {
+        NvcacheConfig { obp_target: None, ..NvcacheConfig::obp(0.1) }
+    }
+}
+
+const BUCKETS: usize = 16;
+
+/// Lookups and writes (inserts plus removals): totals since the start, or over a window of
+/// buckets of lookups (the last one open), the totals then being the buckets' sums.
+#[derive(Default)]
+struct Ratio {
+    lookups: u64,
+    writes: u64,
+    buckets: VecDeque<(u64, u64)>,
+}
+
+impl Ratio {
+    fn value(&self) -> f64 {
+        if self.lookups == 0 {
+            0.0
+        } else {
+            self.writes as f64 / self.lookups as f64
+        }
+    }
+
+    fn lookup(&mut self, window: ObpWindow) {
+        self.lookups += 1;
+        let ObpWindow::Sliding { lookups } = window else { return };
+        let per_bucket = (lookups / BUCKETS as u64).max(1);
+        let open = self.open();
+        open.0 += 1;
+        if open.0 >= per_bucket {
+            self.buckets.push_back((0, 0));
+            if self.buckets.len() > BUCKETS {
+                let (l, w) = self.buckets.pop_front().expect("a full window");
+                self.lookups -= l;
+                self.writes -= w;
+            }
+        }
+    }
+
+    fn write(&mut self, n: u64, window: ObpWindow) {
+        self.writes += n;
+        if let ObpWindow::Sliding { .. } = window {
+            self.open().1 += n;
+        }
+    }
+
+    fn open(&mut self) -> &mut (u64, u64) {
+        if self.buckets.is_empty() {
+            self.buckets.push_back((0, 0));
+        }
+        self.buckets.back_mut().expect("an open bucket")
+    }
+}
+
+/// NVCache's admission around a single-tier policy (the slow-memory cache).
+pub struct Nvcache {
+    inner: Box<AnyPolicy>,
+    config: NvcacheConfig,
+    ratio: Ratio,
+    seen: KeySet,
+    footprint: u64,
+    /// Totals over the run, for reports.
+    pub inserted: u64,
+    pub removed: u64,
+    pub looked_up: u64,
+}
+
+impl Nvcache {
+    pub fn new(inner: AnyPolicy, config: NvcacheConfig) -> Nvcache {
+        Nvcache {
+            inner: Box::new(inner),
+            config,
+            ratio: Ratio::default(),
+            seen: KeySet::default(),
+            footprint: 0,
+            inserted: 0,
+            removed: 0,
+            looked_up: 0,
+        }
+    }
+
+    /// The current overhead-bypass ratio.
+    pub fn obp(&self) -> f64 {
+        self.ratio.value()
+    }
+
+    /// Why a block may not be admitted now, if it may not.
+    fn refusal(&self) -> Option<RejectReason> {
+        if self.config.small_bypass_bytes.is_some_and(|dram| self.footprint <= dram) {
+            return Some(RejectReason::SmallDataset);
+        }
+        match self.config.obp_target {
+            Some(target) if self.ratio.value() > target => Some(RejectReason::Throttled),
+            _ => None,
+        }
+    }
+
+    /// Counts the writes (inserts and removals) the inner policy's actions cause.
+    fn count(&mut self, out: &Decision, from: usize) {
+        let mut writes = 0;
+        for action in &out.actions[from..] {
+            match action {
+                Action::Insert { .. } => {
+                    self.inserted += 1;
+                    writes += 1;
+                }
+                Action::Evict { .. } | Action::Invalidate { .. } => {
+                    self.removed += 1;
+                    writes += 1;
+                }
+                _ => {}
+            }
+        }
+        if writes > 0 {
+            self.ratio.write(writes, self.config.window);
+        }
+    }
+
+    /// Admits `req` if the rules allow, else records why not.
+    fn admit(&mut self, req: &Request, out: &mut Decision) {
+        match self.refusal() {
+            Some(reason) => out.push(Action::Reject { key: req.key, size: req.size, reason }),
+            None => {
+                let from = out.actions.len();
+                self.inner.decide(&Request { op: Op::Read, ..*req }, out);
+                self.count(out, from);
+            }
+        }
+    }
+}
+
+impl Policy for Nvcache {
+    fn decide(&mut self, req: &Request, out: &mut Decision) {
+        if req.op != Op::Delete && self.seen.insert(req.key) {
+            self.footprint += req.size as u64;
+        }
+        let from = out.actions.len();
+        match req.op {
+            Op::Delete => {
+                self.inner.decide(req, out);
+                self.count(out, from);
+            }
+            Op::Read | Op::Lookup => {
+                self.inner.decide(&Request { op: Op::Lookup, ..*req }, out);
+                self.looked_up += 1;
+                self.ratio.lookup(self.config.window);
+                if out.hit.is_none() && req.op == Op::Read {
+                    self.admit(req, out);
+                }
+            }
+            Op::Write => {
+                // Remove-on-free: the cached copy is stale.
+                self.inner.decide(&Request { op: Op::Delete, ..*req }, out);
+                out.hit = out.actions[from..].iter().find_map(|a| match a {
+                    Action::Invalidate { tier, key, .. } if *key == req.key => Some(*tier),
+                    _ => None,
+                });
+                self.count(out, from);
+                if self.config.write_allocate {
+                    self.admit(req, out);
+                }
+            }
+        }
+    }
+
+    fn tick(&mut self, now_us: u64, out: &mut Decision) {
+        self.inner.tick(now_us, out);
+    }
+
+    #[inline]
+    fn prefetch(&self, key: Key) {
+        self.inner.prefetch(key);
+    }
+
+    fn peek(&self, key: Key) -> Option<(TierId, u32)> {
+        self.inner.peek(key)
+    }
+
+    fn tier_count(&self) -> usize {
+        self.inner.tier_count()
+    }
+
+    fn capacity(&self, tier: TierId) -> tiercache_core::Capacity {
+        self.inner.capacity(tier)
+    }
+
+    fn used(&self, tier: TierId) -> u64 {
+        self.inner.used(tier)
+    }
+
+    fn resident(&self, tier: TierId) -> u64 {
+        self.inner.resident(tier)
+    }
+
+    fn label(&self) -> String {
+        let mut rules = Vec::new();
+        if let Some(target) = self.config.obp_target {
+            rules.push(format!("obp {:.0}%", target * 100.0));
+        }
+        if self.config.small_bypass_bytes.is_some() {
+            rules.push("small-bypass".into());
+        }
+        rules.push(
+            if self.config.write_allocate { "write-allocate" } else { "read-allocate" }.into(),
+        );
+        format!("nvcache[{}]({})", rules.join(", "), self.inner.label())
+    }
+
+    fn knobs(&self) -> Vec<(&'static str, f64)> {
+        let mut knobs = self.inner.knobs();
+        knobs.push(("obp", self.obp()));
+        knobs.push(("footprint_bytes", self.footprint as f64));
+        knobs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::check_stream;
+    use crate::registry::PolicyConfig;
+    use tiercache_core::{Capacity, SeededRng};
+
+    fn nvcache(blocks: u64, config: NvcacheConfig) -> AnyPolicy {
+        let lru = AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(blocks), &[], 0);
+        lru.unwrap().with_nvcache(config)
+    }
+
+    fn run(policy: &mut AnyPolicy, requests: &[Request]) -> (u64, u64) {
+        let (mut inserts, mut hits) = (0, 0);
+        let mut d = Decision::new();
+        for req in requests {
+            d.clear();
+            policy.decide(req, &mut d);
+            hits += d.hit.is_some() as u64;
+            inserts +=
+                d.actions.iter().filter(|a| matches!(a, Action::Insert { .. })).count() as u64;
+        }
+        (inserts, hits)
+    }
+
+    /// `n` requests over `blocks` blocks of 4 KiB, uniformly, reads with probability `reads`.
+    fn workload(n: usize, blocks: u64, reads: f64, seed: u64) -> Vec<Request> {
+        let mut rng = SeededRng::new(seed);
+        (0..n)
+            .map(|_| {
+                let key = rng.below(blocks);
+                if rng.chance(reads) {
+                    Request::read(key, 4096)
+                } else {
+                    Request::write(key, 4096)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_write_heavy_dataset_that_fits_in_dram_is_not_admitted() {
+        // 1000 blocks (4 MB), 90% writes, DRAM of 8 MB: small-bypass admits nothing.
+        let requests = workload(50_000, 1000, 0.1, 1);
+        let config = NvcacheConfig { small_bypass_bytes: Some(8 << 20), ..NvcacheConfig::obp(0.1) };
+        let (inserts, _) = run(&mut nvcache(500, config), &requests);
+        assert_eq!(inserts, 0);
+        // Without small-bypass: always admitting writes nearly every request into the slow
+        // tier; OBP alone holds inserts to its share of lookups.
+        let (always, _) = run(&mut nvcache(500, NvcacheConfig::alloc_read_write()), &requests);
+        let (obp, _) = run(&mut nvcache(500, NvcacheConfig::obp(0.1)), &requests);
+        let lookups = requests.iter().filter(|r| r.op == Op::Read).count() as u64;
+        assert!(always > 40_000, "{always}");
+        assert!(
+            obp <= lookups / 10 + 1,
+            "OBP keeps inserts under 10% of lookups: {obp} of {lookups}"
+        );
+    }
+
+    #[test]
+    fn a_read_only_dataset_larger_than_dram_fills_the_slow_tier() {
+        // 20,000 blocks (80 MB) read uniformly; DRAM of 16 MB; the slow tier holds 5000 blocks.
+        let requests = workload(200_000, 20_000, 1.0, 2);
+        let config =
+            NvcacheConfig { small_bypass_bytes: Some(16 << 20), ..NvcacheConfig::obp(0.1) };
+        let mut policy = nvcache(5000, config);
+        let (inserts, hits) = run(&mut policy, &requests);
+        assert_eq!(policy.resident(TierId(0)), 5000, "the slow tier fills");
+        // Once full, every admission also evicts: about 5% of lookups are admitted.
+        assert!(inserts > 8000 && inserts < 200_000 / 10, "{inserts}");
+        assert!(hits > 0);
+        let AnyPolicy::Nvcache(inner) = &policy else { unreachable!() };
+        assert!((inner.obp() - 0.1).abs() < 0.01, "OBP sits at its target: {}", inner.obp());
+    }
+
+    #[test]
+    fn remove_on_free_invalidates_overwritten_blocks_and_counts_them() {
+        let mut policy = nvcache(10, NvcacheConfig::no_write_allocate());
+        run(&mut policy, &[Request::read(1, 4096)]);
+        let mut d = Decision::new();
+        policy.decide(&Request::write(1, 4096), &mut d);
+        assert_eq!(d.hit, Some(TierId(0)));
+        assert_eq!(d.actions, vec![Action::Invalidate { tier: TierId(0), key: 1, size: 4096 }]);
+        assert_eq!(policy.peek(1), None);
+        let AnyPolicy::Nvcache(inner) = &policy else { unreachable!() };
+        assert_eq!((inner.inserted, inner.removed, inner.looked_up), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_sliding_window_forgets_an_old_burst_of_admissions() {
+        // A cold start fills 1000 blocks; then a long run of hits. Cumulative OBP remembers
+        // the fill; a window of 10,000 lookups does not.
+        let mut requests = workload(1000, 1000, 1.0, 3);
+        requests.extend((0..50_000u64).map(|i| Request::read(i % 10, 4096)));
+        let windowed = NvcacheConfig {
+            window: ObpWindow::Sliding { lookups: 10_000 },
+            ..NvcacheConfig::alloc_read_write()
+        };
+        let mut policy = nvcache(2000, windowed);
+        run(&mut policy, &requests);
+        let AnyPolicy::Nvcache(inner) = &policy else { unreachable!() };
+        assert_eq!(inner.obp(), 0.0, "no writes in the last window");
+        let mut cumulative = nvcache(2000, NvcacheConfig::alloc_read_write());
+        run(&mut cumulative, &requests);
+        let AnyPolicy::Nvcache(inner) = &cumulative else { unreachable!() };
+        assert!(inner.obp() > 0.01, "{}", inner.obp());
+    }
+
+    #[test]
+    fn every_configuration_conforms() {
+        let requests = workload(20_000, 300, 0.5, 4);
+        for config in [
+            NvcacheConfig::alloc_read_write(),
+            NvcacheConfig::no_write_allocate(),
+            NvcacheConfig::obp(0.05),
+            NvcacheConfig {
+                window: ObpWindow::Sliding { lookups: 500 },
+                ..NvcacheConfig::obp(0.3)
+            },
+            NvcacheConfig {
+                small_bypass_bytes: Some(1 << 20),
+                write_allocate: true,
+                ..NvcacheConfig::obp(0.1)
+            },
+        ] {
+            let mut policy = nvcache(100, config.clone());
+            check_stream(&mut policy, &requests).unwrap_or_else(|e| panic!("{config:?}: {e}"));
+        }
+    }
+}
