@@ -48,6 +48,11 @@ pub struct SimArgs {
     /// write-around, write-invalidate, write-only, pass-through).
     #[arg(long)]
     pub mode: Option<String>,
+    /// NVCache's admission (Writes Hurt, section 3.2) in front of the cache: obp[:TARGET],
+    /// alloc-read-write or no-write-allocate, then ',small-bypass=DRAM_BYTES', ',window=LOOKUPS'
+    /// (sliding OBP), ',write-allocate'. E.g. 'obp:0.1,small-bypass=16GiB'.
+    #[arg(long)]
+    pub nvcache: Option<String>,
     /// With --mode: NHIT promotion (insert on the 3rd miss once the cache is 80% full).
     #[arg(long)]
     pub nhit: bool,
@@ -107,6 +112,12 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         seed: args.seed,
         logical_time: false,
         mode: cas_mode(args)?,
+        nvcache: args
+            .nvcache
+            .as_deref()
+            .map(tiercache_policy::nvcache::NvcacheConfig::parse)
+            .transpose()
+            .context("--nvcache")?,
         lower: match &args.lower_capacity {
             None => None,
             Some(text) => Some(LowerTier {

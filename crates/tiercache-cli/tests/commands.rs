@@ -602,3 +602,49 @@ fn model_orthus_writes_figure_3_as_csv() {
     let e = tiercache_fails(&["model", "orthus", "--out", file.to_str().unwrap()]);
     assert!(e.contains("orthus-file"), "{e}");
 }
+
+#[test]
+fn sim_runs_behind_nvcache_admission() {
+    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let t = trace.to_str().unwrap();
+    let run = |nvcache: &str| {
+        sim_json(&[
+            "--trace",
+            t,
+            "--block-size",
+            "4KiB",
+            "--unit",
+            "objects",
+            "--policy",
+            "lru",
+            "--capacity",
+            "20000",
+            "--nvcache",
+            nvcache,
+        ])
+    };
+    let (always, obp) = (run("alloc-read-write"), run("obp:0.1"));
+    let inserts = |r: &serde_json::Value| r["insertions"].as_u64().unwrap();
+    let reads = obp["reads"].as_u64().unwrap();
+    // OBP: inserts plus removals stay near 10% of lookups (reads).
+    let writes =
+        inserts(&obp) + obp["evictions"].as_u64().unwrap() + obp["invalidations"].as_u64().unwrap();
+    assert!(writes as f64 <= 0.101 * reads as f64, "{writes} writes for {reads} lookups");
+    assert!(inserts(&always) > 20 * inserts(&obp));
+    assert!(obp["rejections_by_reason"]["throttled"].as_u64().unwrap() > 0, "{obp}");
+    assert!(obp["policy"].as_str().unwrap().contains("obp 10%"));
+    let e = tiercache_fails(&[
+        "sim",
+        "--trace",
+        t,
+        "--policy",
+        "lru",
+        "--capacity",
+        "100",
+        "--unit",
+        "objects",
+        "--nvcache",
+        "obp:lots",
+    ]);
+    assert!(e.contains("--nvcache") && e.contains("'lots'"), "{e}");
+}

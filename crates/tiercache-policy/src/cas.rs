@@ -310,9 +310,7 @@ impl Cas {
 }
 
 impl Policy for Cas {
-    fn peek(&self, key: Key) -> Option<(TierId, u32)> {
-        self.inner.peek(key)
-    }
+    crate::delegate_to_inner!();
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         self.clean(req.time_us, out);
@@ -351,27 +349,6 @@ impl Policy for Cas {
         let idle = Request::new(now_us, u64::MAX, 0, Op::Lookup);
         self.settle(&idle, false, from, out);
         self.clean(now_us, out);
-    }
-
-    #[inline]
-    fn prefetch(&self, key: Key) {
-        self.inner.prefetch(key);
-    }
-
-    fn tier_count(&self) -> usize {
-        self.inner.tier_count()
-    }
-
-    fn capacity(&self, tier: TierId) -> tiercache_core::Capacity {
-        self.inner.capacity(tier)
-    }
-
-    fn used(&self, tier: TierId) -> u64 {
-        self.inner.used(tier)
-    }
-
-    fn resident(&self, tier: TierId) -> u64 {
-        self.inner.resident(tier)
     }
 
     fn label(&self) -> String {

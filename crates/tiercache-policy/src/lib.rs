@@ -9,6 +9,39 @@
 //! admission filters, reads versus writes versus deletes, and the action list. Every policy is
 //! registered in one place, [`PolicyConfig`] and [`AnyPolicy`].
 
+/// For a policy that wraps another (`inner: Box<AnyPolicy>`) and changes only its decisions:
+/// the tiers, their contents and prefetching are the inner policy's.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! delegate_to_inner {
+    () => {
+        #[inline]
+        fn prefetch(&self, key: tiercache_core::Key) {
+            self.inner.prefetch(key);
+        }
+
+        fn peek(&self, key: tiercache_core::Key) -> Option<(tiercache_core::TierId, u32)> {
+            self.inner.peek(key)
+        }
+
+        fn tier_count(&self) -> usize {
+            self.inner.tier_count()
+        }
+
+        fn capacity(&self, tier: tiercache_core::TierId) -> tiercache_core::Capacity {
+            self.inner.capacity(tier)
+        }
+
+        fn used(&self, tier: tiercache_core::TierId) -> u64 {
+            self.inner.used(tier)
+        }
+
+        fn resident(&self, tier: tiercache_core::TierId) -> u64 {
+            self.inner.resident(tier)
+        }
+    };
+}
+
 pub mod admission;
 pub mod conformance;
 pub mod error;

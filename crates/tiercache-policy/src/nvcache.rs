@@ -21,7 +21,7 @@
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
-use tiercache_core::{Action, Decision, Key, KeySet, Op, RejectReason, Request, TierId};
+use tiercache_core::{Action, Decision, KeySet, Op, RejectReason, Request};
 
 use crate::registry::AnyPolicy;
 use crate::Policy;
@@ -68,6 +68,62 @@ impl NvcacheConfig {
     /// The no-write-allocate baseline.
     pub fn no_write_allocate() -> NvcacheConfig {
         NvcacheConfig { obp_target: None, ..NvcacheConfig::obp(0.1) }
+    }
+}
+
+impl NvcacheConfig {
+    /// Parses `obp[:TARGET]`, `alloc-read-write` or `no-write-allocate`, then options after
+    /// commas: `small-bypass=BYTES` (the DRAM size, e.g. `16GiB`), `window=LOOKUPS` (sliding
+    /// OBP), `write-allocate`.
+    pub fn parse(text: &str) -> Result<NvcacheConfig, crate::PolicyError> {
+        let bad = |key: &str, reason: String| crate::PolicyError::bad("nvcache", key, reason);
+        let mut parts = text.split(',');
+        let base = parts.next().unwrap_or_default();
+        let mut config = match base.split_once(':') {
+            Some(("obp", target)) => {
+                let target: f64 = target
+                    .parse()
+                    .map_err(|_| bad("obp", format!("target '{target}' is not a number")))?;
+                if !(target > 0.0 && target.is_finite()) {
+                    return Err(bad(
+                        "obp",
+                        format!("target {target} must be above 0 (0.1 is 10%)"),
+                    ));
+                }
+                NvcacheConfig::obp(target)
+            }
+            None if base == "obp" => NvcacheConfig::obp(0.1),
+            None if base == "alloc-read-write" => NvcacheConfig::alloc_read_write(),
+            None if base == "no-write-allocate" => NvcacheConfig::no_write_allocate(),
+            _ => {
+                let known = "obp[:TARGET], alloc-read-write, no-write-allocate".to_string();
+                return Err(crate::PolicyError::UnknownPolicy { name: base.into(), known });
+            }
+        };
+        for option in parts {
+            match option.split_once('=') {
+                Some(("small-bypass", bytes)) => {
+                    let bytes = tiercache_core::parse_size(bytes)
+                        .map_err(|e| bad("small-bypass", format!("'{bytes}': {e}")))?;
+                    config.small_bypass_bytes = Some(bytes);
+                }
+                Some(("window", lookups)) => {
+                    let lookups: u64 = lookups
+                        .parse()
+                        .map_err(|_| bad("window", format!("'{lookups}' is not a count")))?;
+                    config.window = ObpWindow::Sliding { lookups: lookups.max(1) };
+                }
+                None if option == "write-allocate" => config.write_allocate = true,
+                _ => {
+                    return Err(bad(
+                        option,
+                        "unknown option; use small-bypass=BYTES, window=LOOKUPS, write-allocate"
+                            .into(),
+                    ))
+                }
+            }
+        }
+        Ok(config)
     }
 }
 
@@ -200,6 +256,7 @@ impl Nvcache {
 }
 
 impl Policy for Nvcache {
+    crate::delegate_to_inner!();
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         if req.op != Op::Delete && self.seen.insert(req.key) {
             self.footprint += req.size as u64;
@@ -237,31 +294,6 @@ impl Policy for Nvcache {
         self.inner.tick(now_us, out);
     }
 
-    #[inline]
-    fn prefetch(&self, key: Key) {
-        self.inner.prefetch(key);
-    }
-
-    fn peek(&self, key: Key) -> Option<(TierId, u32)> {
-        self.inner.peek(key)
-    }
-
-    fn tier_count(&self) -> usize {
-        self.inner.tier_count()
-    }
-
-    fn capacity(&self, tier: TierId) -> tiercache_core::Capacity {
-        self.inner.capacity(tier)
-    }
-
-    fn used(&self, tier: TierId) -> u64 {
-        self.inner.used(tier)
-    }
-
-    fn resident(&self, tier: TierId) -> u64 {
-        self.inner.resident(tier)
-    }
-
     fn label(&self) -> String {
         let mut rules = Vec::new();
         if let Some(target) = self.config.obp_target {
@@ -289,7 +321,7 @@ mod tests {
     use super::*;
     use crate::conformance::check_stream;
     use crate::registry::PolicyConfig;
-    use tiercache_core::{Capacity, SeededRng};
+    use tiercache_core::{Capacity, SeededRng, TierId};
 
     fn nvcache(blocks: u64, config: NvcacheConfig) -> AnyPolicy {
         let lru = AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(blocks), &[], 0);
@@ -390,6 +422,26 @@ mod tests {
         run(&mut cumulative, &requests);
         let AnyPolicy::Nvcache(inner) = &cumulative else { unreachable!() };
         assert!(inner.obp() > 0.01, "{}", inner.obp());
+    }
+
+    #[test]
+    fn configurations_parse_and_bad_ones_name_the_problem() {
+        let c = NvcacheConfig::parse("obp:0.05,small-bypass=16MiB,window=1000").unwrap();
+        assert_eq!(c.obp_target, Some(0.05));
+        assert_eq!(c.small_bypass_bytes, Some(16 << 20));
+        assert_eq!(c.window, ObpWindow::Sliding { lookups: 1000 });
+        assert!(!c.write_allocate);
+        assert_eq!(
+            NvcacheConfig::parse("alloc-read-write").unwrap(),
+            NvcacheConfig::alloc_read_write()
+        );
+        assert_eq!(NvcacheConfig::parse("obp").unwrap(), NvcacheConfig::obp(0.1));
+        for (text, needle) in
+            [("obp:x", "'x'"), ("obp:0", "above 0"), ("lru", "lru"), ("obp,size=3", "size=3")]
+        {
+            let e = NvcacheConfig::parse(text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct RunOptions {
     pub lower: Option<LowerTier>,
     /// Run the cache in an Open CAS cache mode (write-back, write-around...).
     pub mode: Option<CasConfig>,
+    /// Put the cache behind NVCache's admission (overhead bypass, small-bypass).
+    pub nvcache: Option<tiercache_policy::nvcache::NvcacheConfig>,
 }
 
 /// The lower tier of a multi-tier simulation, how blocks are placed across the tiers, and any
@@ -152,7 +154,10 @@ pub fn simulate<E: std::error::Error + 'static>(
 
 /// The policy a run uses: tiers, placement and cache mode as the options say.
 pub fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
-    let policy = build_tiers(options)?;
+    let mut policy = build_tiers(options)?;
+    if let Some(config) = &options.nvcache {
+        policy = policy.with_nvcache(config.clone());
+    }
     Ok(match &options.mode {
         Some(mode) => policy.in_mode(mode.clone()),
         None => policy,

@@ -50,6 +50,7 @@ pub fn sweep(
                 logical_time: false,
                 lower: None,
                 mode: None,
+                nvcache: None,
             };
             let report = simulate_slice(&options, requests)?;
             done();

@@ -14,6 +14,7 @@ fn options(policy: PolicyConfig, capacity: u64) -> RunOptions {
         logical_time: true,
         lower: None,
         mode: None,
+        nvcache: None,
     }
 }
 
