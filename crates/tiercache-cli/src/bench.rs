@@ -79,6 +79,10 @@ pub struct BenchArgs {
     /// Policy of the lower tier when --dram sits over --slow-path or --flash-path.
     #[arg(long, default_value = "lru")]
     pub lower_policy: String,
+    /// Admit through NVCache's rules, live in the engine: obp[:TARGET], alloc-read-write or
+    /// no-write-allocate, then ',small-bypass=BYTES', ',window=LOOKUPS', ',write-allocate'.
+    #[arg(long)]
+    pub nvcache: Option<String>,
     #[arg(long, default_value = "always")]
     pub admission: String,
     /// write-through, write-around, write-invalidate, pass-through.
@@ -318,6 +322,10 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
         .admission(AdmissionConfig::parse_chain(&args.admission)?)
         .tier(tier.clone())
         .capacity_bytes(tier_bytes);
+    if let Some(spec) = &args.nvcache {
+        let config = tiercache_policy::nvcache::NvcacheConfig::parse(spec).context("--nvcache")?;
+        builder = builder.nvcache(config);
+    }
     if let Some((lower, lower_bytes)) = tiers.get(1) {
         builder = builder.lower_tier(
             lower.clone(),

@@ -46,6 +46,7 @@ pub struct CacheBuilder {
     tick_every: Option<std::time::Duration>,
     worker_off: bool,
     placement: Placement,
+    nvcache: Option<tiercache_policy::nvcache::NvcacheConfig>,
 }
 
 impl CacheBuilder {
@@ -68,6 +69,7 @@ impl CacheBuilder {
             tick_every: None,
             worker_off: false,
             placement: Placement::DramFirst,
+            nvcache: None,
         }
     }
 
@@ -102,6 +104,14 @@ impl CacheBuilder {
 
     /// Where misses go and when blocks move up between two tiers (Kassa et al.); DRAM-first
     /// by default.
+    /// Admit through NVCache's rules (overhead bypass, small-bypass; Writes Hurt section 3.2),
+    /// live: each shard measures its own lookups, inserts and removals. A small-bypass DRAM
+    /// size is shared among the shards like the data is.
+    pub fn nvcache(mut self, config: tiercache_policy::nvcache::NvcacheConfig) -> Self {
+        self.nvcache = Some(config);
+        self
+    }
+
     pub fn placement(mut self, placement: Placement) -> Self {
         self.placement = placement;
         self
@@ -210,7 +220,7 @@ impl CacheBuilder {
 
     fn policy(&self, per_shard: &[u64], seed: u64) -> Result<AnyPolicy, EngineError> {
         let capacities: Vec<Capacity> = per_shard.iter().map(|n| Capacity::objects(*n)).collect();
-        Ok(match &self.tiers[..] {
+        let policy = match &self.tiers[..] {
             [only] => AnyPolicy::from_config(&only.policy, capacities[0], &self.admission, seed)?,
             [upper, lower] => AnyPolicy::hybrid(
                 self.placement,
@@ -221,6 +231,15 @@ impl CacheBuilder {
                 seed,
             )?,
             _ => unreachable!("the builder keeps one or two tiers"),
+        };
+        Ok(match &self.nvcache {
+            Some(config) => {
+                let mut config = config.clone();
+                config.small_bypass_bytes =
+                    config.small_bypass_bytes.map(|bytes| bytes / self.shards as u64);
+                policy.with_nvcache(config)
+            }
+            None => policy,
         })
     }
 

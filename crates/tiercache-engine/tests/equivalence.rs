@@ -292,3 +292,60 @@ fn cached_file_modes_decide_as_the_simulated_cache_modes() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn engine_decides_as_the_simulator_behind_nvcache_admission() {
+    use tiercache_policy::nvcache::NvcacheConfig;
+    let reqs = trace();
+    let blocks = 3000;
+    for spec in
+        ["obp:0.1", "obp:0.05,window=20000", "no-write-allocate", "obp:0.1,small-bypass=40MiB"]
+    {
+        let config = NvcacheConfig::parse(spec).unwrap();
+        let mut policy =
+            AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(blocks), &[], 0)
+                .unwrap()
+                .with_nvcache(config.clone());
+        let mut decision = Decision::new();
+        let (mut inserts, mut rejected) = (0, 0);
+        let sim: Vec<bool> = reqs
+            .iter()
+            .map(|r| {
+                decision.clear();
+                policy.decide(r, &mut decision);
+                for a in &decision.actions {
+                    match a {
+                        tiercache_core::Action::Insert { .. } => inserts += 1,
+                        tiercache_core::Action::Reject { .. } => rejected += 1,
+                        _ => {}
+                    }
+                }
+                decision.hit.is_some()
+            })
+            .collect();
+        let clock = Arc::new(ManualClock::default());
+        let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .nvcache(config)
+            .shards(1)
+            .block_size(BLOCK)
+            .capacity_bytes(blocks * BLOCK as u64)
+            .clock(clock.clone())
+            .without_worker()
+            .build()
+            .unwrap();
+        let mut buf = vec![0u8; BLOCK];
+        let engine: Vec<bool> = reqs
+            .iter()
+            .map(|r| {
+                clock.set(r.time_us);
+                replay(&cache, r, &mut buf)
+            })
+            .collect();
+        let first_difference = sim.iter().zip(&engine).position(|(a, b)| a != b);
+        assert_eq!(first_difference, None, "{spec}: engine and simulator part");
+        let stats = cache.stats();
+        assert_eq!(stats.inserts, inserts, "{spec}");
+        // The baseline admits every read miss; OBP and small-bypass refuse some.
+        assert_eq!(rejected > 0, spec.starts_with("obp"), "{spec}: {rejected} refused");
+    }
+}
