@@ -80,7 +80,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "lru")]
     pub lower_policy: String,
     /// Admit through NVCache's rules, live in the engine: obp[:TARGET], alloc-read-write or
-    /// no-write-allocate, then ',small-bypass=BYTES', ',window=LOOKUPS', ',write-allocate'.
+    /// no-write-allocate, then ',small-bypass=BYTES', ',window=LOOKUPS', ',write-allocate',
+    /// ',no-eviction'.
     #[arg(long)]
     pub nvcache: Option<String>,
     #[arg(long, default_value = "always")]

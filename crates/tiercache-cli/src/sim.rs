@@ -50,7 +50,7 @@ pub struct SimArgs {
     pub mode: Option<String>,
     /// NVCache's admission (Writes Hurt, section 3.2) in front of the cache: obp[:TARGET],
     /// alloc-read-write or no-write-allocate, then ',small-bypass=DRAM_BYTES', ',window=LOOKUPS'
-    /// (sliding OBP), ',write-allocate'. E.g. 'obp:0.1,small-bypass=16GiB'.
+    /// (sliding OBP), ',write-allocate', ',no-eviction'. E.g. 'obp:0.1,small-bypass=16GiB'.
     #[arg(long)]
     pub nvcache: Option<String>,
     /// With --mode: NHIT promotion (insert on the 3rd miss once the cache is 80% full).

@@ -21,7 +21,7 @@
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
-use tiercache_core::{Action, Decision, KeySet, Op, RejectReason, Request};
+use tiercache_core::{Action, Decision, KeySet, Op, RejectReason, Request, TierId};
 
 use crate::registry::AnyPolicy;
 use crate::Policy;
@@ -46,6 +46,9 @@ pub struct NvcacheConfig {
     pub small_bypass_bytes: Option<u64>,
     /// Admit written blocks too (alloc-read-write); otherwise read misses only.
     pub write_allocate: bool,
+    /// Evict to make room once full (eager eviction); `false`: once full, admit only into
+    /// space freed by removals (the paper's "no eviction", Table 1).
+    pub evict: bool,
 }
 
 impl NvcacheConfig {
@@ -57,6 +60,7 @@ impl NvcacheConfig {
             window: ObpWindow::Cumulative,
             small_bypass_bytes: None,
             write_allocate: false,
+            evict: true,
         }
     }
 
@@ -74,7 +78,7 @@ impl NvcacheConfig {
 impl NvcacheConfig {
     /// Parses `obp[:TARGET]`, `alloc-read-write` or `no-write-allocate`, then options after
     /// commas: `small-bypass=BYTES` (the DRAM size, e.g. `16GiB`), `window=LOOKUPS` (sliding
-    /// OBP), `write-allocate`.
+    /// OBP), `write-allocate`, `no-eviction`.
     pub fn parse(text: &str) -> Result<NvcacheConfig, crate::PolicyError> {
         let bad = |key: &str, reason: String| crate::PolicyError::bad("nvcache", key, reason);
         let mut parts = text.split(',');
@@ -114,10 +118,11 @@ impl NvcacheConfig {
                     config.window = ObpWindow::Sliding { lookups: lookups.max(1) };
                 }
                 None if option == "write-allocate" => config.write_allocate = true,
+                None if option == "no-eviction" => config.evict = false,
                 _ => {
                     return Err(bad(
                         option,
-                        "unknown option; use small-bypass=BYTES, window=LOOKUPS, write-allocate"
+                        "unknown option; use small-bypass=BYTES, window=LOOKUPS, write-allocate, no-eviction"
                             .into(),
                     ))
                 }
@@ -210,8 +215,15 @@ impl Nvcache {
         self.ratio.value()
     }
 
-    /// Why a block may not be admitted now, if it may not.
-    fn refusal(&self) -> Option<RejectReason> {
+    /// Why `req` may not be admitted now, if it may not.
+    fn refusal(&self, req: &Request) -> Option<RejectReason> {
+        if !self.config.evict {
+            let tier = TierId(0);
+            let capacity = self.inner.capacity(tier);
+            if self.inner.used(tier) + capacity.charge(req.size) > capacity.amount {
+                return Some(RejectReason::NoSpace);
+            }
+        }
         if self.config.small_bypass_bytes.is_some_and(|dram| self.footprint <= dram) {
             return Some(RejectReason::SmallDataset);
         }
@@ -244,7 +256,7 @@ impl Nvcache {
 
     /// Admits `req` if the rules allow, else records why not.
     fn admit(&mut self, req: &Request, out: &mut Decision) {
-        match self.refusal() {
+        match self.refusal(req) {
             Some(reason) => out.push(Action::Reject { key: req.key, size: req.size, reason }),
             None => {
                 let from = out.actions.len();
@@ -302,6 +314,9 @@ impl Policy for Nvcache {
         if self.config.small_bypass_bytes.is_some() {
             rules.push("small-bypass".into());
         }
+        if !self.config.evict {
+            rules.push("no eviction".into());
+        }
         rules.push(
             if self.config.write_allocate { "write-allocate" } else { "read-allocate" }.into(),
         );
@@ -321,7 +336,7 @@ mod tests {
     use super::*;
     use crate::conformance::check_stream;
     use crate::registry::PolicyConfig;
-    use tiercache_core::{Capacity, SeededRng, TierId};
+    use tiercache_core::{Capacity, SeededRng};
 
     fn nvcache(blocks: u64, config: NvcacheConfig) -> AnyPolicy {
         let lru = AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(blocks), &[], 0);
@@ -442,6 +457,28 @@ mod tests {
             let e = NvcacheConfig::parse(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn without_eviction_a_full_cache_admits_only_into_freed_space() {
+        let config = NvcacheConfig { evict: false, ..NvcacheConfig::no_write_allocate() };
+        let mut policy = nvcache(100, config);
+        let requests = workload(20_000, 1000, 0.8, 5);
+        let mut d = Decision::new();
+        for req in &requests {
+            d.clear();
+            policy.decide(req, &mut d);
+            assert!(!d.actions.iter().any(|a| matches!(a, Action::Evict { .. })), "{req:?}: {d:?}");
+        }
+        assert!(policy.resident(TierId(0)) > 90, "the cache fills, and writes free space in it");
+        let (eager_inserts, eager_hits) =
+            run(&mut nvcache(100, NvcacheConfig::no_write_allocate()), &requests);
+        let config = NvcacheConfig { evict: false, ..NvcacheConfig::no_write_allocate() };
+        let (inserts, hits) = run(&mut nvcache(100, config), &requests);
+        // Table 1's shape: eager eviction writes far more into the cache for its hits.
+        assert!(eager_inserts > 3 * inserts, "{eager_inserts} vs {inserts}");
+        assert!(hits > 0 && eager_hits > 0);
+        assert!(NvcacheConfig::parse("obp,no-eviction").is_ok_and(|c| !c.evict));
     }
 
     #[test]
