@@ -28,8 +28,21 @@ fn simulated_hits(
 ) -> (Vec<bool>, u64, u64) {
     let mut policy =
         AnyPolicy::from_config(policy, Capacity::objects(blocks), admission, 0).unwrap();
+    let (hits, counts) = decide_all(&mut policy, reqs);
+    (hits, counts.inserts, counts.evictions)
+}
+
+#[derive(Default)]
+struct Counts {
+    inserts: u64,
+    evictions: u64,
+    rejections: u64,
+}
+
+/// Runs `reqs` through `policy`: per request whether it hit, and the actions counted.
+fn decide_all(policy: &mut AnyPolicy, reqs: &[Request]) -> (Vec<bool>, Counts) {
     let mut decision = Decision::new();
-    let (mut inserts, mut evictions) = (0, 0);
+    let mut counts = Counts::default();
     let hits = reqs
         .iter()
         .map(|r| {
@@ -37,15 +50,16 @@ fn simulated_hits(
             policy.decide(r, &mut decision);
             for a in &decision.actions {
                 match a {
-                    tiercache_core::Action::Insert { .. } => inserts += 1,
-                    tiercache_core::Action::Evict { .. } => evictions += 1,
+                    tiercache_core::Action::Insert { .. } => counts.inserts += 1,
+                    tiercache_core::Action::Evict { .. } => counts.evictions += 1,
+                    tiercache_core::Action::Reject { .. } => counts.rejections += 1,
                     _ => {}
                 }
             }
             decision.hit.is_some()
         })
         .collect();
-    (hits, inserts, evictions)
+    (hits, counts)
 }
 
 /// Replays one request on the engine: reads through `read_through` (loading the key's own
@@ -306,23 +320,8 @@ fn engine_decides_as_the_simulator_behind_nvcache_admission() {
             AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(blocks), &[], 0)
                 .unwrap()
                 .with_nvcache(config.clone());
-        let mut decision = Decision::new();
-        let (mut inserts, mut rejected) = (0, 0);
-        let sim: Vec<bool> = reqs
-            .iter()
-            .map(|r| {
-                decision.clear();
-                policy.decide(r, &mut decision);
-                for a in &decision.actions {
-                    match a {
-                        tiercache_core::Action::Insert { .. } => inserts += 1,
-                        tiercache_core::Action::Reject { .. } => rejected += 1,
-                        _ => {}
-                    }
-                }
-                decision.hit.is_some()
-            })
-            .collect();
+        let (sim, counts) = decide_all(&mut policy, &reqs);
+        let (inserts, rejected) = (counts.inserts, counts.rejections);
         let clock = Arc::new(ManualClock::default());
         let cache = CacheBuilder::new(PolicyConfig::Lru)
             .nvcache(config)
