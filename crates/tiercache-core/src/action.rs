@@ -131,6 +131,15 @@ impl Decision {
         self.actions.push(action);
     }
 
+    /// The tier an `Invalidate` of `key` among the actions from index `from` on dropped it
+    /// from: where a write found the copy it made stale.
+    pub fn invalidated_from(&self, from: usize, key: Key) -> Option<TierId> {
+        self.actions[from..].iter().find_map(|action| match *action {
+            Action::Invalidate { tier, key: k, .. } if k == key => Some(tier),
+            _ => None,
+        })
+    }
+
     /// Whether the cache absorbs a write of `key`: the decision leaves the written data dirty
     /// in a tier (write-back), so the backing device sees it only when it is written back.
     /// Otherwise a write goes through to the backing device.

@@ -328,10 +328,7 @@ impl Policy for Cas {
                     // The write goes to the backing device; a cached copy is a write hit, and
                     // is dropped as stale.
                     self.inner.decide(&Request { op: Op::Delete, ..*req }, out);
-                    out.hit = out.actions[from..].iter().find_map(|a| match a {
-                        Action::Invalidate { tier, key, .. } if *key == req.key => Some(*tier),
-                        _ => None,
-                    });
+                    out.hit = out.invalidated_from(from, req.key);
                 }
                 CacheMode::WriteAround => self.access(req, false, out),
                 CacheMode::WriteThrough | CacheMode::WriteBack | CacheMode::WriteOnly => {

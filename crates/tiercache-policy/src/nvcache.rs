@@ -136,14 +136,18 @@ const BUCKETS: usize = 16;
 
 /// Lookups and writes (inserts plus removals): totals since the start, or over a window of
 /// buckets of lookups (the last one open), the totals then being the buckets' sums.
-#[derive(Default)]
 struct Ratio {
+    window: ObpWindow,
     lookups: u64,
     writes: u64,
     buckets: VecDeque<(u64, u64)>,
 }
 
 impl Ratio {
+    fn new(window: ObpWindow) -> Ratio {
+        Ratio { window, lookups: 0, writes: 0, buckets: VecDeque::new() }
+    }
+
     fn value(&self) -> f64 {
         if self.lookups == 0 {
             0.0
@@ -152,9 +156,9 @@ impl Ratio {
         }
     }
 
-    fn lookup(&mut self, window: ObpWindow) {
+    fn lookup(&mut self) {
         self.lookups += 1;
-        let ObpWindow::Sliding { lookups } = window else { return };
+        let ObpWindow::Sliding { lookups } = self.window else { return };
         let per_bucket = (lookups / BUCKETS as u64).max(1);
         let open = self.open();
         open.0 += 1;
@@ -168,9 +172,9 @@ impl Ratio {
         }
     }
 
-    fn write(&mut self, n: u64, window: ObpWindow) {
+    fn write(&mut self, n: u64) {
         self.writes += n;
-        if let ObpWindow::Sliding { .. } = window {
+        if let ObpWindow::Sliding { .. } = self.window {
             self.open().1 += n;
         }
     }
@@ -200,8 +204,8 @@ impl Nvcache {
     pub fn new(inner: AnyPolicy, config: NvcacheConfig) -> Nvcache {
         Nvcache {
             inner: Box::new(inner),
+            ratio: Ratio::new(config.window),
             config,
-            ratio: Ratio::default(),
             seen: KeySet::default(),
             footprint: 0,
             inserted: 0,
@@ -250,7 +254,7 @@ impl Nvcache {
             }
         }
         if writes > 0 {
-            self.ratio.write(writes, self.config.window);
+            self.ratio.write(writes);
         }
     }
 
@@ -269,6 +273,7 @@ impl Nvcache {
 
 impl Policy for Nvcache {
     crate::delegate_to_inner!();
+
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         if req.op != Op::Delete && self.seen.insert(req.key) {
             self.footprint += req.size as u64;
@@ -282,7 +287,7 @@ impl Policy for Nvcache {
             Op::Read | Op::Lookup => {
                 self.inner.decide(&Request { op: Op::Lookup, ..*req }, out);
                 self.looked_up += 1;
-                self.ratio.lookup(self.config.window);
+                self.ratio.lookup();
                 if out.hit.is_none() && req.op == Op::Read {
                     self.admit(req, out);
                 }
@@ -290,10 +295,7 @@ impl Policy for Nvcache {
             Op::Write => {
                 // Remove-on-free: the cached copy is stale.
                 self.inner.decide(&Request { op: Op::Delete, ..*req }, out);
-                out.hit = out.actions[from..].iter().find_map(|a| match a {
-                    Action::Invalidate { tier, key, .. } if *key == req.key => Some(*tier),
-                    _ => None,
-                });
+                out.hit = out.invalidated_from(from, req.key);
                 self.count(out, from);
                 if self.config.write_allocate {
                     self.admit(req, out);

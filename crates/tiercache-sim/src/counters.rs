@@ -114,15 +114,10 @@ impl Counters {
                 self.tier_hits[tier.index()] += 1;
             }
         }
+        // The write-back run being counted: its last block and its length.
+        let mut run: Option<(u64, u64)> = None;
         for action in &decision.actions {
             self.apply(action);
-        }
-        self.count_write_back_runs(decision);
-    }
-
-    fn count_write_back_runs(&mut self, decision: &Decision) {
-        let mut run: Option<(u64, u64)> = None; // (last key, length)
-        for action in &decision.actions {
             let Action::WriteBack { key, .. } = *action else { continue };
             run = match run {
                 Some((last, len)) if last.checked_add(1) == Some(key) => Some((key, len + 1)),
