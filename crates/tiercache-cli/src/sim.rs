@@ -53,6 +53,12 @@ pub struct SimArgs {
     /// (sliding OBP), ',write-allocate', ',no-eviction'. E.g. 'obp:0.1,small-bypass=16GiB'.
     #[arg(long)]
     pub nvcache: Option<String>,
+    /// Non-hierarchical caching (Orthus, section 4) on top: 'nhc' tunes load_admit with
+    /// Algorithm 1 (needs --clients or --arrival-rate: it is fed each interval's measurement),
+    /// options ':target=throughput|mean-latency|p99-latency,step=0.02,window=20,alpha=0.05';
+    /// 'nhc:load_admit=0.7' holds a static split.
+    #[arg(long)]
+    pub nhc: Option<String>,
     /// With --mode: NHIT promotion (insert on the 3rd miss once the cache is 80% full).
     #[arg(long)]
     pub nhit: bool,
@@ -69,6 +75,10 @@ pub struct SimArgs {
     /// flight (then --clients only switches virtual time on).
     #[arg(long)]
     pub arrival_rate: Option<f64>,
+    /// Virtual time: length of one interval of the time series, in milliseconds; controllers
+    /// (--nhc) are fed one measurement per interval (Orthus uses 5 ms).
+    #[arg(long, default_value_t = 100.0)]
+    pub interval_ms: f64,
     /// With --clients: the device of the (upper) tier, a preset or a TOML profile file.
     #[arg(long, default_value = "dram")]
     pub profile: String,
@@ -102,6 +112,14 @@ pub fn parse_capacity(text: &str, unit: &str) -> anyhow::Result<Capacity> {
 
 pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
+        args.nhc.is_none() || args.clients.is_some() || args.arrival_rate.is_some(),
+        "--nhc tunes on measured throughput: run in virtual time with --clients or --arrival-rate"
+    );
+    anyhow::ensure!(
+        args.interval_ms > 0.0 && args.interval_ms.is_finite(),
+        "--interval-ms must be above 0"
+    );
+    anyhow::ensure!(
         args.tiers.is_empty() || args.lower_capacity.is_some(),
         "--tier adds tiers below the lower one: give --lower-capacity too"
     );
@@ -118,6 +136,12 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
             .map(tiercache_policy::nvcache::NvcacheConfig::parse)
             .transpose()
             .context("--nvcache")?,
+        nhc: args
+            .nhc
+            .as_deref()
+            .map(tiercache_policy::nhc::NhcConfig::parse)
+            .transpose()
+            .context("--nhc")?,
         lower: match &args.lower_capacity {
             None => None,
             Some(text) => Some(LowerTier {

@@ -34,15 +34,13 @@ pub fn run(args: &SimArgs, options: &RunOptions, clients: usize) -> anyhow::Resu
     let mut policy = tiercache_sim::build(options)?;
     let options = TimedOptions {
         arrival_rate: args.arrival_rate,
+        interval_us: ((args.interval_ms * 1000.0).round() as u64).max(1),
         ..TimedOptions::closed(clients, tiers, backing)
     };
     let report = simulate_timed(&mut policy, &requests, &options);
     if let Some(path) = &args.csv {
-        let mut text = String::from("start_seconds,ops_per_second,hit_ratio\n");
-        for p in &report.series {
-            text += &format!("{},{},{}\n", p.start_seconds, p.ops_per_second, p.hit_ratio);
-        }
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, series_csv(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -50,6 +48,29 @@ pub fn run(args: &SimArgs, options: &RunOptions, clients: usize) -> anyhow::Resu
         print(&report, &args.trace.trace);
     }
     Ok(())
+}
+
+/// The time series as CSV: one row per interval, the policy's knobs as the last columns.
+pub fn series_csv(report: &TimedReport) -> String {
+    let knobs: Vec<&str> =
+        report.series.first().map(|p| p.knobs.keys().copied().collect()).unwrap_or_default();
+    let mut text =
+        String::from("start_seconds,ops_per_second,hit_ratio,mean_latency_us,p99_latency_us");
+    for knob in &knobs {
+        text += &format!(",{knob}");
+    }
+    text.push('\n');
+    for p in &report.series {
+        text += &format!(
+            "{},{},{},{},{}",
+            p.start_seconds, p.ops_per_second, p.hit_ratio, p.mean_latency_us, p.p99_latency_us
+        );
+        for knob in &knobs {
+            text += &format!(",{}", p.knobs.get(knob).copied().unwrap_or(f64::NAN));
+        }
+        text.push('\n');
+    }
+    text
 }
 
 fn print(r: &TimedReport, trace: &std::path::Path) {
@@ -70,6 +91,10 @@ fn print(r: &TimedReport, trace: &std::path::Path) {
             "{name:<10} {:>9} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
             l.count, l.mean_us, l.p50_us, l.p95_us, l.p99_us
         );
+    }
+    if let Some(last) = r.series.last().filter(|p| !p.knobs.is_empty()) {
+        let knobs: Vec<String> = last.knobs.iter().map(|(k, v)| format!("{k} {v:.3}")).collect();
+        println!("knobs at the end: {}", knobs.join(", "));
     }
     for d in &r.devices {
         println!(

@@ -49,10 +49,13 @@ pub enum RejectReason {
     Throttled,
     /// The dataset still fits in DRAM, so the slower tier would only add writes (small-bypass).
     SmallDataset,
+    /// Non-hierarchical caching has stopped admitting read misses: the cache tier already
+    /// gives its peak, so new data would only move load onto it (Orthus `data_admit`).
+    DataAdmitOff,
 }
 
 impl RejectReason {
-    pub const ALL: [RejectReason; 7] = [
+    pub const ALL: [RejectReason; 8] = [
         RejectReason::Probability,
         RejectReason::FirstMiss,
         RejectReason::TooLarge,
@@ -60,6 +63,7 @@ impl RejectReason {
         RejectReason::NotWorthIt,
         RejectReason::Throttled,
         RejectReason::SmallDataset,
+        RejectReason::DataAdmitOff,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -71,6 +75,7 @@ impl RejectReason {
             RejectReason::NotWorthIt => "not_worth_it",
             RejectReason::Throttled => "throttled",
             RejectReason::SmallDataset => "small_dataset",
+            RejectReason::DataAdmitOff => "data_admit_off",
         }
     }
 
@@ -104,25 +109,31 @@ pub enum Action {
 pub struct Decision {
     /// The tier the key was found in when the request arrived, if any.
     pub hit: Option<TierId>,
+    /// A clean read hit that the policy serves from the backing device instead of the tier
+    /// it hit (non-hierarchical caching, Orthus section 4.2: `load_admit` below 1). The block
+    /// stays cached and the read counts as a hit; only the device serving it changes.
+    pub from_backing: bool,
     pub actions: Vec<Action>,
 }
 
 impl Decision {
     pub fn new() -> Decision {
-        Decision { hit: None, actions: Vec::with_capacity(16) }
+        Decision { hit: None, from_backing: false, actions: Vec::with_capacity(16) }
     }
 
     #[inline]
     pub fn clear(&mut self) {
         self.hit = None;
+        self.from_backing = false;
         self.actions.clear();
     }
 
-    /// Where a read is served from: the tier it hit, or the backing device.
+    /// Where a read is served from: the tier it hit, or the backing device (a miss, or a hit
+    /// the policy sends there).
     pub fn served_from(&self) -> Location {
         match self.hit {
-            Some(tier) => Location::Tier(tier),
-            None => Location::Backing,
+            Some(tier) if !self.from_backing => Location::Tier(tier),
+            _ => Location::Backing,
         }
     }
 

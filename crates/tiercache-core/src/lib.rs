@@ -13,6 +13,7 @@ pub mod hash;
 pub mod limits;
 pub mod request;
 pub mod rng;
+pub mod signal;
 
 pub use action::{Action, Decision, Location, RejectReason, TierId};
 pub use capacity::{format_size, parse_size, Capacity, Unit};
@@ -21,3 +22,4 @@ pub use error::CoreError;
 pub use hash::{fnv1a_64, KeyBuildHasher, KeyHasher, KeyMap, KeySet};
 pub use request::{annotate_next_access, scsi_op, Key, Op, Request, NEVER};
 pub use rng::SeededRng;
+pub use signal::Interval;

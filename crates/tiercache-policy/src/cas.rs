@@ -340,6 +340,10 @@ impl Policy for Cas {
         self.settle(req, dirty, from, out);
     }
 
+    fn observe(&mut self, interval: &tiercache_core::Interval) {
+        self.inner.observe(interval);
+    }
+
     fn tick(&mut self, now_us: u64, out: &mut Decision) {
         let from = out.actions.len();
         self.inner.tick(now_us, out);

@@ -85,6 +85,18 @@ impl Shadow {
                 }
             }
         }
+        if decision.from_backing {
+            let read = matches!(req.op, tiercache_core::Op::Read | tiercache_core::Op::Lookup);
+            match self.blocks.get(&req.key) {
+                Some(b) if read && !b.dirty && decision.hit.is_some() => {}
+                other => {
+                    return Err(format!(
+                        "{:?} of key {} served from backing, but the cache holds {other:?}",
+                        req.op, req.key
+                    ))
+                }
+            }
+        }
         for action in &decision.actions {
             match *action {
                 Action::Insert { tier, key, size, dirty } => self.add(key, tier, size, dirty)?,

@@ -62,6 +62,7 @@ pub mod fifo;
 pub mod lfru;
 pub mod lfu;
 pub mod lru;
+pub mod nhc;
 pub mod nvcache;
 pub mod s3fifo;
 pub mod seqlist;
@@ -72,7 +73,7 @@ pub use frame::{Eviction, SingleTier, Sink};
 pub use hierarchy::Placement;
 pub use registry::{AnyPolicy, PolicyConfig, MAX_TIERS};
 
-use tiercache_core::{Capacity, Decision, Key, Request, TierId};
+use tiercache_core::{Capacity, Decision, Interval, Key, Request, TierId};
 
 /// A cache policy: one deterministic state machine over a hierarchy of one or more tiers.
 pub trait Policy {
@@ -84,6 +85,11 @@ pub trait Policy {
     /// background worker calls it so an idle cache still keeps its schedule. Appends the
     /// actions to `out`. Most policies have none.
     fn tick(&mut self, _now_us: u64, _out: &mut Decision) {}
+
+    /// The measurement of the interval just ended (throughput, latency, hit counts), for
+    /// policies with a controller that adapts to it (NHC's scheduler). Wrappers pass it on to
+    /// the policy they wrap. Most policies ignore it.
+    fn observe(&mut self, _interval: &Interval) {}
 
     /// A hint that `key` will be decided on soon: a policy may prefetch its metadata into the
     /// CPU cache. It must not change any state a decision depends on.

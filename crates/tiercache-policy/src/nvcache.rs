@@ -304,6 +304,10 @@ impl Policy for Nvcache {
         }
     }
 
+    fn observe(&mut self, interval: &tiercache_core::Interval) {
+        self.inner.observe(interval);
+    }
+
     fn tick(&mut self, now_us: u64, out: &mut Decision) {
         self.inner.tick(now_us, out);
     }

@@ -217,6 +217,7 @@ pub enum AnyPolicy {
     HybridArc(Box<HybridArc>),
     /// A single-tier policy behind NVCache's admission (overhead bypass, small-bypass).
     Nvcache(Box<crate::nvcache::Nvcache>),
+    Nhc(Box<crate::nhc::Nhc>),
 }
 
 macro_rules! dispatch {
@@ -235,6 +236,7 @@ macro_rules! dispatch {
             AnyPolicy::Hibachi($p) => $body,
             AnyPolicy::HybridArc($p) => $body,
             AnyPolicy::Nvcache($p) => $body,
+            AnyPolicy::Nhc($p) => $body,
         }
     };
 }
@@ -305,6 +307,11 @@ impl AnyPolicy {
     /// This policy behind NVCache's admission.
     pub fn with_nvcache(self, config: crate::nvcache::NvcacheConfig) -> AnyPolicy {
         AnyPolicy::Nvcache(Box::new(crate::nvcache::Nvcache::new(self, config)))
+    }
+
+    /// This policy with non-hierarchical caching's decision points and scheduler on top.
+    pub fn with_nhc(self, config: crate::nhc::NhcConfig, seed: u64) -> AnyPolicy {
+        AnyPolicy::Nhc(Box::new(crate::nhc::Nhc::new(self, config, seed)))
     }
 
     /// This policy run in an Open CAS cache mode.
@@ -393,6 +400,10 @@ impl Policy for AnyPolicy {
 
     fn tick(&mut self, now_us: u64, out: &mut Decision) {
         dispatch!(self, p => p.tick(now_us, out))
+    }
+
+    fn observe(&mut self, interval: &tiercache_core::Interval) {
+        dispatch!(self, p => p.observe(interval))
     }
 
     #[inline]

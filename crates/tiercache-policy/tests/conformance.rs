@@ -185,6 +185,51 @@ proptest! {
     }
 
     #[test]
+    fn nhc_conforms_and_never_reads_dirty_data_from_backing(
+        reqs in stream(40, 300, true),
+        amount in 1u64..16,
+        scores in proptest::collection::vec(1u64..1000, 64),
+        fixed in proptest::option::of(0.0f64..1.0),
+        seed in any::<u64>(),
+    ) {
+        use tiercache_policy::cas::{CasConfig, CacheMode};
+        use tiercache_policy::nhc::NhcConfig;
+        use tiercache_policy::conformance::Shadow;
+        use tiercache_policy::Policy;
+        let cap = Capacity::objects(amount);
+        let config = NhcConfig { window: 1, fixed_load_admit: fixed, ..NhcConfig::default() };
+        let inners = [
+            AnyPolicy::from_config(&PolicyConfig::Lru, cap, &[], 1).unwrap()
+                .in_mode(CasConfig::new(CacheMode::WriteBack)),
+            AnyPolicy::from_config(&PolicyConfig::S3fifo(Default::default()), cap, &[], 1).unwrap(),
+            AnyPolicy::dram_first(&PolicyConfig::Lru, &PolicyConfig::Lru, [cap, Capacity::objects(2 * amount)], &[], 1)
+                .unwrap()
+                .in_mode(CasConfig::new(CacheMode::WriteBack)),
+        ];
+        for inner in inners {
+            let mut nhc = inner.with_nhc(config.clone(), seed);
+            let mut shadow = Shadow::for_policy(&nhc);
+            let mut decision = tiercache_core::Decision::new();
+            for (i, req) in reqs.iter().enumerate() {
+                // Every few requests an interval ends: a steady hit rate and a random score
+                // walk the scheduler through classic caching, tuning and back.
+                if i % 4 == 3 {
+                    let ops = scores[(i / 4) % scores.len()];
+                    let interval = tiercache_core::Interval {
+                        seconds: 1.0, completed: ops, reads: 100, read_hits: 90,
+                        mean_latency_us: 1.0, p99_latency_us: 1.0,
+                    };
+                    nhc.observe(&interval);
+                }
+                decision.clear();
+                nhc.decide(req, &mut decision);
+                let checked = shadow.apply(req, &decision).and_then(|_| shadow.check_accounting(&nhc));
+                prop_assert!(checked.is_ok(), "{} request {i} ({req:?}): {}", nhc.label(), checked.unwrap_err());
+            }
+        }
+    }
+
+    #[test]
     fn hibachi_conforms_and_never_drops_dirty_data(
         reqs in stream(40, 300, true),
         dram in 1u64..10,

@@ -36,6 +36,8 @@ pub struct Counters {
     #[serde(skip)]
     pub tier_hits: [u64; tiercache_policy::MAX_TIERS],
     pub read_hits: u64,
+    /// Read hits served by the backing device all the same (non-hierarchical caching).
+    pub read_hits_from_backing: u64,
     pub write_hits: u64,
     pub bytes_requested: u64,
     pub bytes_hit: u64,
@@ -62,7 +64,7 @@ pub struct Counters {
     pub write_back_run_lengths: [u64; RUN_LENGTH_BUCKETS],
     /// Bytes copied into cache tiers: inserts, in-place updates and moves.
     pub bytes_written_to_cache: u64,
-    /// Bytes read from the backing device: read misses and dirty data being written back.
+    /// Bytes read from the backing device: read misses and hits sent there.
     pub bytes_read_from_backing: u64,
     /// Bytes written to the backing device: writes the cache does not absorb, and write-backs.
     pub bytes_written_to_backing: u64,
@@ -85,8 +87,10 @@ impl Counters {
                 if hit {
                     self.read_hits += 1;
                     self.read_bytes_hit += size;
-                } else {
+                }
+                if decision.served_from() == tiercache_core::Location::Backing {
                     self.bytes_read_from_backing += size;
+                    self.read_hits_from_backing += hit as u64;
                 }
             }
             Op::Write => {

@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub mode: Option<CasConfig>,
     /// Put the cache behind NVCache's admission (overhead bypass, small-bypass).
     pub nvcache: Option<tiercache_policy::nvcache::NvcacheConfig>,
+    /// Non-hierarchical caching on top (Orthus): which read hits the backing device serves.
+    pub nhc: Option<tiercache_policy::nhc::NhcConfig>,
 }
 
 /// The lower tier of a multi-tier simulation, how blocks are placed across the tiers, and any
@@ -158,8 +160,11 @@ pub fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
     if let Some(config) = &options.nvcache {
         policy = policy.with_nvcache(config.clone());
     }
-    Ok(match &options.mode {
-        Some(mode) => policy.in_mode(mode.clone()),
+    if let Some(mode) = &options.mode {
+        policy = policy.in_mode(mode.clone());
+    }
+    Ok(match &options.nhc {
+        Some(config) => policy.with_nhc(config.clone(), options.seed),
         None => policy,
     })
 }

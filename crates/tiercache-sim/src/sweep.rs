@@ -51,6 +51,7 @@ pub fn sweep(
                 lower: None,
                 mode: None,
                 nvcache: None,
+                nhc: None,
             };
             let report = simulate_slice(&options, requests)?;
             done();

@@ -17,7 +17,7 @@ use std::collections::BinaryHeap;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use tiercache_core::{Action, Decision, DeviceProfile, Direction, Op, Request};
+use tiercache_core::{Action, Decision, DeviceProfile, Direction, Interval, Location, Op, Request};
 use tiercache_policy::{AnyPolicy, Policy};
 
 /// One device operation of a request.
@@ -117,6 +117,8 @@ pub struct IntervalPoint {
     pub start_seconds: f64,
     pub ops_per_second: f64,
     pub hit_ratio: f64,
+    pub mean_latency_us: f64,
+    pub p99_latency_us: f64,
     /// The policy's knobs when the interval's first request completed.
     pub knobs: std::collections::BTreeMap<&'static str, f64>,
 }
@@ -173,11 +175,11 @@ fn stages(req: &Request, decision: &Decision, backing: usize, out: &mut Vec<Stag
         key,
         blocks: 1,
     };
-    match (req.op, decision.hit) {
-        (Op::Read | Op::Lookup, Some(tier)) => {
+    match (req.op, decision.served_from()) {
+        (Op::Read | Op::Lookup, Location::Tier(tier)) => {
             out.push(stage(tier.index(), Direction::Read, req.size, req.key))
         }
-        (Op::Read | Op::Lookup, None) => {
+        (Op::Read | Op::Lookup, Location::Backing) => {
             out.push(stage(backing, Direction::Read, req.size, req.key))
         }
         (Op::Write, _) if !decision.absorbs_write(req.key) => {
@@ -228,6 +230,17 @@ fn merge_runs(stages: &mut Vec<Stage>) {
 
 type Knobs = Vec<(&'static str, f64)>;
 
+/// The interval being measured: what completed in it, and the policy's knobs when it began.
+struct Current {
+    bucket: usize,
+    completed: u64,
+    hits: u64,
+    reads: u64,
+    read_hits: u64,
+    latency: Histogram<u64>,
+    knobs: Knobs,
+}
+
 /// A request in flight: its device operations, when it was issued, and what it was.
 struct InFlight {
     chain: Vec<Stage>,
@@ -248,8 +261,8 @@ struct Run<'a> {
     hits: u64,
     decision: Decision,
     latency: [Histogram<u64>; 3],
-    /// Per interval: completed requests, hits, and the policy's knobs.
-    series: Vec<(u64, u64, Knobs)>,
+    current: Current,
+    series: Vec<IntervalPoint>,
     interval_ns: u64,
 }
 
@@ -276,16 +289,52 @@ impl Run<'_> {
     fn complete(&mut self, slot: usize, now: u64) {
         let flight = self.slots[slot].as_ref().expect("a request in flight");
         let took = (now - flight.issued).max(1);
+        let (write, hit) = (flight.write, flight.hit);
         self.latency[ALL].saturating_record(took);
-        self.latency[if flight.write { WRITES } else { READS }].saturating_record(took);
-        self.hits += flight.hit as u64;
+        self.latency[if write { WRITES } else { READS }].saturating_record(took);
+        self.hits += hit as u64;
         let bucket = (now / self.interval_ns) as usize;
-        if self.series.len() <= bucket {
-            let knobs = self.policy.knobs();
-            self.series.resize(bucket + 1, (0, 0, knobs));
+        while self.current.bucket < bucket {
+            self.end_interval();
         }
-        self.series[bucket].0 += 1;
-        self.series[bucket].1 += flight.hit as u64;
+        let current = &mut self.current;
+        current.completed += 1;
+        current.hits += hit as u64;
+        current.reads += !write as u64;
+        current.read_hits += (!write && hit) as u64;
+        current.latency.saturating_record(took);
+    }
+
+    /// Closes the interval being measured: a point of the series, and the measurement the
+    /// policy is fed (completions arrive in time order, so the interval is complete).
+    fn end_interval(&mut self) {
+        let seconds = self.interval_ns as f64 / 1e9;
+        let c = &mut self.current;
+        let us = |q: f64| c.latency.value_at_quantile(q) as f64 / 1000.0;
+        let interval = Interval {
+            seconds,
+            completed: c.completed,
+            reads: c.reads,
+            read_hits: c.read_hits,
+            mean_latency_us: if c.completed > 0 { c.latency.mean() / 1000.0 } else { 0.0 },
+            p99_latency_us: if c.completed > 0 { us(0.99) } else { 0.0 },
+        };
+        self.series.push(IntervalPoint {
+            start_seconds: c.bucket as f64 * seconds,
+            ops_per_second: interval.ops_per_second(),
+            hit_ratio: if c.completed > 0 { c.hits as f64 / c.completed as f64 } else { 0.0 },
+            mean_latency_us: interval.mean_latency_us,
+            p99_latency_us: interval.p99_latency_us,
+            knobs: std::mem::take(&mut c.knobs).into_iter().collect(),
+        });
+        c.bucket += 1;
+        c.completed = 0;
+        c.hits = 0;
+        c.reads = 0;
+        c.read_hits = 0;
+        c.latency.reset();
+        self.policy.observe(&interval);
+        self.current.knobs = self.policy.knobs();
     }
 }
 
@@ -311,6 +360,15 @@ pub fn simulate_timed(
         hits: 0,
         decision: Decision::new(),
         latency: [histogram(), histogram(), histogram()],
+        current: Current {
+            bucket: 0,
+            completed: 0,
+            hits: 0,
+            reads: 0,
+            read_hits: 0,
+            latency: histogram(),
+            knobs: Vec::new(),
+        },
         series: Vec::new(),
         interval_ns: options.interval_us.max(1) * 1000,
     };
@@ -328,6 +386,7 @@ pub fn simulate_timed(
             }
         }
     }
+    run.current.knobs = run.policy.knobs();
     let mut end = 0u64;
     while let Some(Reverse((now, kind, slot, stage))) = events.pop() {
         end = end.max(now);
@@ -357,6 +416,9 @@ pub fn simulate_timed(
             events.push(Reverse((now, 1, slot, 0)));
         }
     }
+    if run.current.completed > 0 {
+        run.end_interval();
+    }
     report(run, clients, options, end)
 }
 
@@ -364,7 +426,6 @@ fn report(run: Run, clients: usize, options: &TimedOptions, end: u64) -> TimedRe
     let seconds = end as f64 / 1e9;
     let requests_done = run.latency[ALL].len();
     let all = LatencySummary::of(&run.latency[ALL]);
-    let interval_s = run.interval_ns as f64 / 1e9;
     TimedReport {
         clients,
         arrival_rate: options.arrival_rate,
@@ -393,16 +454,6 @@ fn report(run: Run, clients: usize, options: &TimedOptions, end: u64) -> TimedRe
                 bytes_written: d.bytes_written,
             })
             .collect(),
-        series: run
-            .series
-            .iter()
-            .enumerate()
-            .map(|(i, (done, hits, knobs))| IntervalPoint {
-                start_seconds: i as f64 * interval_s,
-                ops_per_second: *done as f64 / interval_s,
-                hit_ratio: if *done > 0 { *hits as f64 / *done as f64 } else { 0.0 },
-                knobs: knobs.iter().copied().collect(),
-            })
-            .collect(),
+        series: run.series,
     }
 }

@@ -15,6 +15,7 @@ fn options(policy: PolicyConfig, capacity: u64) -> RunOptions {
         lower: None,
         mode: None,
         nvcache: None,
+        nhc: None,
     }
 }
 
