@@ -84,6 +84,18 @@ pub struct BenchArgs {
     /// ',no-eviction'.
     #[arg(long)]
     pub nvcache: Option<String>,
+    /// Non-hierarchical caching live in the engine (Orthus, section 4): 'nhc' tunes
+    /// load_admit on the engine's measured throughput every --measure-ms; options as in
+    /// `sim --nhc` (':target=p99-latency', ':load_admit=0.7' for a static split).
+    #[arg(long)]
+    pub nhc: Option<String>,
+    /// Interval of the controllers' measurements, in milliseconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub measure_ms: f64,
+    /// Make the backing file behave like a device preset (nvme, sata-ssd, hdd...) or TOML
+    /// profile: its reads and writes then take the profile's time.
+    #[arg(long)]
+    pub backing_profile: Option<String>,
     #[arg(long, default_value = "always")]
     pub admission: String,
     /// write-through, write-around, write-invalidate, pass-through.
@@ -117,6 +129,8 @@ pub struct BenchReport {
     pub write: Percentiles,
     pub hit_ratio: Option<f64>,
     pub cache: Option<StatsSnapshot>,
+    /// The controllers' knobs at the end of the run (NHC's load_admit...).
+    pub knobs: std::collections::BTreeMap<&'static str, f64>,
 }
 
 /// The setup every thread shares.
@@ -327,6 +341,15 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
         let config = tiercache_policy::nvcache::NvcacheConfig::parse(spec).context("--nvcache")?;
         builder = builder.nvcache(config);
     }
+    if let Some(spec) = &args.nhc {
+        let config = tiercache_policy::nhc::NhcConfig::parse(spec).context("--nhc")?;
+        anyhow::ensure!(
+            args.measure_ms > 0.0 && args.measure_ms.is_finite(),
+            "--measure-ms must be above 0"
+        );
+        builder =
+            builder.nhc(config).measure_every(Duration::from_secs_f64(args.measure_ms / 1000.0));
+    }
     if let Some((lower, lower_bytes)) = tiers.get(1) {
         builder = builder.lower_tier(
             lower.clone(),
@@ -349,7 +372,12 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
-    let file = CachedFile::open(&args.backing, cache, WriteMode::parse(&args.write_mode)?)?;
+    let mut file = CachedFile::open(&args.backing, cache, WriteMode::parse(&args.write_mode)?)?;
+    if let Some(name) = &args.backing_profile {
+        let profile =
+            DeviceProfile::load(name).map_err(anyhow::Error::msg).context("--backing-profile")?;
+        file = file.emulate_backing(profile);
+    }
     let block = plan.block as u64;
     let (reads, writes, seconds) = drive(args, plan, |_, op, key, buf| {
         match op {
@@ -359,8 +387,10 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
         Ok(())
     })?;
     let stats = file.cache().stats();
+    // Hits the policy sent to the backing file (NHC) were cached all the same.
+    let cached = stats.hits + stats.offloaded;
     let hit_ratio =
-        if stats.lookups > 0 { Some(stats.hits as f64 / stats.lookups as f64) } else { None };
+        if stats.lookups > 0 { Some(cached as f64 / stats.lookups as f64) } else { None };
     let names: Vec<String> = tiers
         .iter()
         .map(|(kind, bytes)| format!("{} {}", tier_name(kind), format_size(*bytes)))
@@ -369,13 +399,20 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
         1 => args.policy.clone(),
         _ => format!("dram-first {} > {}", args.policy, args.lower_policy),
     };
+    let backing = match &args.backing_profile {
+        Some(profile) => format!(" over a backing file like {profile}"),
+        None => String::new(),
+    };
     let label = format!(
-        "{} ({policy}, {}, {} shards)",
+        "{}{backing} ({policy}, {}, {} shards)",
         names.join(" over "),
         args.write_mode,
         shards(args)
     );
-    Ok(report(args, plan, "cache", label, reads, writes, seconds, hit_ratio, Some(stats)))
+    let mut report =
+        report(args, plan, "cache", label, reads, writes, seconds, hit_ratio, Some(stats));
+    report.knobs = file.cache().knobs().into_iter().collect();
+    Ok(report)
 }
 
 fn tier_name(tier: &TierKind) -> String {
@@ -415,6 +452,7 @@ fn report(
         write: Percentiles::of(&writes),
         hit_ratio,
         cache,
+        knobs: Default::default(),
     }
 }
 
@@ -449,6 +487,13 @@ fn print(r: &BenchReport) {
             c.checksum_failures,
             c.writes_dropped
         );
+        if c.offloaded > 0 {
+            println!("read hits sent to the backing file {}", c.offloaded);
+        }
+    }
+    if !r.knobs.is_empty() {
+        let knobs: Vec<String> = r.knobs.iter().map(|(k, v)| format!("{k} {v:.3}")).collect();
+        println!("knobs at the end: {}", knobs.join(", "));
     }
 }
 

@@ -21,6 +21,8 @@ pub const SHARDS_MAX: usize = 4096;
 pub const BLOCK_SIZE_MIN: usize = 512;
 /// How often the background worker runs periodic work by default.
 pub const DEFAULT_TICK: std::time::Duration = std::time::Duration::from_millis(100);
+/// How often controllers (NHC) are fed a measurement, unless the builder says otherwise.
+pub const DEFAULT_MEASURE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// One tier: its medium, the bytes of values it holds, and the policy that runs it.
 #[derive(Clone, Debug)]
@@ -47,6 +49,8 @@ pub struct CacheBuilder {
     worker_off: bool,
     placement: Placement,
     nvcache: Option<tiercache_policy::nvcache::NvcacheConfig>,
+    nhc: Option<tiercache_policy::nhc::NhcConfig>,
+    measure_every: std::time::Duration,
 }
 
 impl CacheBuilder {
@@ -70,6 +74,8 @@ impl CacheBuilder {
             worker_off: false,
             placement: Placement::DramFirst,
             nvcache: None,
+            nhc: None,
+            measure_every: DEFAULT_MEASURE,
         }
     }
 
@@ -109,6 +115,23 @@ impl CacheBuilder {
     /// size is shared among the shards like the data is.
     pub fn nvcache(mut self, config: tiercache_policy::nvcache::NvcacheConfig) -> Self {
         self.nvcache = Some(config);
+        self
+    }
+
+    /// Non-hierarchical caching on top of the tiers (Orthus, section 4): the background
+    /// worker measures the engine's completed operations and their latency every
+    /// [`measure_every`](Self::measure_every) and feeds the scheduler, which sends part of the
+    /// clean read hits to the backing device (the caller loads them: `get` returns `None`,
+    /// `read_through` calls its loader) and stops admitting read misses while it tunes.
+    /// Latency is recorded (it is the signal).
+    pub fn nhc(mut self, config: tiercache_policy::nhc::NhcConfig) -> Self {
+        self.nhc = Some(config);
+        self
+    }
+
+    /// The measurement interval of controllers (NHC); 10 ms by default (the paper: 5 ms).
+    pub fn measure_every(mut self, interval: std::time::Duration) -> Self {
+        self.measure_every = interval;
         self
     }
 
@@ -176,6 +199,13 @@ impl CacheBuilder {
             let reason = format!("{} must be a power of two up to {SHARDS_MAX}", self.shards);
             return Err(EngineError::config("shards", reason));
         }
+        if self.nhc.is_some() && self.measure_every.is_zero() {
+            return Err(EngineError::config("measure_every", "must be above zero".to_string()));
+        }
+        if self.nhc.is_some() && self.worker_off {
+            let reason = "NHC is fed measurements by the background worker; keep the worker";
+            return Err(EngineError::config("nhc", reason.to_string()));
+        }
         if let Some(tier) = self.missing_emulated_tier {
             return Err(EngineError::config(
                 "emulate",
@@ -232,13 +262,17 @@ impl CacheBuilder {
             )?,
             _ => unreachable!("the builder keeps one or two tiers"),
         };
-        Ok(match &self.nvcache {
+        let policy = match &self.nvcache {
             Some(config) => {
                 let mut config = config.clone();
                 config.small_bypass_bytes =
                     config.small_bypass_bytes.map(|bytes| bytes / self.shards as u64);
                 policy.with_nvcache(config)
             }
+            None => policy,
+        };
+        Ok(match &self.nhc {
+            Some(config) => policy.with_nhc(config.clone(), seed),
             None => policy,
         })
     }
@@ -271,20 +305,31 @@ impl CacheBuilder {
                 })
                 .collect();
             let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions);
-            if self.record_latency {
+            if self.record_latency || self.nhc.is_some() {
                 shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));
             }
             shards.push(Mutex::new(shard));
         }
         let timed = self.tiers.iter().any(|t| t.policy.uses_time());
+        let measured = self.nhc.is_some();
         let tick_every = match (self.worker_off, self.tick_every, timed) {
             (true, _, _) => None,
+            (false, _, _) if measured => Some(self.measure_every),
             (false, Some(interval), _) => Some(interval),
             (false, None, true) => Some(DEFAULT_TICK),
             (false, None, false) => None,
         };
-        let core =
-            CacheCore::new(shards, self.block_size, self.clock, media, self.record_latency, timed);
+        let record_latency = self.record_latency || measured;
+        let meter = measured.then(crate::cache::Meter::new);
+        let core = CacheCore::new(
+            shards,
+            self.block_size,
+            self.clock,
+            media,
+            record_latency,
+            timed,
+            meter,
+        );
         Ok(Cache::start(core, tick_every))
     }
 }

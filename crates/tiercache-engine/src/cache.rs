@@ -86,6 +86,7 @@ impl Worker {
                 }
                 drop(stopped);
                 core.tick();
+                core.measure();
             })
             .expect("the worker thread starts");
         Worker { stop, handle }
@@ -124,6 +125,30 @@ pub struct CacheCore {
     record_latency: bool,
     /// Whether any tier's policy reads request times.
     timed: bool,
+    /// The measurement fed to the policies' controllers each interval, when they have one.
+    meter: Option<Mutex<Meter>>,
+}
+
+/// What the engine had done at the end of the last interval, to take the next one's
+/// measurement as the difference.
+pub(crate) struct Meter {
+    at: Instant,
+    completed: u64,
+    reads: u64,
+    read_hits: u64,
+    latency: hdrhistogram::Histogram<u64>,
+}
+
+impl Meter {
+    pub(crate) fn new() -> Meter {
+        Meter {
+            at: Instant::now(),
+            completed: 0,
+            reads: 0,
+            read_hits: 0,
+            latency: latency::histogram(),
+        }
+    }
 }
 
 impl CacheCore {
@@ -134,10 +159,67 @@ impl CacheCore {
         media: Vec<Medium>,
         record_latency: bool,
         timed: bool,
+        meter: Option<Meter>,
     ) -> CacheCore {
         let shard_bits = shards.len().trailing_zeros();
         let shards = shards.into_boxed_slice();
-        CacheCore { shards, shard_bits, block_size, clock, _media: media, record_latency, timed }
+        let meter = meter.map(Mutex::new);
+        CacheCore {
+            shards,
+            shard_bits,
+            block_size,
+            clock,
+            _media: media,
+            record_latency,
+            timed,
+            meter,
+        }
+    }
+
+    /// Ends a measurement interval (what the background worker does after each tick when a
+    /// policy has a controller): the operations completed since the last one, their latency
+    /// and the read hits (served or sent to backing), fed to every shard's policy. All shards
+    /// see the same measurement of the whole engine, so their controllers agree.
+    pub fn measure(&self) {
+        let Some(meter) = &self.meter else { return };
+        let mut meter = meter.lock().unwrap_or_else(|p| p.into_inner());
+        let mut total = Stats::default();
+        let mut latency = latency::histogram();
+        for shard in self.shards.iter() {
+            let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+            total.merge(&shard.stats);
+            if let Some(h) = &shard.latency {
+                latency.add(&h[0]).expect("same bounds");
+                latency.add(&h[1]).expect("same bounds");
+            }
+        }
+        let now = Instant::now();
+        let completed = total.lookups + total.puts;
+        let read_hits = total.hits + total.offloaded;
+        let mut interval_latency = latency.clone();
+        interval_latency.subtract(&meter.latency).expect("counts only grow");
+        let us = |q: f64| interval_latency.value_at_quantile(q) as f64 / 1000.0;
+        let interval = tiercache_core::Interval {
+            seconds: now.duration_since(meter.at).as_secs_f64(),
+            completed: completed - meter.completed,
+            reads: total.lookups - meter.reads,
+            read_hits: read_hits - meter.read_hits,
+            mean_latency_us: interval_latency.mean() / 1000.0,
+            p99_latency_us: us(0.99),
+        };
+        *meter = Meter { at: now, completed, reads: total.lookups, read_hits, latency };
+        drop(meter);
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+            tiercache_policy::Policy::observe(&mut shard.policy, &interval);
+        }
+    }
+
+    /// The policy's knobs now (those of shard 0: all shards' controllers see the same
+    /// measurements).
+    pub fn knobs(&self) -> Vec<(&'static str, f64)> {
+        let shard = self.shards[0].lock().unwrap_or_else(|p| p.into_inner());
+        tiercache_policy::Policy::knobs(&shard.policy)
     }
 
     /// Runs every shard's periodic work now (what the background worker does each interval).
@@ -197,6 +279,12 @@ impl CacheCore {
         buf: &mut [u8],
     ) -> (MutexGuard<'a, Shard>, Option<usize>) {
         shard.stats.lookups += 1;
+        if shard.decision.from_backing {
+            // A clean hit the policy sends to the capacity device (NHC's load_admit): the
+            // caller loads it, and nothing is filled since nothing was admitted.
+            shard.stats.offloaded += 1;
+            return (shard, None);
+        }
         let served = match shard.decision.hit {
             None => None,
             Some(_) => match shard.begin_copy(key, buf) {

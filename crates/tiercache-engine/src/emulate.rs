@@ -8,8 +8,9 @@
 //! The delay is served where the operation runs; for the engine's tiers that is under the
 //! shard's lock in this version, like the file tier's own I/O.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tiercache_core::{DeviceProfile, Direction};
@@ -19,19 +20,29 @@ const SPIN_BELOW: Duration = Duration::from_micros(60);
 
 pub struct Emulator {
     profile: DeviceProfile,
-    in_flight: Mutex<u32>,
-    freed: Condvar,
+    queue: Mutex<Queue>,
     writers: AtomicU32,
+}
+
+/// The device's servers: how many are busy, and the operations waiting for one, served in
+/// arrival order (a device queue is FIFO; a condition variable would wake waiters in any order
+/// and starve some for a long time under load).
+#[derive(Default)]
+struct Queue {
+    in_flight: u32,
+    waiting: VecDeque<Arc<Waiter>>,
+}
+
+/// An operation waiting for a server: the thread to wake, and whether a server was handed to
+/// it.
+struct Waiter {
+    thread: std::thread::Thread,
+    granted: AtomicBool,
 }
 
 impl Emulator {
     pub fn new(profile: DeviceProfile) -> Emulator {
-        Emulator {
-            profile,
-            in_flight: Mutex::new(0),
-            freed: Condvar::new(),
-            writers: AtomicU32::new(0),
-        }
+        Emulator { profile, queue: Mutex::new(Queue::default()), writers: AtomicU32::new(0) }
     }
 
     pub fn profile(&self) -> &DeviceProfile {
@@ -60,17 +71,40 @@ impl Emulator {
         result
     }
 
-    fn acquire(&self) {
-        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        while *in_flight >= self.profile.parallelism {
-            in_flight = self.freed.wait(in_flight).unwrap_or_else(|p| p.into_inner());
-        }
-        *in_flight += 1;
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn acquire(&self) {
+        let waiter = {
+            let mut queue = self.queue();
+            if queue.in_flight < self.profile.parallelism.max(1) && queue.waiting.is_empty() {
+                queue.in_flight += 1;
+                return;
+            }
+            let waiter = Arc::new(Waiter {
+                thread: std::thread::current(),
+                granted: AtomicBool::new(false),
+            });
+            queue.waiting.push_back(waiter.clone());
+            waiter
+        };
+        // Unparking before parking is remembered, and spurious wake-ups loop.
+        while !waiter.granted.load(Ordering::Acquire) {
+            std::thread::park();
+        }
+    }
+
+    /// Frees a server: handed straight to the first operation waiting, if any.
     fn release(&self) {
-        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-        self.freed.notify_one();
+        let mut queue = self.queue();
+        match queue.waiting.pop_front() {
+            Some(next) => {
+                next.granted.store(true, Ordering::Release);
+                next.thread.unpark();
+            }
+            None => queue.in_flight -= 1,
+        }
     }
 }
 
@@ -115,6 +149,26 @@ mod tests {
         let out = emulator.serve(Direction::Read, 4096, || 7);
         assert_eq!(out, 7);
         assert!(start.elapsed() >= Duration::from_micros(2000), "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn waiting_operations_are_served_in_arrival_order() {
+        let emulator = Emulator::new(slow_disk(1));
+        let order = Mutex::new(Vec::new());
+        emulator.acquire(); // the one server is busy while the others queue up
+        std::thread::scope(|s| {
+            for i in 0..6usize {
+                let (emulator, order) = (&emulator, &order);
+                s.spawn(move || {
+                    emulator.serve(Direction::Read, 512, || order.lock().unwrap().push(i))
+                });
+                while emulator.queue().waiting.len() <= i {
+                    std::thread::yield_now();
+                }
+            }
+            emulator.release();
+        });
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4, 5]);
     }
 
     #[test]

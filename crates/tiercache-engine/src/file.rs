@@ -18,7 +18,9 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use tiercache_core::Direction;
 
 use crate::cache::Cache;
 use crate::error::EngineError;
@@ -60,7 +62,11 @@ pub struct CachedFile {
     backing: File,
     path: PathBuf,
     mode: WriteMode,
-    writers: Vec<Mutex<()>>,
+    /// Per stripe of blocks: loads of a block share it, a write of one has it alone.
+    writers: Vec<RwLock<()>>,
+    /// Makes the backing file behave like a device (a disk, flash): its reads and writes then
+    /// take the profile's time, so a cache over it can be studied on any machine.
+    emulator: Option<crate::emulate::Emulator>,
 }
 
 impl CachedFile {
@@ -77,8 +83,33 @@ impl CachedFile {
                 source,
             }
         })?;
-        let writers = (0..WRITER_STRIPES).map(|_| Mutex::new(())).collect();
-        Ok(CachedFile { cache, backing, path: path.to_path_buf(), mode, writers })
+        let writers = (0..WRITER_STRIPES).map(|_| RwLock::new(())).collect();
+        Ok(CachedFile { cache, backing, path: path.to_path_buf(), mode, writers, emulator: None })
+    }
+
+    /// Makes the backing file behave like `profile` (latency, bandwidth, parallelism), as tiers
+    /// do with [`CacheBuilder::emulate`](crate::CacheBuilder::emulate).
+    pub fn emulate_backing(mut self, profile: tiercache_core::DeviceProfile) -> CachedFile {
+        self.emulator = Some(crate::emulate::Emulator::new(profile));
+        self
+    }
+
+    fn backing_read(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
+        match &self.emulator {
+            None => read_full_at(&self.backing, buf, at),
+            Some(e) => {
+                e.serve(Direction::Read, buf.len() as u64, || read_full_at(&self.backing, buf, at))
+            }
+        }
+    }
+
+    fn backing_write(&self, data: &[u8], at: u64) -> io::Result<()> {
+        match &self.emulator {
+            None => self.backing.write_all_at(data, at),
+            Some(e) => {
+                e.serve(Direction::Write, data.len() as u64, || self.backing.write_all_at(data, at))
+            }
+        }
     }
 
     pub fn cache(&self) -> &Cache {
@@ -118,8 +149,8 @@ impl CachedFile {
         // Loading waits for a writer of the same block, so a block is read whole: before or
         // after a write, never half of each. Hits never wait.
         let load = |b: &mut [u8]| {
-            let _turn = self.writer(block);
-            read_full_at(&self.backing, b, at)
+            let _turn = self.loader(block);
+            self.backing_read(b, at)
         };
         if self.mode == WriteMode::PassThrough {
             return load(buf).map_err(|e| self.io_error("cannot read the backing file", e));
@@ -165,9 +196,16 @@ impl CachedFile {
         Ok(done)
     }
 
-    fn writer(&self, block: u64) -> MutexGuard<'_, ()> {
+    fn writer(&self, block: u64) -> RwLockWriteGuard<'_, ()> {
         let stripe = (block as usize) % WRITER_STRIPES;
-        self.writers[stripe].lock().unwrap_or_else(|p| p.into_inner())
+        self.writers[stripe].write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Loads of the same stripe run together (a hot block read from the backing file by many
+    /// threads at once); they wait only for a writer.
+    fn loader(&self, block: u64) -> RwLockReadGuard<'_, ()> {
+        let stripe = (block as usize) % WRITER_STRIPES;
+        self.writers[stripe].read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Writes `data` at `offset`, extending the file if needed; returns `data.len()`.
@@ -182,8 +220,7 @@ impl CachedFile {
             let _turn = self.writer(block);
             if n == bs {
                 let whole = &data[done..done + bs];
-                self.backing
-                    .write_all_at(whole, position)
+                self.backing_write(whole, position)
                     .map_err(|e| self.io_error("cannot write the backing file", e))?;
                 self.after_backing_write(block, whole)?;
                 done += n;
@@ -191,14 +228,14 @@ impl CachedFile {
             }
             // A partial block: the rest of it comes from what is stored now.
             block_buf.resize(bs, 0);
-            let valid = read_full_at(&self.backing, &mut block_buf, block * bs as u64)
+            let valid = self
+                .backing_read(&mut block_buf, block * bs as u64)
                 .map_err(|e| self.io_error("cannot read the backing file", e))?;
             // Past the end of the file is a hole, and holes read as zeros.
             block_buf[valid.min(within)..within].fill(0);
             block_buf[within..within + n].copy_from_slice(&data[done..done + n]);
             let valid = valid.max(within + n);
-            self.backing
-                .write_all_at(&data[done..done + n], position)
+            self.backing_write(&data[done..done + n], position)
                 .map_err(|e| self.io_error("cannot write the backing file", e))?;
             self.after_backing_write(block, &block_buf[..valid])?;
             done += n;

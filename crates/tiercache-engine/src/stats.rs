@@ -65,6 +65,7 @@ counters! {
     lookups: "Reads (get and read-through).",
     hits: "Reads served from the cache.",
     misses: "Reads not served from the cache.",
+    offloaded: "Read hits the policy sent to the backing device (non-hierarchical caching); the caller loads them.",
     puts: "Writes.",
     inserts: "Blocks placed in the tier.",
     updates: "Blocks overwritten in place.",

@@ -165,3 +165,64 @@ fn backing_file_errors_are_typed() {
     assert_eq!(file.len().unwrap(), 4004);
     file.sync().unwrap();
 }
+
+/// Non-hierarchical caching live: once the scheduler (fed by the background worker) holds a
+/// static split of 0, every clean read hit is loaded from the backing file instead, with the
+/// right bytes, and counted as sent there; writes still go through the cache.
+#[test]
+fn nhc_sends_read_hits_to_the_backing_file_with_the_right_data() {
+    use tiercache_policy::nhc::NhcConfig;
+    let path = scratch("nhc");
+    let initial: Vec<u8> = (0..64 * BLOCK as u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(&path, &initial).unwrap();
+    let config = NhcConfig { fixed_load_admit: Some(0.0), window: 2, ..NhcConfig::default() };
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .block_size(BLOCK)
+        .shards(2)
+        .capacity_bytes(128 * BLOCK as u64)
+        .nhc(config)
+        .measure_every(std::time::Duration::from_millis(1))
+        .build()
+        .unwrap();
+    let file = CachedFile::open(&path, cache, WriteMode::WriteThrough).unwrap();
+    let mut buf = vec![0u8; BLOCK];
+    // Warm until the hit rate is stable and the split is held (a generous deadline; the
+    // scheduler needs a few 1 ms intervals with reads in them).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let held = || file.cache().knobs().iter().any(|(k, v)| *k == "data_admit" && *v == 0.0);
+    while !held() && std::time::Instant::now() < deadline {
+        for block in 0..64u64 {
+            file.read_at(block * BLOCK as u64, &mut buf).unwrap();
+        }
+    }
+    assert!(held(), "the scheduler never saw a stable hit rate");
+    let before = file.cache().stats();
+    for block in 0..64u64 {
+        let at = block as usize * BLOCK;
+        assert_eq!(file.read_at(at as u64, &mut buf).unwrap(), BLOCK);
+        assert_eq!(buf, initial[at..at + BLOCK], "block {block}");
+    }
+    let after = file.cache().stats();
+    assert_eq!(after.offloaded - before.offloaded, 64, "every clean hit went to the backing file");
+    assert_eq!(after.hits, before.hits);
+    // A write is still written through and visible to the next read, wherever it is served.
+    let fresh = vec![7u8; BLOCK];
+    file.write_at(3 * BLOCK as u64, &fresh).unwrap();
+    file.read_at(3 * BLOCK as u64, &mut buf).unwrap();
+    assert_eq!(buf, fresh);
+}
+
+#[test]
+fn nhc_needs_the_background_worker_and_a_measurement_interval() {
+    use tiercache_policy::nhc::NhcConfig;
+    let without_worker =
+        CacheBuilder::new(PolicyConfig::Lru).nhc(NhcConfig::default()).without_worker().build();
+    let err = without_worker.err().expect("refused").to_string();
+    assert!(err.contains("nhc") && err.contains("worker"), "{err}");
+    let zero = CacheBuilder::new(PolicyConfig::Lru)
+        .nhc(NhcConfig::default())
+        .measure_every(std::time::Duration::ZERO)
+        .build();
+    let err = zero.err().expect("refused").to_string();
+    assert!(err.contains("measure_every"), "{err}");
+}
