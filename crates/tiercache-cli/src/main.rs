@@ -1,8 +1,9 @@
-//! `tiercache`: the command line of the tiercache simulator (and, later, engine and lab).
+//! `tiercache`: the command line: simulator, engine benchmark, models and the lab.
 
 mod bench;
 mod demo;
 mod experiment;
+mod lab;
 mod model;
 mod plot;
 mod profile;
@@ -52,6 +53,10 @@ enum Command {
     /// Analytic models from the papers: `model orthus` (caching versus splitting, Figure 3).
     #[command(subcommand)]
     Model(model::ModelCommand),
+    /// The lab: experiments that reproduce the papers' claims and write reports
+    /// (`lab list`, `lab run NAME [--quick]`).
+    #[command(subcommand)]
+    Lab(lab::LabCommand),
 }
 
 /// How to read a trace; shared by every command that reads one.
@@ -103,6 +108,7 @@ fn main() {
         Command::Model(command) => model::run(&command),
         Command::Bench(args) => bench::run(&args),
         Command::Profile(command) => profile::run(command),
+        Command::Lab(command) => lab::run(&command),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

@@ -648,3 +648,38 @@ fn sim_runs_behind_nvcache_admission() {
     ]);
     assert!(e.contains("--nvcache") && e.contains("'lots'"), "{e}");
 }
+
+/// Every lab experiment runs (at its tiny test scale) and writes a report whose claims each
+/// carry a verdict, with the CSV files the report links. The quick and full scales are the
+/// same code with more requests.
+#[test]
+fn lab_experiments_write_reports_with_verdicts() {
+    let list = tiercache(&["lab", "list"]);
+    for name in ["writes-hurt", "orthus", "kassa", "hibachi"] {
+        assert!(list.contains(name), "{list}");
+    }
+    let out = scratch("lab");
+    tiercache(&["lab", "run", "all", "--smoke", "--out", out.to_str().unwrap()]);
+    for name in ["writes-hurt", "orthus", "kassa", "hibachi"] {
+        let dir = out.join(name);
+        let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let claims: Vec<&str> = report
+            .lines()
+            .skip_while(|l| !l.starts_with("## Claims"))
+            .skip(4)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        assert!(claims.len() >= 3, "{name}: {report}");
+        for claim in &claims {
+            let verdict = ["**holds**", "**holds in shape**", "**does not hold**"];
+            assert!(verdict.iter().any(|v| claim.contains(v)), "{name}: {claim}");
+        }
+        for link in report.split("](").skip(1).filter_map(|s| s.split(')').next()) {
+            if link.ends_with(".csv") {
+                assert!(dir.join(link).exists(), "{name}: {link} is linked but missing");
+            }
+        }
+    }
+    let err = tiercache_fails(&["lab", "run", "tape", "--smoke"]);
+    assert!(err.contains("tape") && err.contains("orthus"), "{err}");
+}

@@ -11,7 +11,8 @@
 //!
 //! The scheduler (Algorithm 1) has two states. Classic: data_admit on, load_admit 1, until the
 //! read hit rate is stable (it changes by less than 0.1% between two windows of intervals;
-//! the paper's "within 0.1% in the last 100 ms" with 5 ms intervals, section 5). Tuning:
+//! the paper's "within 0.1% in the last 100 ms" with 5 ms intervals, section 5; or by less
+//! than the sampling noise of windows too small to resolve 0.1%, our adaptation). Tuning:
 //! data_admit off; hill-climb load_admit, measuring the target metric over one interval at
 //! each of `la`, `la - step` and `la + step` (kept in [0, 1]) and moving to the best. It goes
 //! back to classic caching when the best is 1.0 and so is the current value, or when the hit
@@ -209,16 +210,36 @@ impl Scheduler {
         matches!(self.state, State::Tuning { .. })
     }
 
-    /// The read hit rate over the last `intervals` intervals kept.
-    fn hit_rate(&self, skip: usize, intervals: usize) -> Option<f64> {
-        let (reads, hits) = self
-            .history
+    /// Reads and read hits over `intervals` intervals kept, `skip` back from the last.
+    fn window(&self, skip: usize, intervals: usize) -> (u64, u64) {
+        self.history
             .iter()
             .rev()
             .skip(skip)
             .take(intervals)
-            .fold((0, 0), |(r, h), (reads, hits)| (r + reads, h + hits));
+            .fold((0, 0), |(r, h), (reads, hits)| (r + reads, h + hits))
+    }
+
+    /// The read hit rate over the last `intervals` intervals kept.
+    fn hit_rate(&self, skip: usize, intervals: usize) -> Option<f64> {
+        let (reads, hits) = self.window(skip, intervals);
         (reads > 0).then(|| hits as f64 / reads as f64)
+    }
+
+    /// Whether the hit rate is stable: the last window's and the one before differ by at most
+    /// `stable_within`, or by no more than sampling noise (two standard errors of the
+    /// difference) when the windows hold too few reads to resolve 0.1%. The paper's windows
+    /// (100 ms of a fast device) hold tens of thousands of reads; ours may hold fewer.
+    fn stable(&self) -> bool {
+        let window = self.config.window;
+        let ((r1, h1), (r0, h0)) = (self.window(0, window), self.window(window, window));
+        if r1 == 0 || r0 == 0 {
+            return false;
+        }
+        let (now, before) = (h1 as f64 / r1 as f64, h0 as f64 / r0 as f64);
+        let pooled = (h1 + h0) as f64 / (r1 + r0) as f64;
+        let noise = 2.0 * (pooled * (1.0 - pooled) * (1.0 / r1 as f64 + 1.0 / r0 as f64)).sqrt();
+        (now - before).abs() <= self.config.stable_within.max(noise)
     }
 
     /// Takes the measurement of the interval just ended under the current knobs.
@@ -233,17 +254,10 @@ impl Scheduler {
         }
         match self.state {
             State::Classic => {
-                if self.history.len() < 2 * window {
+                if self.history.len() < 2 * window || !self.stable() {
                     return;
                 }
-                let (Some(now), Some(before)) =
-                    (self.hit_rate(0, window), self.hit_rate(window, window))
-                else {
-                    return;
-                };
-                if (now - before).abs() > self.config.stable_within {
-                    return;
-                }
+                let now = self.hit_rate(0, window).unwrap_or(0.0);
                 self.data_admit = false;
                 if let Some(load_admit) = self.config.fixed_load_admit {
                     self.load_admit = load_admit;

@@ -35,6 +35,9 @@ pub struct Counters {
     /// Hits in each tier, top down (the report lists those of the tiers there are).
     #[serde(skip)]
     pub tier_hits: [u64; tiercache_policy::MAX_TIERS],
+    /// Read hits in each tier, top down.
+    #[serde(skip)]
+    pub read_tier_hits: [u64; tiercache_policy::MAX_TIERS],
     pub read_hits: u64,
     /// Read hits served by the backing device all the same (non-hierarchical caching).
     pub read_hits_from_backing: u64,
@@ -116,6 +119,9 @@ impl Counters {
                     _ => self.lower_hits += 1,
                 }
                 self.tier_hits[tier.index()] += 1;
+                if matches!(req.op, Op::Read | Op::Lookup) {
+                    self.read_tier_hits[tier.index()] += 1;
+                }
             }
         }
         // The write-back run being counted: its last block and its length.

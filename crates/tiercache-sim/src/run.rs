@@ -64,6 +64,8 @@ pub struct SimReport {
     pub mean_write_back_run: f64,
     /// Hits in each tier, keyed by tier (0 the top), for caches of more than one tier.
     pub hits_by_tier: std::collections::BTreeMap<usize, u64>,
+    /// Read hits in each tier, likewise.
+    pub read_hits_by_tier: std::collections::BTreeMap<usize, u64>,
     pub resident_objects: u64,
     pub used: u64,
     /// Capacity of the lower tier, in the same unit, when there are two.
@@ -106,6 +108,10 @@ impl SimReport {
             hits_by_tier: match policy.tier_count() {
                 1 => Default::default(),
                 n => (0..n).map(|t| (t, counters.tier_hits[t])).collect(),
+            },
+            read_hits_by_tier: match policy.tier_count() {
+                1 => Default::default(),
+                n => (0..n).map(|t| (t, counters.read_tier_hits[t])).collect(),
             },
             resident_objects: policy.resident(tier),
             used: policy.used(tier),

@@ -1,0 +1,347 @@
+//! `tiercache lab`: experiments that put the four papers' claims next to our figures. Each
+//! experiment runs the simulator (virtual time, modeled devices) at a stated scale, writes CSV
+//! tables and plots to `lab-results/NAME/`, and a `report.md` that lists every claim it checks
+//! with our number and a verdict computed from the data: holds, holds in shape, or does not
+//! hold, and why.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use tiercache_core::{DeviceProfile, Request};
+use tiercache_policy::AnyPolicy;
+use tiercache_sim::timed::{simulate_timed, TimedOptions, TimedReport};
+use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
+
+use crate::plot::{write_chart, Chart, Series};
+
+mod hibachi;
+mod kassa;
+mod orthus;
+mod writes_hurt;
+
+#[derive(Subcommand)]
+pub enum LabCommand {
+    /// The experiments and what each reproduces.
+    List,
+    /// Run one experiment (or `all`) and write lab-results/NAME/.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// writes-hurt, orthus, kassa, hibachi, or all.
+    pub name: String,
+    /// The scaled-down version (each experiment under 10 minutes on a 2-core machine).
+    #[arg(long)]
+    pub quick: bool,
+    /// A tiny version for tests: the same code paths, numbers too small to judge by.
+    #[arg(long, hide = true)]
+    pub smoke: bool,
+    /// Where the experiment directories go.
+    #[arg(long, default_value = "lab-results")]
+    pub out: PathBuf,
+}
+
+/// How big a run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    Smoke,
+    Quick,
+    Full,
+}
+
+impl Scale {
+    /// Requests of one timed run.
+    pub fn requests(self, full: u64) -> u64 {
+        match self {
+            Scale::Full => full,
+            Scale::Quick => full / 2,
+            Scale::Smoke => (full / 100).max(2000),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Full => "full",
+            Scale::Quick => "quick",
+            Scale::Smoke => "smoke",
+        }
+    }
+}
+
+struct Experiment {
+    name: &'static str,
+    what: &'static str,
+    run: fn(&mut Lab) -> anyhow::Result<()>,
+}
+
+const EXPERIMENTS: [Experiment; 4] = [
+    Experiment {
+        name: "writes-hurt",
+        what: "NVCache admission (Writes Hurt, SoCC'22): alloc-read-write, no-write-allocate, small-bypass, OBP 5/10/30%, interference-aware; eager vs no eviction (Table 1); performance per dollar of DRAM/NVRAM splits (Figure 8)",
+        run: writes_hurt::run,
+    },
+    Experiment {
+        name: "orthus",
+        what: "Non-hierarchical caching (Orthus, FAST'21): classic, best static split and NHC over DRAM+NVM, NVM+Optane SSD, Optane SSD+Flash at hit ratios 80/95% and loads 0.5-2.0; YCSB-C over Zipf 0.6-0.99; a moving hot set (Figure 12b)",
+        run: orthus::run,
+    },
+    Experiment {
+        name: "kassa",
+        what: "DRAM + SCM block cache placements (Kassa et al., ATC'21): DRAM-first, SCM-first(2/6), Bidirectional(4), all-SCM, all-DRAM over DRAM-SCM splits 64-0, 64-128, 32-128, 32-256; throughput, p95, throughput per cost",
+        run: kassa::run,
+    },
+    Experiment {
+        name: "hibachi",
+        what: "Hibachi (MSST'17): read and write hit rates against Hybrid-LRU and Hybrid-ARC at 8-256 MiB, and the ASRL and ARCL latency formulas with NVRAM 1x, 5x, 10x slower than DRAM",
+        run: hibachi::run,
+    },
+];
+
+pub fn run(command: &LabCommand) -> anyhow::Result<()> {
+    match command {
+        LabCommand::List => {
+            for e in &EXPERIMENTS {
+                println!("{:<12} {}", e.name, e.what);
+            }
+            println!(
+                "\nRun: tiercache lab run NAME [--quick]   (or `all`); writes lab-results/NAME/"
+            );
+            Ok(())
+        }
+        LabCommand::Run(args) => {
+            let scale = match (args.smoke, args.quick) {
+                (true, _) => Scale::Smoke,
+                (false, true) => Scale::Quick,
+                (false, false) => Scale::Full,
+            };
+            let chosen: Vec<&Experiment> = match args.name.as_str() {
+                "all" => EXPERIMENTS.iter().collect(),
+                name => match EXPERIMENTS.iter().find(|e| e.name == name) {
+                    Some(e) => vec![e],
+                    None => {
+                        let known: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+                        anyhow::bail!(
+                            "no lab experiment '{name}'; known: {}, all",
+                            known.join(", ")
+                        )
+                    }
+                },
+            };
+            for experiment in chosen {
+                let started = std::time::Instant::now();
+                let mut lab = Lab::new(&args.out.join(experiment.name), experiment, scale)?;
+                (experiment.run)(&mut lab)?;
+                let report = lab.finish(started.elapsed().as_secs_f64())?;
+                println!("wrote {}", report.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A claim of a paper next to ours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Holds,
+    HoldsInShape,
+    DoesNotHold,
+}
+
+impl Verdict {
+    fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::HoldsInShape => "holds in shape",
+            Verdict::DoesNotHold => "does not hold",
+        }
+    }
+}
+
+struct Claim {
+    paper: String,
+    ours: String,
+    verdict: Verdict,
+    why: String,
+}
+
+/// One experiment's output directory and report.
+pub struct Lab {
+    dir: PathBuf,
+    name: &'static str,
+    what: &'static str,
+    pub scale: Scale,
+    setup: String,
+    body: String,
+    claims: Vec<Claim>,
+}
+
+impl Lab {
+    fn new(dir: &Path, experiment: &Experiment, scale: Scale) -> anyhow::Result<Lab> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(Lab {
+            dir: dir.to_path_buf(),
+            name: experiment.name,
+            what: experiment.what,
+            scale,
+            setup: String::new(),
+            body: String::new(),
+            claims: Vec::new(),
+        })
+    }
+
+    /// A line of the setup: what was run and how it is scaled down.
+    pub fn setup(&mut self, line: impl AsRef<str>) {
+        let _ = writeln!(self.setup, "- {}", line.as_ref());
+    }
+
+    /// A progress line on stderr.
+    pub fn step(&self, text: impl AsRef<str>) {
+        eprintln!("[{}] {}", self.name, text.as_ref());
+    }
+
+    pub fn heading(&mut self, text: &str) {
+        let _ = writeln!(self.body, "\n## {text}\n");
+    }
+
+    /// Writes `NAME.csv` and puts the same table in the report.
+    pub fn table(
+        &mut self,
+        name: &str,
+        header: &[&str],
+        rows: &[Vec<String>],
+    ) -> anyhow::Result<()> {
+        let path = self.dir.join(format!("{name}.csv"));
+        let mut csv = header.join(",") + "\n";
+        for row in rows {
+            csv += &(row.join(",") + "\n");
+        }
+        std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
+        let _ = writeln!(self.body, "| {} |", header.join(" | "));
+        let _ = writeln!(self.body, "|{}", "---|".repeat(header.len()));
+        for row in rows {
+            let _ = writeln!(self.body, "| {} |", row.join(" | "));
+        }
+        let _ = writeln!(self.body, "\n([{name}.csv]({name}.csv))\n");
+        Ok(())
+    }
+
+    /// Draws `NAME.svg` and `NAME.png` and links the PNG from the report.
+    pub fn chart(&mut self, name: &str, chart: &Chart) -> anyhow::Result<()> {
+        let written = write_chart(&self.dir.join(name), chart)?;
+        if !written.is_empty() {
+            let _ = writeln!(self.body, "![{}]({name}.png)\n", chart.title);
+        }
+        Ok(())
+    }
+
+    pub fn claim(
+        &mut self,
+        paper: impl Into<String>,
+        ours: impl Into<String>,
+        verdict: Verdict,
+        why: impl Into<String>,
+    ) {
+        self.claims.push(Claim {
+            paper: paper.into(),
+            ours: ours.into(),
+            verdict,
+            why: why.into(),
+        });
+    }
+
+    fn finish(self, seconds: f64) -> anyhow::Result<PathBuf> {
+        let mut report = format!("# Lab: {}\n\n{}\n\n", self.name, self.what);
+        let _ = writeln!(
+            report,
+            "Scale: {} (`tiercache lab run {}{}`), {seconds:.0} s on this machine. Every figure \
+             comes from the simulator in virtual time over modeled devices; the engine's own \
+             runs are in docs/RESULTS.md.\n",
+            self.scale.name(),
+            self.name,
+            match self.scale {
+                Scale::Quick => " --quick",
+                Scale::Smoke => " --smoke",
+                Scale::Full => "",
+            }
+        );
+        report += "## Claims\n\n| paper says | we measured | verdict | why |\n|---|---|---|---|\n";
+        for c in &self.claims {
+            let _ = writeln!(
+                report,
+                "| {} | {} | **{}** | {} |",
+                c.paper,
+                c.ours,
+                c.verdict.as_str(),
+                c.why
+            );
+        }
+        let _ = writeln!(report, "\n## Setup\n\n{}", self.setup);
+        report += &self.body;
+        let path = self.dir.join("report.md");
+        std::fs::write(&path, report)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
+}
+
+/// A seeded synthetic stream of 4 KiB blocks.
+pub fn blocks(
+    distribution: KeyDistribution,
+    objects: u64,
+    requests: u64,
+    reads: f64,
+    seed: u64,
+) -> Vec<Request> {
+    let config = SyntheticConfig {
+        distribution,
+        objects,
+        requests,
+        read_ratio: reads,
+        size: SizeDistribution::Fixed { bytes: BLOCK as u32 },
+        seed,
+    };
+    Synthetic::new(config).expect("a valid generator").collect()
+}
+
+pub const BLOCK: u64 = 4096;
+
+pub fn preset(name: &str) -> DeviceProfile {
+    DeviceProfile::preset(name).expect("a preset")
+}
+
+/// One timed run, closed loop.
+pub fn timed(
+    policy: &mut AnyPolicy,
+    requests: &[Request],
+    clients: usize,
+    tiers: Vec<DeviceProfile>,
+    backing: DeviceProfile,
+    interval_us: u64,
+) -> TimedReport {
+    let options = TimedOptions { interval_us, ..TimedOptions::closed(clients, tiers, backing) };
+    simulate_timed(policy, requests, &options)
+}
+
+/// A line per series over shared x values.
+pub fn series(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+    Series { name: name.into(), points }
+}
+
+pub fn f0(x: f64) -> String {
+    format!("{x:.0}")
+}
+
+pub fn f1(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+pub fn f3(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+pub fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
