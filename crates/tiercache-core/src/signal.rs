@@ -17,6 +17,11 @@ pub struct Interval {
     /// Latency of the completed requests, in microseconds.
     pub mean_latency_us: f64,
     pub p99_latency_us: f64,
+    /// Reads the cache tier served in the interval (block reads from tier 0, measured by the
+    /// engine or modeled by the simulator's device), and their mean service time: how the
+    /// tier's reads are slowed by the writes beside them.
+    pub tier_reads: u64,
+    pub tier_read_mean_us: f64,
 }
 
 impl Interval {

@@ -199,12 +199,18 @@ impl CacheBuilder {
             let reason = format!("{} must be a power of two up to {SHARDS_MAX}", self.shards);
             return Err(EngineError::config("shards", reason));
         }
-        if self.nhc.is_some() && self.measure_every.is_zero() {
+        let controlled = self.nhc.is_some() || self.nvcache.as_ref().is_some_and(|c| c.measured);
+        if controlled && self.measure_every.is_zero() {
             return Err(EngineError::config("measure_every", "must be above zero".to_string()));
         }
-        if self.nhc.is_some() && self.worker_off {
-            let reason = "NHC is fed measurements by the background worker; keep the worker";
-            return Err(EngineError::config("nhc", reason.to_string()));
+        if controlled && self.worker_off {
+            let (setting, what) = match self.nhc {
+                Some(_) => ("nhc", "NHC"),
+                None => ("nvcache", "measured interference-aware admission"),
+            };
+            let reason =
+                format!("{what} is fed measurements by the background worker; keep the worker");
+            return Err(EngineError::config(setting, reason));
         }
         if let Some(tier) = self.missing_emulated_tier {
             return Err(EngineError::config(
@@ -305,13 +311,16 @@ impl CacheBuilder {
                 })
                 .collect();
             let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions);
-            if self.record_latency || self.nhc.is_some() {
+            if self.record_latency
+                || self.nhc.is_some()
+                || self.nvcache.as_ref().is_some_and(|c| c.measured)
+            {
                 shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));
             }
             shards.push(Mutex::new(shard));
         }
         let timed = self.tiers.iter().any(|t| t.policy.uses_time());
-        let measured = self.nhc.is_some();
+        let measured = self.nhc.is_some() || self.nvcache.as_ref().is_some_and(|c| c.measured);
         let tick_every = match (self.worker_off, self.tick_every, timed) {
             (true, _, _) => None,
             (false, _, _) if measured => Some(self.measure_every),

@@ -136,6 +136,8 @@ pub(crate) struct Meter {
     completed: u64,
     reads: u64,
     read_hits: u64,
+    tier_reads: u64,
+    tier_read_ns: u64,
     latency: hdrhistogram::Histogram<u64>,
 }
 
@@ -146,6 +148,8 @@ impl Meter {
             completed: 0,
             reads: 0,
             read_hits: 0,
+            tier_reads: 0,
+            tier_read_ns: 0,
             latency: latency::histogram(),
         }
     }
@@ -199,6 +203,8 @@ impl CacheCore {
         let mut interval_latency = latency.clone();
         interval_latency.subtract(&meter.latency).expect("counts only grow");
         let us = |q: f64| interval_latency.value_at_quantile(q) as f64 / 1000.0;
+        let tier_reads = total.tier_reads - meter.tier_reads;
+        let tier_read_ns = total.tier_read_ns - meter.tier_read_ns;
         let interval = tiercache_core::Interval {
             seconds: now.duration_since(meter.at).as_secs_f64(),
             completed: completed - meter.completed,
@@ -206,8 +212,22 @@ impl CacheCore {
             read_hits: read_hits - meter.read_hits,
             mean_latency_us: interval_latency.mean() / 1000.0,
             p99_latency_us: us(0.99),
+            tier_reads,
+            tier_read_mean_us: if tier_reads > 0 {
+                tier_read_ns as f64 / tier_reads as f64 / 1000.0
+            } else {
+                0.0
+            },
         };
-        *meter = Meter { at: now, completed, reads: total.lookups, read_hits, latency };
+        *meter = Meter {
+            at: now,
+            completed,
+            reads: total.lookups,
+            read_hits,
+            tier_reads: total.tier_reads,
+            tier_read_ns: total.tier_read_ns,
+            latency,
+        };
         drop(meter);
         for shard in self.shards.iter() {
             let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
@@ -285,6 +305,9 @@ impl CacheCore {
             shard.stats.offloaded += 1;
             return (shard, None);
         }
+        // With a controller fed measurements, tier reads are timed: how writes beside them
+        // slow them is the signal of interference-aware admission.
+        let timed = self.meter.is_some().then(Instant::now);
         let served = match shard.decision.hit {
             None => None,
             Some(_) => match shard.begin_copy(key, buf) {
@@ -297,6 +320,10 @@ impl CacheCore {
                 }
             },
         };
+        if let (Some(started), Some(_)) = (timed, served) {
+            shard.stats.tier_reads += 1;
+            shard.stats.tier_read_ns += started.elapsed().as_nanos() as u64;
+        }
         if served.is_some() {
             shard.stats.hits += 1;
             // Counted where the policy found the block, even if the same decision moved it.

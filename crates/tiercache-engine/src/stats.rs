@@ -78,6 +78,8 @@ counters! {
     invalidations: "Blocks dropped because their data went stale or was freed.",
     bytes_read: "Value bytes copied out of the tier.",
     unlocked_reads: "File and flash tier reads done with the shard unlocked.",
+    tier_reads: "Hits whose read from the tier was timed (only when a controller is fed measurements).",
+    tier_read_ns: "Nanoseconds those timed tier reads took.",
     bytes_written: "Value bytes copied into the tier.",
     checksum_failures: "Blocks whose header or checksum did not verify; served as misses.",
     fill_misses: "Reads of a block still being filled by another reader; served as misses.",

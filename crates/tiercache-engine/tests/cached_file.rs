@@ -226,3 +226,39 @@ fn nhc_needs_the_background_worker_and_a_measurement_interval() {
     let err = zero.err().expect("refused").to_string();
     assert!(err.contains("measure_every"), "{err}");
 }
+
+/// Measured interference-aware admission: the worker times the tier's reads each interval and
+/// feeds them to the admission rule, whose calibration then moves off its start.
+#[test]
+fn measured_interference_admission_is_fed_tier_read_times() {
+    use tiercache_policy::nvcache::NvcacheConfig;
+    let config = NvcacheConfig::parse("interference:0.1,measured,window=1000").unwrap();
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(TierKind::Mapped { path: scratch("measured.cache") })
+        .block_size(BLOCK)
+        .shards(2)
+        .capacity_bytes(64 * BLOCK as u64)
+        .nvcache(config)
+        .measure_every(std::time::Duration::from_millis(1))
+        .build()
+        .unwrap();
+    let value = vec![9u8; BLOCK];
+    let mut buf = vec![0u8; BLOCK];
+    let calibration = |c: &tiercache_engine::Cache| {
+        c.knobs().iter().find(|(k, _)| *k == "calibration").map(|(_, v)| *v).unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while calibration(&cache) == 1.0 && std::time::Instant::now() < deadline {
+        for key in 0..256u64 {
+            cache
+                .read_through(key % 48, &mut buf, |b| {
+                    b.copy_from_slice(&value);
+                    Ok(BLOCK)
+                })
+                .unwrap();
+        }
+    }
+    assert_ne!(calibration(&cache), 1.0, "no interval with tier reads reached the rule");
+    assert!(cache.stats().tier_reads > 0);
+    assert!(cache.stats().tier_read_ns > 0);
+}

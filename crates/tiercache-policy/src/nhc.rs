@@ -455,6 +455,7 @@ mod tests {
             read_hits: (hit_rate * 10_000.0) as u64,
             mean_latency_us: 1e6 / ops as f64,
             p99_latency_us: 1e6 / ops as f64,
+            ..Interval::default()
         }
     }
 

@@ -53,6 +53,11 @@ pub struct NvcacheConfig {
     /// slow tier's profile says each operation costs, so that `obp_target` is the share of
     /// the tier's read throughput lost to admission writes (see [`Nvcache`]).
     pub interference: Option<tiercache_core::DeviceProfile>,
+    /// With `interference`: correct the model by measurement. Each interval's mean read time
+    /// on the tier against the lowest of recent intervals gives the read throughput actually
+    /// lost; the admission threshold is scaled down while that loss exceeds the target and up
+    /// while it stays under (see [`Nvcache::observe`]).
+    pub measured: bool,
 }
 
 impl NvcacheConfig {
@@ -66,6 +71,7 @@ impl NvcacheConfig {
             write_allocate: false,
             evict: true,
             interference: None,
+            measured: false,
         }
     }
 
@@ -149,12 +155,15 @@ impl NvcacheConfig {
                     })?;
                     config.interference = Some(profile);
                 }
+                None if option == "measured" && config.interference.is_some() => {
+                    config.measured = true
+                }
                 None if option == "write-allocate" => config.write_allocate = true,
                 None if option == "no-eviction" => config.evict = false,
                 _ => {
                     return Err(bad(
                         option,
-                        "unknown option; use small-bypass=BYTES, window=LOOKUPS, write-allocate, no-eviction, profile=PRESET (interference)"
+                        "unknown option; use small-bypass=BYTES, window=LOOKUPS, write-allocate, no-eviction, profile=PRESET and measured (interference)"
                             .into(),
                     ))
                 }
@@ -163,6 +172,11 @@ impl NvcacheConfig {
         Ok(config)
     }
 }
+
+/// Measured interference: intervals with fewer tier reads than this are skipped, and the
+/// fastest of the last this-many intervals is the undisturbed read time.
+const MEASURED_READS_MIN: u64 = 32;
+const MEASURED_WINDOW: usize = 64;
 
 fn optane() -> tiercache_core::DeviceProfile {
     tiercache_core::DeviceProfile::preset("optane-dcpm").expect("a preset")
@@ -259,6 +273,11 @@ pub struct Nvcache {
     config: NvcacheConfig,
     ratio: Ratio,
     weights: Option<Weights>,
+    /// Measured correction (interference-aware, measured): the threshold's scale, the recent
+    /// intervals' mean tier read times, and the loss measured last.
+    calibration: f64,
+    read_times: VecDeque<f64>,
+    measured_loss: Option<f64>,
     seen: KeySet,
     footprint: u64,
     /// Totals over the run, for reports.
@@ -273,6 +292,9 @@ impl Nvcache {
             inner: Box::new(inner),
             ratio: Ratio::new(config.window),
             weights: config.interference.clone().map(Weights::new),
+            calibration: 1.0,
+            read_times: VecDeque::new(),
+            measured_loss: None,
             config,
             seen: KeySet::default(),
             footprint: 0,
@@ -300,7 +322,9 @@ impl Nvcache {
             return Some(RejectReason::SmallDataset);
         }
         match self.config.obp_target {
-            Some(target) if self.ratio.value() > target => Some(RejectReason::Throttled),
+            Some(target) if self.ratio.value() > target * self.calibration => {
+                Some(RejectReason::Throttled)
+            }
             _ => None,
         }
     }
@@ -372,8 +396,28 @@ impl Policy for Nvcache {
         }
     }
 
+    /// Interference-aware, measured: the loss is 1 - (lowest mean tier read time of the last
+    /// intervals) / (this interval's). Over the target, the threshold scales down by a fifth;
+    /// under it, up by a tenth (between 1/16 and 16 times the modeled threshold). Intervals
+    /// with few tier reads say nothing and are skipped.
     fn observe(&mut self, interval: &tiercache_core::Interval) {
         self.inner.observe(interval);
+        let Some(target) = self.config.obp_target.filter(|_| self.config.measured) else {
+            return;
+        };
+        if interval.tier_reads < MEASURED_READS_MIN || interval.tier_read_mean_us <= 0.0 {
+            return;
+        }
+        self.read_times.push_back(interval.tier_read_mean_us);
+        if self.read_times.len() > MEASURED_WINDOW {
+            self.read_times.pop_front();
+        }
+        let fastest = self.read_times.iter().copied().fold(f64::MAX, f64::min);
+        let loss = (1.0 - fastest / interval.tier_read_mean_us).max(0.0);
+        self.measured_loss = Some(loss);
+        self.calibration =
+            if loss > target { self.calibration * 0.8 } else { self.calibration * 1.1 }
+                .clamp(1.0 / 16.0, 16.0);
     }
 
     fn tick(&mut self, now_us: u64, out: &mut Decision) {
@@ -383,9 +427,12 @@ impl Policy for Nvcache {
     fn label(&self) -> String {
         let mut rules = Vec::new();
         match (self.config.obp_target, &self.config.interference) {
-            (Some(target), Some(profile)) => {
-                rules.push(format!("interference {:.0}% on {}", target * 100.0, profile.name))
-            }
+            (Some(target), Some(profile)) => rules.push(format!(
+                "interference {:.0}% on {}{}",
+                target * 100.0,
+                profile.name,
+                if self.config.measured { ", measured" } else { "" }
+            )),
             (Some(target), None) => rules.push(format!("obp {:.0}%", target * 100.0)),
             (None, _) => {}
         }
@@ -404,6 +451,10 @@ impl Policy for Nvcache {
     fn knobs(&self) -> Vec<(&'static str, f64)> {
         let mut knobs = self.inner.knobs();
         knobs.push((if self.weights.is_some() { "read_loss" } else { "obp" }, self.obp()));
+        if self.config.measured {
+            knobs.push(("measured_loss", self.measured_loss.unwrap_or(0.0)));
+            knobs.push(("calibration", self.calibration));
+        }
         knobs.push(("footprint_bytes", self.footprint as f64));
         knobs
     }
@@ -513,6 +564,51 @@ mod tests {
     }
 
     #[test]
+    fn measured_interference_throttles_while_reads_are_slowed_and_relaxes_after() {
+        let config = NvcacheConfig {
+            measured: true,
+            window: ObpWindow::Sliding { lookups: 4000 },
+            ..NvcacheConfig::interference(
+                0.1,
+                tiercache_core::DeviceProfile::preset("optane-dcpm").unwrap(),
+            )
+        };
+        let mut policy = nvcache(2000, config);
+        let requests = workload(40_000, 20_000, 1.0, 4);
+        let interval = |mean: f64| tiercache_core::Interval {
+            tier_reads: 1000,
+            tier_read_mean_us: mean,
+            ..Default::default()
+        };
+        let calibration = |p: &AnyPolicy| {
+            p.knobs().iter().find(|(k, _)| *k == "calibration").map(|(_, v)| *v).unwrap()
+        };
+        // Undisturbed reads (1 us), then reads at 2 us: half the throughput lost, far over
+        // 10%: the threshold shrinks each interval, and admissions with it.
+        policy.observe(&interval(1.0));
+        let (calm, _) = run(&mut policy, &requests[..20_000]);
+        for _ in 0..10 {
+            policy.observe(&interval(2.0));
+        }
+        assert!(calibration(&policy) < 0.2, "{}", calibration(&policy));
+        let (slowed, _) = run(&mut policy, &requests[20_000..]);
+        assert!(slowed * 3 < calm, "admitted {slowed} while slowed against {calm} before");
+        // Reads back at 1.02 us (2% lost): the threshold grows again.
+        for _ in 0..40 {
+            policy.observe(&interval(1.02));
+        }
+        assert!(calibration(&policy) > 1.0, "{}", calibration(&policy));
+        // An interval with hardly any tier reads is no evidence.
+        let before = calibration(&policy);
+        policy.observe(&tiercache_core::Interval {
+            tier_reads: 3,
+            tier_read_mean_us: 50.0,
+            ..Default::default()
+        });
+        assert_eq!(calibration(&policy), before);
+    }
+
+    #[test]
     fn interference_configurations_parse() {
         let config = NvcacheConfig::parse("interference:0.2,profile=cxl").unwrap();
         assert_eq!(config.obp_target, Some(0.2));
@@ -521,6 +617,9 @@ mod tests {
         assert_eq!(config.interference.unwrap().name, "optane-dcpm");
         let err = NvcacheConfig::parse("interference,profile=tape").unwrap_err().to_string();
         assert!(err.contains("tape") && err.contains("profile"), "{err}");
+        assert!(NvcacheConfig::parse("interference:0.1,measured").unwrap().measured);
+        let err = NvcacheConfig::parse("obp,measured").unwrap_err().to_string();
+        assert!(err.contains("measured"), "{err}");
         let err = NvcacheConfig::parse("obp,profile=dram").unwrap_err().to_string();
         assert!(err.contains("profile"), "{err}");
     }

@@ -217,7 +217,7 @@ proptest! {
                     let ops = scores[(i / 4) % scores.len()];
                     let interval = tiercache_core::Interval {
                         seconds: 1.0, completed: ops, reads: 100, read_hits: 90,
-                        mean_latency_us: 1.0, p99_latency_us: 1.0,
+                        mean_latency_us: 1.0, p99_latency_us: 1.0, ..Default::default()
                     };
                     nhc.observe(&interval);
                 }

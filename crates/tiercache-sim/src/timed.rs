@@ -42,6 +42,9 @@ struct Device {
     busy_ns: u64,
     bytes_read: u64,
     bytes_written: u64,
+    /// Reads served and their total service time, for the measurement of an interval.
+    reads: u64,
+    read_service_ns: u64,
     /// The block after the last one served, to recognise sequential runs.
     next_key: Option<u64>,
 }
@@ -49,7 +52,16 @@ struct Device {
 impl Device {
     fn new(profile: DeviceProfile) -> Device {
         let servers = vec![(0, false); profile.parallelism.max(1) as usize];
-        Device { profile, servers, busy_ns: 0, bytes_read: 0, bytes_written: 0, next_key: None }
+        Device {
+            profile,
+            servers,
+            busy_ns: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            reads: 0,
+            read_service_ns: 0,
+            next_key: None,
+        }
     }
 
     /// Serves one operation arriving at `now`; returns when it completes.
@@ -68,7 +80,11 @@ impl Device {
         self.servers[server] = (start + service, direction == Direction::Write);
         self.busy_ns += service;
         match direction {
-            Direction::Read => self.bytes_read += bytes,
+            Direction::Read => {
+                self.bytes_read += bytes;
+                self.reads += 1;
+                self.read_service_ns += service;
+            }
             Direction::Write => self.bytes_written += bytes,
         }
         start + service
@@ -239,6 +255,8 @@ struct Current {
     read_hits: u64,
     latency: Histogram<u64>,
     knobs: Knobs,
+    /// Tier 0's reads and their service time when the interval began.
+    tier_reads_at: (u64, u64),
 }
 
 /// A request in flight: its device operations, when it was issued, and what it was.
@@ -309,7 +327,12 @@ impl Run<'_> {
     /// policy is fed (completions arrive in time order, so the interval is complete).
     fn end_interval(&mut self) {
         let seconds = self.interval_ns as f64 / 1e9;
+        let tier = &self.devices[0];
+        let tier_reads = (tier.reads, tier.read_service_ns);
         let c = &mut self.current;
+        let reads_in = tier_reads.0 - c.tier_reads_at.0;
+        let read_ns_in = tier_reads.1 - c.tier_reads_at.1;
+        c.tier_reads_at = tier_reads;
         let us = |q: f64| c.latency.value_at_quantile(q) as f64 / 1000.0;
         let interval = Interval {
             seconds,
@@ -318,6 +341,12 @@ impl Run<'_> {
             read_hits: c.read_hits,
             mean_latency_us: if c.completed > 0 { c.latency.mean() / 1000.0 } else { 0.0 },
             p99_latency_us: if c.completed > 0 { us(0.99) } else { 0.0 },
+            tier_reads: reads_in,
+            tier_read_mean_us: if reads_in > 0 {
+                read_ns_in as f64 / reads_in as f64 / 1000.0
+            } else {
+                0.0
+            },
         };
         self.series.push(IntervalPoint {
             start_seconds: c.bucket as f64 * seconds,
@@ -368,6 +397,7 @@ pub fn simulate_timed(
             read_hits: 0,
             latency: histogram(),
             knobs: Vec::new(),
+            tier_reads_at: (0, 0),
         },
         series: Vec::new(),
         interval_ns: options.interval_us.max(1) * 1000,
