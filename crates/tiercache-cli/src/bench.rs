@@ -74,6 +74,8 @@ pub struct BenchArgs {
     /// The backing file; created and filled to --working-set if shorter.
     #[arg(long, default_value = "/tmp/tiercache-bench.backing")]
     pub backing: PathBuf,
+    /// The replacement policy, optionally with controllers joined by '+': 'nhc+lru',
+    /// 'obp:0.1+s3fifo', 'interference:0.1+lru' (the same specs as --nhc and --nvcache).
     #[arg(long, default_value = "lru")]
     pub policy: String,
     /// Policy of the lower tier when --dram sits over --slow-path or --flash-path.
@@ -331,17 +333,62 @@ where
     Ok((reads, writes))
 }
 
+/// `--policy`: a replacement policy, optionally with controllers joined by `+`, e.g. `lru`,
+/// `nhc+lru`, `obp:0.1+s3fifo`, `interference:0.1,measured+lru`, `nhc:target=p99-latency`
+/// (LRU when only controllers are given).
+struct PolicySpec {
+    base: PolicyConfig,
+    nvcache: Option<String>,
+    nhc: Option<String>,
+}
+
+impl PolicySpec {
+    fn parse(text: &str) -> anyhow::Result<PolicySpec> {
+        let mut spec = PolicySpec { base: PolicyConfig::Lru, nvcache: None, nhc: None };
+        let mut base = None;
+        for part in text.split('+').map(str::trim) {
+            let controller = ["obp", "interference", "alloc-read-write", "no-write-allocate"]
+                .iter()
+                .any(|name| part.split([':', ',']).next() == Some(name));
+            let slot = if part.split(':').next() == Some("nhc") {
+                &mut spec.nhc
+            } else if controller {
+                &mut spec.nvcache
+            } else {
+                anyhow::ensure!(base.is_none(), "--policy {text}: two replacement policies");
+                base = Some(PolicyConfig::parse(part).with_context(|| format!("--policy {text}"))?);
+                continue;
+            };
+            anyhow::ensure!(slot.is_none(), "--policy {text}: '{part}' repeats a controller");
+            *slot = Some(part.to_string());
+        }
+        spec.base = base.unwrap_or(PolicyConfig::Lru);
+        Ok(spec)
+    }
+}
+
 fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::Result<BenchReport> {
     let (tier, tier_bytes) = (&tiers[0].0, tiers[0].1);
-    let mut builder = CacheBuilder::new(PolicyConfig::parse(&args.policy)?)
+    let policy = PolicySpec::parse(&args.policy)?;
+    let mut builder = CacheBuilder::new(policy.base)
         .admission(AdmissionConfig::parse_chain(&args.admission)?)
         .tier(tier.clone())
         .capacity_bytes(tier_bytes);
-    if let Some(spec) = &args.nvcache {
+    let nvcache = match (&policy.nvcache, &args.nvcache) {
+        (Some(_), Some(_)) => anyhow::bail!("NVCache admission given in --policy and --nvcache"),
+        (Some(spec), None) | (None, Some(spec)) => Some(spec),
+        (None, None) => None,
+    };
+    if let Some(spec) = nvcache {
         let config = tiercache_policy::nvcache::NvcacheConfig::parse(spec).context("--nvcache")?;
         builder = builder.nvcache(config);
     }
-    if let Some(spec) = &args.nhc {
+    let nhc = match (&policy.nhc, &args.nhc) {
+        (Some(_), Some(_)) => anyhow::bail!("NHC given in --policy and --nhc"),
+        (Some(spec), None) | (None, Some(spec)) => Some(spec),
+        (None, None) => None,
+    };
+    if let Some(spec) = nhc {
         let config = tiercache_policy::nhc::NhcConfig::parse(spec).context("--nhc")?;
         anyhow::ensure!(
             args.measure_ms > 0.0 && args.measure_ms.is_finite(),

@@ -683,3 +683,43 @@ fn lab_experiments_write_reports_with_verdicts() {
     let err = tiercache_fails(&["lab", "run", "tape", "--smoke"]);
     assert!(err.contains("tape") && err.contains("orthus"), "{err}");
 }
+
+/// `bench --policy` takes controllers joined to the replacement policy: NHC holding a static
+/// split sends hits to the backing file; OBP throttles admissions; a bad combination is an
+/// error that names it.
+#[test]
+fn bench_runs_the_controllers_through_policy() {
+    let backing = scratch("bench-controllers.backing");
+    let run = |policy: &str| -> serde_json::Value {
+        let args = [
+            "bench",
+            "--dram",
+            "1MiB",
+            "--working-set",
+            "2MiB",
+            "--read-ratio",
+            "1",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.5",
+            "--measure-ms",
+            "2",
+            "--json",
+            "--backing",
+            backing.to_str().unwrap(),
+            "--policy",
+            policy,
+        ];
+        serde_json::from_str(&tiercache(&args)).unwrap()
+    };
+    let nhc = run("nhc:load_admit=0.5,window=2+s3fifo");
+    assert_eq!(nhc["knobs"]["load_admit"], 0.5, "{}", nhc["knobs"]);
+    assert!(nhc["cache"]["offloaded"].as_u64().unwrap() > 0, "{}", nhc["cache"]);
+    let obp = run("obp:0.1+lru");
+    assert!(obp["knobs"]["obp"].as_f64().unwrap() <= 0.11, "{}", obp["knobs"]);
+    assert!(obp["cache"]["rejections"]["throttled"].as_u64().unwrap() > 0, "{}", obp["cache"]);
+    let e =
+        tiercache_fails(&["bench", "--policy", "lru+fifo", "--backing", backing.to_str().unwrap()]);
+    assert!(e.contains("two replacement policies"), "{e}");
+}
