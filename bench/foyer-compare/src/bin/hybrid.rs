@@ -1,0 +1,333 @@
+//! DRAM + disk tier in front of a backing file, tiercache next to foyer's hybrid cache,
+//! configured to the same sizes, in one run: 4 KiB blocks, a 512 MiB backing file read and
+//! written through the cache (Zipf 0.9 scrambled over its blocks, 90% reads), 32 MiB of memory
+//! and a 128 MiB disk tier (direct I/O in both) in a scratch directory. A read hit copies the
+//! block out; a miss reads the backing file and inserts the block; a write writes the backing
+//! file, then the cache (write-through in both). Threads: 1 and 2, each after a warm-up.
+//!
+//! Writes dropped are counted for both: tiercache's `writes_dropped` counter, and foyer's
+//! disk-tier insertions dropped because its submit queue or buffer was full (its
+//! `channel_overflow` and `buffer_overflow` counters, read through a metrics registry of ours).
+//! Neither loses data here (the backing file has every write); a dropped insertion is a block
+//! the disk tier does not get.
+//!
+//! Run: `cargo run --release --bin hybrid` in this directory (foyer pinned to 0.22.3).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use foyer::{
+    BlockEngineConfig, DeviceBuilder, FsDeviceBuilder, HybridCache, HybridCacheBuilder,
+    PsyncIoEngineConfig,
+};
+use mixtrics::metrics::{
+    BoxedCounter, BoxedCounterVec, BoxedGauge, BoxedGaugeVec, BoxedHistogram, BoxedHistogramVec,
+    CounterOps, CounterVecOps, GaugeOps, GaugeVecOps, HistogramOps, HistogramVecOps, RegistryOps,
+};
+use tiercache_core::Op;
+use tiercache_engine::{CacheBuilder, CachedFile, TierKind, WriteMode};
+use tiercache_policy::PolicyConfig;
+use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
+
+const BLOCK: usize = 4096;
+const BACKING: u64 = 512 << 20;
+const MEMORY: usize = 32 << 20;
+const DISK: usize = 128 << 20;
+const WARMUP: f64 = 5.0;
+const SECONDS: f64 = 10.0;
+
+fn stream(seed: u64) -> Synthetic {
+    let config = SyntheticConfig {
+        distribution: KeyDistribution::ScrambledZipf { theta: 0.9 },
+        objects: BACKING / BLOCK as u64,
+        requests: u64::MAX,
+        read_ratio: 0.9,
+        size: SizeDistribution::Fixed { bytes: BLOCK as u32 },
+        seed,
+    };
+    Synthetic::new(config).expect("a valid workload")
+}
+
+fn prepare(path: &Path) {
+    let file =
+        OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).unwrap();
+    if file.metadata().unwrap().len() >= BACKING {
+        return;
+    }
+    let chunk: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+    for at in (0..BACKING).step_by(chunk.len()) {
+        file.write_all_at(&chunk, at).unwrap();
+    }
+    file.sync_all().unwrap();
+}
+
+/// Runs `op` on `threads` threads for a warm-up and then a measured `SECONDS`; ops/s.
+fn drive(threads: usize, op: &(dyn Fn(usize, Op, u64, &mut [u8]) + Sync)) -> f64 {
+    let phase = |seconds: f64, seed: u64| -> u64 {
+        let done = AtomicU64::new(0);
+        let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let done = &done;
+                s.spawn(move || {
+                    let mut requests = stream(seed + t as u64);
+                    let mut buf = vec![0u8; BLOCK];
+                    let mut n = 0;
+                    while Instant::now() < deadline {
+                        for _ in 0..64 {
+                            let req = requests.next().expect("endless");
+                            op(t, req.op, req.key, &mut buf);
+                        }
+                        n += 64;
+                    }
+                    done.fetch_add(n, Ordering::Relaxed);
+                });
+            }
+        });
+        done.into_inner()
+    };
+    phase(WARMUP, 100);
+    let start = Instant::now();
+    let ops = phase(SECONDS, 200);
+    ops as f64 / start.elapsed().as_secs_f64()
+}
+
+/// tiercache with its disk tier read and written with direct I/O (`Flash`, as foyer's device
+/// here) or through the page cache (`File`).
+fn tiercache(dir: &Path, backing: &Path, threads: usize, direct: bool) -> (f64, u64, f64) {
+    let tier = match direct {
+        true => TierKind::Flash { path: dir.join("tiercache.flash") },
+        false => TierKind::File { path: dir.join("tiercache.file") },
+    };
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .capacity_bytes(MEMORY as u64)
+        .lower_tier(tier, DISK as u64, PolicyConfig::Lru)
+        .block_size(BLOCK)
+        .shards(32)
+        .build()
+        .expect("a valid cache");
+    for warning in cache.warnings() {
+        eprintln!("note: {warning}");
+    }
+    let file = CachedFile::open(backing, cache, WriteMode::WriteThrough).unwrap();
+    let ops = drive(threads, &|_, op, key, buf| {
+        let at = key * BLOCK as u64;
+        match op {
+            Op::Read => file.read_at(at, buf).map(|_| ()).unwrap(),
+            _ => file.write_at(at, buf).map(|_| ()).unwrap(),
+        }
+    });
+    let stats = file.cache().stats();
+    let hit_ratio = stats.hits as f64 / stats.lookups.max(1) as f64;
+    (ops, stats.writes_dropped, hit_ratio)
+}
+
+/// A metrics registry that keeps counters, so foyer's drops can be read after a run.
+#[derive(Debug, Default, Clone)]
+struct Counters(Arc<Mutex<BTreeMap<String, Arc<AtomicU64>>>>);
+
+#[derive(Debug)]
+struct CounterVec {
+    name: Cow<'static, str>,
+    counters: Counters,
+}
+
+#[derive(Debug)]
+struct Counter(Arc<AtomicU64>);
+
+#[derive(Debug)]
+struct Ignored;
+
+impl CounterOps for Counter {
+    fn increase(&self, val: u64) {
+        self.0.fetch_add(val, Ordering::Relaxed);
+    }
+}
+
+impl CounterVecOps for CounterVec {
+    fn counter(&self, labels: &[Cow<'static, str>]) -> BoxedCounter {
+        let key = format!("{}{{{}}}", self.name, labels.join(","));
+        let mut map = self.counters.0.lock().unwrap();
+        Box::new(Counter(map.entry(key).or_default().clone()))
+    }
+}
+
+impl GaugeOps for Ignored {
+    fn increase(&self, _: u64) {}
+    fn decrease(&self, _: u64) {}
+    fn absolute(&self, _: u64) {}
+}
+
+impl GaugeVecOps for Ignored {
+    fn gauge(&self, _: &[Cow<'static, str>]) -> BoxedGauge {
+        Box::new(Ignored)
+    }
+}
+
+impl HistogramOps for Ignored {
+    fn record(&self, _: f64) {}
+}
+
+impl HistogramVecOps for Ignored {
+    fn histogram(&self, _: &[Cow<'static, str>]) -> BoxedHistogram {
+        Box::new(Ignored)
+    }
+}
+
+impl RegistryOps for Counters {
+    fn register_counter_vec(
+        &self,
+        name: Cow<'static, str>,
+        _: Cow<'static, str>,
+        _: &'static [&'static str],
+    ) -> BoxedCounterVec {
+        Box::new(CounterVec { name, counters: self.clone() })
+    }
+
+    fn register_gauge_vec(
+        &self,
+        _: Cow<'static, str>,
+        _: Cow<'static, str>,
+        _: &'static [&'static str],
+    ) -> BoxedGaugeVec {
+        Box::new(Ignored)
+    }
+
+    fn register_histogram_vec(
+        &self,
+        _: Cow<'static, str>,
+        _: Cow<'static, str>,
+        _: &'static [&'static str],
+    ) -> BoxedHistogramVec {
+        Box::new(Ignored)
+    }
+
+    fn register_histogram_vec_with_buckets(
+        &self,
+        _: Cow<'static, str>,
+        _: Cow<'static, str>,
+        _: &'static [&'static str],
+        _: Vec<f64>,
+    ) -> BoxedHistogramVec {
+        Box::new(Ignored)
+    }
+}
+
+impl Counters {
+    fn sum(&self, suffix: &str) -> u64 {
+        let map = self.0.lock().unwrap();
+        map.iter()
+            .filter(|(k, _)| k.ends_with(suffix))
+            .map(|(_, v)| v.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+fn foyer(dir: &Path, backing: &Path, threads: usize) -> (f64, u64, u64) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .unwrap();
+    let counters = Counters::default();
+    let device_dir = dir.join(format!("foyer-{threads}"));
+    let _ = std::fs::remove_dir_all(&device_dir);
+    let cache: HybridCache<u64, Vec<u8>> = runtime.block_on(async {
+        let device = FsDeviceBuilder::new(&device_dir)
+            .with_capacity(DISK)
+            .with_direct(true)
+            .build()
+            .expect("a foyer device");
+        HybridCacheBuilder::new()
+            .with_metrics_registry(Box::new(counters.clone()))
+            .memory(MEMORY)
+            .with_shards(32)
+            .with_weighter(|_: &u64, v: &Vec<u8>| v.len())
+            .storage()
+            .with_io_engine_config(PsyncIoEngineConfig::new())
+            .with_engine_config(BlockEngineConfig::new(device))
+            .build()
+            .await
+            .expect("a foyer hybrid cache")
+    });
+    let file = File::options().read(true).write(true).open(backing).unwrap();
+    let hits = AtomicU64::new(0);
+    let lookups = AtomicU64::new(0);
+    let handle = runtime.handle().clone();
+    let ops = drive(threads, &|_, op, key, buf| {
+        let at = key * BLOCK as u64;
+        match op {
+            Op::Read => {
+                lookups.fetch_add(1, Ordering::Relaxed);
+                let found = handle.block_on(cache.get(&key)).expect("foyer get");
+                match found {
+                    Some(entry) => {
+                        hits.fetch_add(1, Ordering::Relaxed);
+                        buf.copy_from_slice(entry.value());
+                    }
+                    None => {
+                        file.read_exact_at(buf, at).unwrap();
+                        cache.insert(key, buf.to_vec());
+                    }
+                }
+            }
+            _ => {
+                file.write_all_at(buf, at).unwrap();
+                cache.insert(key, buf.to_vec());
+            }
+        }
+    });
+    runtime.block_on(cache.close()).unwrap();
+    let dropped = counters.sum("channel_overflow}") + counters.sum("buffer_overflow}");
+    let _ = std::fs::remove_dir_all(&device_dir);
+    (ops, dropped, hits.load(Ordering::Relaxed) * 1000 / lookups.load(Ordering::Relaxed).max(1))
+}
+
+fn main() {
+    let dir: PathBuf = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("tiercache-foyer-hybrid"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let backing = dir.join("backing");
+    prepare(&backing);
+    println!(
+        "DRAM {} MiB + disk {} MiB over a {} MiB backing file, 4 KiB blocks, Zipf 0.9, 90% reads, {WARMUP} s warm-up, {SECONDS} s measured; dir {}",
+        MEMORY >> 20,
+        DISK >> 20,
+        BACKING >> 20,
+        dir.display()
+    );
+    println!(
+        "{:>7} {:>22} {:>14} {:>10} {:>10} {:>12} {:>18}",
+        "threads",
+        "tiercache disk tier",
+        "ops/s",
+        "vs foyer",
+        "tc hits",
+        "foyer hits",
+        "dropped tc/foyer"
+    );
+    for threads in [1, 2] {
+        let (theirs, theirs_dropped, theirs_hits) = foyer(&dir, &backing, threads);
+        println!("{threads:>7} {:>22} {theirs:>14.0}", "(foyer, direct I/O)");
+        for direct in [true, false] {
+            let (ours, ours_dropped, ours_hits) = tiercache(&dir, &backing, threads, direct);
+            println!(
+                "{threads:>7} {:>22} {ours:>14.0} {:>9.0}% {:>9.1}% {:>11.1}% {:>12}/{}",
+                if direct { "direct I/O" } else { "page cache" },
+                ours / theirs * 100.0,
+                ours_hits * 100.0,
+                theirs_hits as f64 / 10.0,
+                ours_dropped,
+                theirs_dropped
+            );
+        }
+    }
+}
