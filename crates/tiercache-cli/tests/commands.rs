@@ -478,7 +478,13 @@ fn sim_in_virtual_time_reports_throughput_and_devices() {
 #[test]
 fn experiments_run_from_one_toml_file() {
     let lab = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab");
-    for name in ["kassa-placements.toml", "ycsb-b-writeback.toml", "three-tiers.toml"] {
+    let files = [
+        "kassa-placements.toml",
+        "ycsb-b-writeback.toml",
+        "three-tiers.toml",
+        "nhc-optane-flash.toml",
+    ];
+    for name in files {
         let out = tiercache(&["run", lab.join(name).to_str().unwrap()]);
         assert!(out.contains("hit ratio"), "{name}: {out}");
     }
