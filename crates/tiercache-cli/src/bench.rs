@@ -367,6 +367,18 @@ impl PolicySpec {
     }
 }
 
+/// A controller given in `--policy` or by its own flag, not both.
+fn either<'a>(
+    in_policy: &'a Option<String>,
+    flag: &'a Option<String>,
+    name: &str,
+) -> anyhow::Result<Option<&'a String>> {
+    match (in_policy, flag) {
+        (Some(_), Some(_)) => anyhow::bail!("{name} given twice: in --policy and as {name}"),
+        (spec, None) | (None, spec) => Ok(spec.as_ref()),
+    }
+}
+
 fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::Result<BenchReport> {
     let (tier, tier_bytes) = (&tiers[0].0, tiers[0].1);
     let policy = PolicySpec::parse(&args.policy)?;
@@ -374,20 +386,12 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
         .admission(AdmissionConfig::parse_chain(&args.admission)?)
         .tier(tier.clone())
         .capacity_bytes(tier_bytes);
-    let nvcache = match (&policy.nvcache, &args.nvcache) {
-        (Some(_), Some(_)) => anyhow::bail!("NVCache admission given in --policy and --nvcache"),
-        (Some(spec), None) | (None, Some(spec)) => Some(spec),
-        (None, None) => None,
-    };
+    let nvcache = either(&policy.nvcache, &args.nvcache, "--nvcache")?;
     if let Some(spec) = nvcache {
         let config = tiercache_policy::nvcache::NvcacheConfig::parse(spec).context("--nvcache")?;
         builder = builder.nvcache(config);
     }
-    let nhc = match (&policy.nhc, &args.nhc) {
-        (Some(_), Some(_)) => anyhow::bail!("NHC given in --policy and --nhc"),
-        (Some(spec), None) | (None, Some(spec)) => Some(spec),
-        (None, None) => None,
-    };
+    let nhc = either(&policy.nhc, &args.nhc, "--nhc")?;
     if let Some(spec) = nhc {
         let config = tiercache_policy::nhc::NhcConfig::parse(spec).context("--nhc")?;
         anyhow::ensure!(

@@ -185,6 +185,12 @@ impl CacheBuilder {
         self
     }
 
+    /// Whether a controller is fed measurements (NHC, or measured interference-aware
+    /// admission): the worker then measures each interval, and latency is recorded.
+    fn measured(&self) -> bool {
+        self.nhc.is_some() || self.nvcache.as_ref().is_some_and(|c| c.measured)
+    }
+
     /// Slots per shard in each tier.
     fn validate(&self) -> Result<Vec<u64>, EngineError> {
         let b = self.block_size;
@@ -199,7 +205,7 @@ impl CacheBuilder {
             let reason = format!("{} must be a power of two up to {SHARDS_MAX}", self.shards);
             return Err(EngineError::config("shards", reason));
         }
-        let controlled = self.nhc.is_some() || self.nvcache.as_ref().is_some_and(|c| c.measured);
+        let controlled = self.measured();
         if controlled && self.measure_every.is_zero() {
             return Err(EngineError::config("measure_every", "must be above zero".to_string()));
         }
@@ -311,16 +317,13 @@ impl CacheBuilder {
                 })
                 .collect();
             let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions);
-            if self.record_latency
-                || self.nhc.is_some()
-                || self.nvcache.as_ref().is_some_and(|c| c.measured)
-            {
+            if self.record_latency || self.measured() {
                 shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));
             }
             shards.push(Mutex::new(shard));
         }
         let timed = self.tiers.iter().any(|t| t.policy.uses_time());
-        let measured = self.nhc.is_some() || self.nvcache.as_ref().is_some_and(|c| c.measured);
+        let measured = self.measured();
         let tick_every = match (self.worker_off, self.tick_every, timed) {
             (true, _, _) => None,
             (false, _, _) if measured => Some(self.measure_every),

@@ -3,27 +3,14 @@
 //! tunes `load_admit` to within 5% of the best static split (and at least classic caching's
 //! throughput); under low load (one request at a time) it stays with classic caching.
 
-use tiercache_core::{Capacity, DeviceProfile, Request};
+mod common;
+
+use common::fixed_rate;
+use tiercache_core::{Capacity, Request};
 use tiercache_policy::nhc::NhcConfig;
 use tiercache_policy::{AnyPolicy, PolicyConfig};
 use tiercache_sim::timed::{simulate_timed, TimedOptions, TimedReport};
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
-
-/// A device serving `rate` operations per second, one at a time.
-fn fixed_rate(name: &str, rate: f64) -> DeviceProfile {
-    DeviceProfile {
-        name: name.into(),
-        read_latency_us: 1e6 / rate,
-        write_latency_us: 1e6 / rate,
-        read_bandwidth_gb_s: 1e12,
-        write_bandwidth_gb_s: 1e12,
-        parallelism: 1,
-        read_share_one_writer: 1.0,
-        read_share_eight_writers: 1.0,
-        cost_per_gb: 1.0,
-        sequential_latency_us: None,
-    }
-}
 
 const CACHE_RATE: f64 = 100_000.0;
 const CAPACITY_RATE: f64 = 50_000.0;

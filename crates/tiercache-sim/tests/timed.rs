@@ -2,26 +2,13 @@
 //! 3.1.1) for fixed-rate devices: equation 2 (caching, one request at a time) and equation 7
 //! (caching, many requests), within 2%, at the measured hit rate H of the run.
 
+mod common;
+
+use common::fixed_rate;
 use tiercache_core::{Capacity, DeviceProfile, Request};
 use tiercache_policy::{AnyPolicy, PolicyConfig};
 use tiercache_sim::timed::{simulate_timed, TimedOptions};
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
-
-/// A device serving `rate` operations per second, one at a time, whatever their size.
-fn fixed_rate(name: &str, rate: f64) -> DeviceProfile {
-    DeviceProfile {
-        name: name.into(),
-        read_latency_us: 1e6 / rate,
-        write_latency_us: 1e6 / rate,
-        read_bandwidth_gb_s: 1e12,
-        write_bandwidth_gb_s: 1e12,
-        parallelism: 1,
-        read_share_one_writer: 1.0,
-        read_share_eight_writers: 1.0,
-        cost_per_gb: 1.0,
-        sequential_latency_us: None,
-    }
-}
 
 fn workload() -> Vec<Request> {
     let config = SyntheticConfig {

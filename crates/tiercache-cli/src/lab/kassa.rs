@@ -58,7 +58,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             let lru = PolicyConfig::Lru;
             let (d, s) = (Capacity::objects(dram * PER_GB), Capacity::objects(scm * PER_GB));
             let whole = Capacity::objects((dram + scm) * PER_GB);
-            let (mut policy, tiers, cost) = match layout {
+            let (policy, tiers, cost) = match layout {
                 Layout::Hybrid(placement) => (
                     AnyPolicy::hybrid(placement, &lru, &lru, [d, s], &[], 1)?,
                     vec![preset("dram"), preset("optane-dcpm")],
@@ -75,11 +75,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
                     0.38 * (dram + scm) as f64,
                 ),
             };
-            let mut decision = tiercache_core::Decision::new();
-            for req in &warm {
-                decision.clear();
-                tiercache_policy::Policy::decide(&mut policy, req, &mut decision);
-            }
+            let mut policy = warmed(policy, &warm);
             let r = timed(&mut policy, &stream, CLIENTS, tiers, preset("nvme"), 100_000);
             let per_cost = r.ops_per_second / cost;
             rows.push(vec![

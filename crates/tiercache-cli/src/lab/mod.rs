@@ -312,6 +312,16 @@ pub fn preset(name: &str) -> DeviceProfile {
     DeviceProfile::preset(name).expect("a preset")
 }
 
+/// Runs `warm` through the policy untimed, so timed runs start with a warm cache.
+pub fn warmed(mut policy: AnyPolicy, warm: &[Request]) -> AnyPolicy {
+    let mut decision = tiercache_core::Decision::new();
+    for req in warm {
+        decision.clear();
+        tiercache_policy::Policy::decide(&mut policy, req, &mut decision);
+    }
+    policy
+}
+
 /// One timed run, closed loop.
 pub fn timed(
     policy: &mut AnyPolicy,

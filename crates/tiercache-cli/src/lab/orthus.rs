@@ -1,8 +1,8 @@
 //! Orthus (Wu et al., FAST'21): classic caching, splitting and non-hierarchical caching.
 
-use tiercache_core::{Capacity, Decision, Request};
+use tiercache_core::{Capacity, Request};
 use tiercache_policy::nhc::NhcConfig;
-use tiercache_policy::{AnyPolicy, Policy, PolicyConfig};
+use tiercache_policy::{AnyPolicy, PolicyConfig};
 use tiercache_sim::timed::{simulate_timed, TimedOptions, TimedReport};
 use tiercache_workload::gen::KeyDistribution;
 
@@ -19,16 +19,6 @@ const PAIRS: [(&str, &str, &str); 3] = [
 fn lru() -> AnyPolicy {
     AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(CACHE_BLOCKS), &[], 1)
         .expect("a valid policy")
-}
-
-/// Runs `warm` through the policy untimed, so timed runs start with a warm cache.
-fn warmed(mut policy: AnyPolicy, warm: &[Request]) -> AnyPolicy {
-    let mut d = Decision::new();
-    for req in warm {
-        d.clear();
-        policy.decide(req, &mut d);
-    }
-    policy
 }
 
 fn nhc(load_admit: Option<f64>) -> NhcConfig {
