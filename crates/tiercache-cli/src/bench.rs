@@ -103,6 +103,10 @@ pub struct BenchArgs {
     /// write-through, write-around, write-invalidate, pass-through.
     #[arg(long, default_value = "write-through")]
     pub write_mode: String,
+    /// Threads writing the flash tier behind its callers (0: callers write it themselves).
+    /// Default: 4 with a flash tier.
+    #[arg(long)]
+    pub write_behind: Option<usize>,
     /// Shards (a power of two); 0 picks 16 per core.
     #[arg(long, default_value_t = 0)]
     pub shards: usize,
@@ -419,6 +423,9 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
             builder = builder.emulate(i, profile);
         }
     }
+    if let Some(threads) = args.write_behind {
+        builder = builder.write_behind(threads);
+    }
     let cache = builder.block_size(plan.block).shards(shards(args)).seed(args.seed).build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
@@ -540,6 +547,12 @@ fn print(r: &BenchReport) {
         );
         if c.offloaded > 0 {
             println!("read hits sent to the backing file {}", c.offloaded);
+        }
+        if c.writes_behind > 0 {
+            println!(
+                "blocks written behind {}   reads served while their write was in flight {}",
+                c.writes_behind, c.staged_reads
+            );
         }
     }
     if !r.knobs.is_empty() {

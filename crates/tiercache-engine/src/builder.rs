@@ -7,7 +7,8 @@ use tiercache_core::limits::BLOCK_SIZE_MAX;
 use tiercache_core::{Capacity, DeviceProfile};
 use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, PolicyConfig};
 
-use crate::cache::{Cache, CacheCore};
+use crate::behind::WriteBehind;
+use crate::cache::{Cache, CacheCore, Settings};
 use crate::clock::{Clock, MonotonicClock};
 use crate::direct::DIRECT_ALIGN;
 use crate::error::EngineError;
@@ -19,6 +20,8 @@ use crate::store::{Medium, TierKind};
 pub const SHARDS_MAX: usize = 4096;
 /// Smallest block: one sector.
 pub const BLOCK_SIZE_MIN: usize = 512;
+/// Most write-behind threads a cache may have.
+pub const WRITERS_MAX: usize = 64;
 /// How often the background worker runs periodic work by default.
 pub const DEFAULT_TICK: std::time::Duration = std::time::Duration::from_millis(100);
 /// How often controllers (NHC) are fed a measurement, unless the builder says otherwise.
@@ -51,6 +54,7 @@ pub struct CacheBuilder {
     nvcache: Option<tiercache_policy::nvcache::NvcacheConfig>,
     nhc: Option<tiercache_policy::nhc::NhcConfig>,
     measure_every: std::time::Duration,
+    write_behind: Option<usize>,
 }
 
 impl CacheBuilder {
@@ -76,6 +80,7 @@ impl CacheBuilder {
             nvcache: None,
             nhc: None,
             measure_every: DEFAULT_MEASURE,
+            write_behind: None,
         }
     }
 
@@ -174,6 +179,20 @@ impl CacheBuilder {
         self
     }
 
+    /// Threads writing file and flash tiers behind their callers (see [`crate::behind`]); 0
+    /// writes them on the caller's thread. By default 4 when a tier is flash, 0 otherwise (a
+    /// buffered file write costs less than handing it over).
+    pub fn write_behind(mut self, threads: usize) -> Self {
+        self.write_behind = Some(threads);
+        self
+    }
+
+    /// Threads writing behind, as set or by default.
+    fn writers(&self) -> usize {
+        let flash = self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. }));
+        self.write_behind.unwrap_or(if flash { crate::behind::DEFAULT_THREADS } else { 0 })
+    }
+
     /// Keep HDR histograms of read and write latency (two clock reads per operation).
     pub fn record_latency(mut self, on: bool) -> Self {
         self.record_latency = on;
@@ -217,6 +236,10 @@ impl CacheBuilder {
             let reason =
                 format!("{what} is fed measurements by the background worker; keep the worker");
             return Err(EngineError::config(setting, reason));
+        }
+        if self.writers() > WRITERS_MAX {
+            let reason = format!("{} threads; at most {WRITERS_MAX}", self.writers());
+            return Err(EngineError::config("write_behind", reason));
         }
         if let Some(tier) = self.missing_emulated_tier {
             return Err(EngineError::config(
@@ -305,6 +328,9 @@ impl CacheBuilder {
                 Ok(medium)
             })
             .collect::<Result<_, EngineError>>()?;
+        let writers = self.writers();
+        let io_tier = self.tiers.iter().any(|t| t.kind.slack_slots() > 1);
+        let behind = (writers > 0 && io_tier).then(|| Arc::new(WriteBehind::default()));
         let mut shards = Vec::with_capacity(self.shards);
         for i in 0..self.shards as u64 {
             let seed = self.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -317,6 +343,7 @@ impl CacheBuilder {
                 })
                 .collect();
             let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions);
+            shard.behind = behind.clone().map(|queue| (queue, i as usize));
             if self.record_latency || self.measured() {
                 shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));
             }
@@ -333,15 +360,15 @@ impl CacheBuilder {
         };
         let record_latency = self.record_latency || measured;
         let meter = measured.then(crate::cache::Meter::new);
-        let core = CacheCore::new(
-            shards,
-            self.block_size,
-            self.clock,
-            media,
+        let settings = Settings {
+            block_size: self.block_size,
+            clock: self.clock,
             record_latency,
             timed,
             meter,
-        );
-        Ok(Cache::start(core, tick_every))
+            behind,
+        };
+        let core = CacheCore::new(shards, media, settings);
+        Ok(Cache::start(core, tick_every, writers))
     }
 }

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use tiercache_core::{Key, Op, Request};
 
+use crate::behind::{Job, WriteBehind};
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::latency::{self, LatencySnapshot, Operation, Percentiles};
@@ -41,11 +42,13 @@ pub struct PutOutcome {
 }
 
 /// A sharded cache of fixed-size blocks over one or two tiers: a handle to the shared core,
-/// and the background worker when the policies have periodic work. Dropping the handle stops
-/// and joins the worker.
+/// the background worker when the policies have periodic work, and the write-behind threads
+/// when a tier is written behind. Dropping the handle stops and joins the worker, then lets
+/// the write-behind threads write everything queued and joins them.
 pub struct Cache {
     core: Arc<CacheCore>,
     worker: Option<Worker>,
+    writers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl std::ops::Deref for Cache {
@@ -60,6 +63,13 @@ impl Drop for Cache {
     fn drop(&mut self) {
         if let Some(worker) = self.worker.take() {
             worker.stop();
+        }
+        if let Some(behind) = &self.core.behind {
+            behind.stop();
+        }
+        for writer in self.writers.drain(..) {
+            // A panic in a writer is a bug that already printed; shutting down goes on.
+            let _ = writer.join();
         }
     }
 }
@@ -102,10 +112,32 @@ impl Worker {
 }
 
 impl Cache {
-    pub(crate) fn start(core: CacheCore, tick_every: Option<std::time::Duration>) -> Cache {
+    pub(crate) fn start(
+        core: CacheCore,
+        tick_every: Option<std::time::Duration>,
+        writers: usize,
+    ) -> Cache {
         let core = Arc::new(core);
         let worker = tick_every.map(|interval| Worker::start(core.clone(), interval));
-        Cache { core, worker }
+        let writers = match &core.behind {
+            Some(behind) => (0..writers)
+                .map(|i| {
+                    let (core, behind) = (core.clone(), behind.clone());
+                    std::thread::Builder::new()
+                        .name(format!("tiercache-writer-{i}"))
+                        .spawn(move || {
+                            while let Some(job) = behind.next() {
+                                let result = job.staged.run();
+                                core.finish_write(job, result);
+                                behind.done();
+                            }
+                        })
+                        .expect("a write-behind thread starts")
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Cache { core, worker, writers }
     }
 
     /// Whether a background worker runs periodic work.
@@ -127,6 +159,19 @@ pub struct CacheCore {
     timed: bool,
     /// The measurement fed to the policies' controllers each interval, when they have one.
     meter: Option<Mutex<Meter>>,
+    /// The queue of blocks written behind, when file and flash tiers are.
+    behind: Option<Arc<WriteBehind>>,
+}
+
+/// How a core runs, as the builder settled it.
+pub(crate) struct Settings {
+    pub block_size: usize,
+    pub clock: Arc<dyn Clock>,
+    pub record_latency: bool,
+    /// Whether any tier's policy reads request times.
+    pub timed: bool,
+    pub meter: Option<Meter>,
+    pub behind: Option<Arc<WriteBehind>>,
 }
 
 /// What the engine had done at the end of the last interval, to take the next one's
@@ -156,28 +201,36 @@ impl Meter {
 }
 
 impl CacheCore {
-    pub(crate) fn new(
-        shards: Vec<Mutex<Shard>>,
-        block_size: usize,
-        clock: Arc<dyn Clock>,
-        media: Vec<Medium>,
-        record_latency: bool,
-        timed: bool,
-        meter: Option<Meter>,
-    ) -> CacheCore {
+    /// A core over `shards` (a power of two of them); the other settings as in [`Settings`].
+    pub(crate) fn new(shards: Vec<Mutex<Shard>>, media: Vec<Medium>, settings: Settings) -> Self {
         let shard_bits = shards.len().trailing_zeros();
-        let shards = shards.into_boxed_slice();
-        let meter = meter.map(Mutex::new);
         CacheCore {
-            shards,
+            shards: shards.into_boxed_slice(),
             shard_bits,
-            block_size,
-            clock,
+            block_size: settings.block_size,
+            clock: settings.clock,
             _media: media,
-            record_latency,
-            timed,
-            meter,
+            record_latency: settings.record_latency,
+            timed: settings.timed,
+            meter: settings.meter.map(Mutex::new),
+            behind: settings.behind,
         }
+    }
+
+    /// Waits until every block written behind so far is on its tier (or failed and was
+    /// dropped). Reads never need this (a staged block is served from DRAM); it is for
+    /// callers that look at the tier files themselves, and for `CachedFile::sync`.
+    pub fn flush(&self) {
+        if let Some(behind) = &self.behind {
+            behind.wait_idle();
+        }
+    }
+
+    /// Tells a shard a block written behind has landed (or failed).
+    fn finish_write(&self, job: Job, result: Result<(), EngineError>) {
+        let mut shard =
+            self.shards[job.shard].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        shard.finish_write(job.key, job.place, job.staged, result);
     }
 
     /// Ends a measurement interval (what the background worker does after each tick when a

@@ -25,8 +25,10 @@ pub struct AlignedBuf {
     len: usize,
 }
 
-// SAFETY: the buffer is plain owned memory, used through `&mut self` only.
+// SAFETY: the buffer is plain owned memory: shared references only read it, and writing needs
+// `&mut self`, so it may move between threads and be read from several at once.
 unsafe impl Send for AlignedBuf {}
+unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
     pub fn new(len: usize) -> AlignedBuf {
@@ -135,6 +137,31 @@ impl DirectSlots {
         })?;
         self.meta[slot as usize] = SlotMeta { key, len: value.len() as u32, crc, written: true };
         Ok(())
+    }
+
+    /// Fills `buf` with `value` for a write done elsewhere (with the shard unlocked), marking
+    /// the slot unreadable until [`landed`](Self::landed); returns the file, the offset and the
+    /// value's CRC32C.
+    pub fn stage(
+        &mut self,
+        slot: u32,
+        value: &[u8],
+        buf: &mut AlignedBuf,
+    ) -> (Arc<File>, u64, u32) {
+        let bytes = buf.as_mut_slice();
+        bytes[..value.len()].copy_from_slice(value);
+        bytes[value.len()..].fill(0);
+        self.meta[slot as usize].written = false;
+        (self.file.clone(), self.at(slot), crc32c::crc32c(value))
+    }
+
+    /// Records that a staged write of `key` to `slot` ended: readable if it succeeded.
+    pub fn landed(&mut self, slot: u32, key: u64, len: u32, crc: u32, ok: bool) {
+        self.meta[slot as usize] = SlotMeta { key, len, crc, written: ok };
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Where a written block for `key` is and what it must check out as: (file, offset,

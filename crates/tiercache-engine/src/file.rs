@@ -139,6 +139,7 @@ impl CachedFile {
 
     /// Makes acknowledged writes durable on the backing file.
     pub fn sync(&self) -> Result<(), EngineError> {
+        self.cache.flush();
         self.backing.sync_data().map_err(|e| self.io_error("cannot sync the backing file", e))
     }
 

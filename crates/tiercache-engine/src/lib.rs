@@ -12,8 +12,11 @@
 //! A cache has one tier, or two forming an exclusive DRAM-first hierarchy (the upper tier's
 //! victims move down). Any tier can be made to behave like a device profile (emulation).
 //! A background worker runs the policies' periodic work (LFRU's sweep) while the cache is
-//! idle and is joined when the cache is dropped. The flash tier uses direct I/O.
+//! idle and is joined when the cache is dropped. The flash tier uses direct I/O, and its
+//! writes (demotions, admitted misses) are done behind the caller by write-behind threads,
+//! the block served from a DRAM copy until it lands (see [`behind`]).
 
+pub mod behind;
 pub mod block;
 pub mod builder;
 pub mod cache;

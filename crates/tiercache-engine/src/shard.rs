@@ -2,20 +2,23 @@
 //! tier, and the tier regions the shard owns. Everything here runs under the shard's lock.
 //! `apply` is where a decision becomes bytes: evict, invalidate, insert, update and move.
 
+use std::sync::Arc;
+
 use tiercache_core::{Action, Decision, Key, KeyMap, Op, Request, TierId};
 use tiercache_policy::{AnyPolicy, Policy};
 
+use crate::behind::{Job, WriteBehind};
 use crate::error::EngineError;
 use crate::stats::Stats;
-use crate::store::{PinnedRead, ReadFault, Region};
+use crate::store::{PinnedRead, ReadFault, Region, Staged};
 
 /// A slot freed while a read holds it: it returns to the free list when the last read ends.
 const ZOMBIE: u32 = 1 << 31;
 
 /// Slots a file or flash region has beyond what its policy may fill: room for the slots reads
-/// hold after they were freed, and for an overwrite's new copy. Reads beyond what this leaves
-/// room for run under the lock instead.
-pub const IO_SLACK_SLOTS: u64 = 8;
+/// and staged writes hold after they were freed, and for an overwrite's new copy. Reads and
+/// writes beyond what this leaves room for run under the lock instead.
+pub const IO_SLACK_SLOTS: u64 = 16;
 
 /// How a hit is served.
 pub enum Served {
@@ -32,6 +35,14 @@ pub struct Place {
     pub slot: u32,
     /// The read-through load this slot waits for; `None` once it holds data.
     pub filling: Option<u64>,
+    /// The block's write is behind: its bytes are in the shard's staging until it lands.
+    pub staged: bool,
+}
+
+impl Place {
+    fn new(tier: u8, slot: u32) -> Place {
+        Place { tier, slot, filling: None, staged: false }
+    }
 }
 
 pub struct Shard {
@@ -52,6 +63,11 @@ pub struct Shard {
     now_us: u64,
     /// Read and write latency, when recorded.
     pub latency: Option<Box<[hdrhistogram::Histogram<u64>; 2]>>,
+    /// Where file and flash writes go to be written with the shard unlocked, if they do, and
+    /// this shard's index there.
+    pub behind: Option<(Arc<WriteBehind>, usize)>,
+    /// The blocks whose writes are behind, by key.
+    staging: KeyMap<Arc<Staged>>,
 }
 
 impl Shard {
@@ -72,6 +88,8 @@ impl Shard {
             scratch: Vec::new(),
             now_us: 0,
             latency: None,
+            behind: None,
+            staging: KeyMap::default(),
         }
     }
 
@@ -108,6 +126,9 @@ impl Shard {
     fn release(&mut self, key: Key, tier: TierId) {
         let place = self.places.remove(&key).expect("the policy drops only resident keys");
         debug_assert_eq!(place.tier, tier.0, "key {key} dropped from the wrong tier");
+        if place.staged {
+            self.staging.remove(&key);
+        }
         self.free_slot(place.tier as usize, place.slot);
     }
 
@@ -147,12 +168,15 @@ impl Shard {
     fn overwrite(&mut self, key: Key, data: &[u8]) -> Result<(), EngineError> {
         let old = self.places[&key];
         let tier = old.tier as usize;
-        let mut place = Place { filling: None, ..old };
+        let mut place = Place::new(old.tier, old.slot);
         if self.regions[tier].is_io() {
             place.slot = self.allocate(TierId(old.tier));
             self.free_slot(tier, old.slot);
         }
-        self.store(place, key, data)?;
+        if old.staged {
+            self.staging.remove(&key);
+        }
+        let place = self.store(place, key, data)?;
         self.places.insert(key, place);
         self.stats.updates += 1;
         Ok(())
@@ -181,9 +205,9 @@ impl Shard {
                     debug_assert_eq!(k, key, "policies insert the requested key");
                     let slot = self.allocate(tier);
                     self.stats.inserts += 1;
-                    let mut place = Place { tier: tier.0, slot, filling: None };
+                    let mut place = Place::new(tier.0, slot);
                     match value {
-                        Some(data) => self.store(place, key, data)?,
+                        Some(data) => place = self.store(place, key, data)?,
                         None => {
                             self.loads += 1;
                             load = Some(self.loads);
@@ -221,14 +245,22 @@ impl Shard {
         let old = self.places[&key];
         debug_assert_eq!(old.tier, from.0);
         let slot = self.allocate(to);
-        let new = Place { tier: to.0, slot, filling: old.filling };
+        let mut new = Place { filling: old.filling, ..Place::new(to.0, slot) };
         let mut good = true;
         if old.filling.is_none() {
             let mut scratch = std::mem::take(&mut self.scratch);
             scratch.resize(self.regions[from.index()].value_bytes(), 0);
-            match self.regions[from.index()].read(old.slot, key, &mut scratch) {
+            let read = match self.staging.remove(&key).filter(|_| old.staged) {
+                Some(staged) => {
+                    let value = staged.value();
+                    scratch[..value.len()].copy_from_slice(value);
+                    Ok(value.len())
+                }
+                None => self.regions[from.index()].read(old.slot, key, &mut scratch),
+            };
+            match read {
                 Ok(len) => {
-                    self.regions[to.index()].write(slot, key, &scratch[..len])?;
+                    new = self.write_block(new, key, &scratch[..len])?;
                     if to > from {
                         self.stats.demotions += 1;
                         self.stats.bytes_demoted += len as u64;
@@ -249,10 +281,65 @@ impl Shard {
         Ok(good)
     }
 
-    fn store(&mut self, place: Place, key: Key, data: &[u8]) -> Result<(), EngineError> {
-        self.regions[place.tier as usize].write(place.slot, key, data)?;
+    /// Writes a block into `place`, counting its bytes; returns the place as it now stands.
+    fn store(&mut self, place: Place, key: Key, data: &[u8]) -> Result<Place, EngineError> {
+        let place = self.write_block(place, key, data)?;
         self.stats.bytes_written += data.len() as u64;
-        Ok(())
+        Ok(place)
+    }
+
+    /// Writes `data` for `key` into `place`'s slot: staged for the write-behind threads when
+    /// the tier is a file or flash one and the shard may pin one more of its slots; at once
+    /// otherwise. Returns the place, marked staged if the write is behind.
+    fn write_block(&mut self, place: Place, key: Key, data: &[u8]) -> Result<Place, EngineError> {
+        let tier = place.tier as usize;
+        if let Some((behind, shard)) = self.behind.clone() {
+            // The same room rule as unlocked reads: pinned slots may all be freed meanwhile,
+            // and an overwrite's copy must still find a slot.
+            if self.pinned[tier] + 2 <= IO_SLACK_SLOTS {
+                if let Some(staged) = self.regions[tier].begin_write(place.slot, key, data) {
+                    let staged = Arc::new(staged);
+                    let place = Place { staged: true, ..place };
+                    self.pin(tier, place.slot);
+                    self.staging.insert(key, staged.clone());
+                    behind.submit(Job { shard, key, place, staged });
+                    self.stats.writes_behind += 1;
+                    return Ok(place);
+                }
+            }
+        }
+        self.regions[tier].write(place.slot, key, data)?;
+        Ok(Place { staged: false, ..place })
+    }
+
+    /// Ends a write-behind: the slot is unpinned and, if `key` still lives there, its block is
+    /// now read from the tier, or dropped (and the policy told) if the write failed.
+    pub fn finish_write(
+        &mut self,
+        key: Key,
+        place: Place,
+        staged: Arc<Staged>,
+        result: Result<(), EngineError>,
+    ) {
+        let tier = place.tier as usize;
+        let current = self.places.get(&key) == Some(&place);
+        if current {
+            self.staging.remove(&key);
+        }
+        self.regions[tier].end_write(place.slot, staged, result.is_ok());
+        self.unpin(tier, place.slot);
+        match result {
+            Ok(()) if current => {
+                self.places.insert(key, Place { staged: false, ..place });
+            }
+            Ok(()) => {}
+            Err(_) => {
+                self.stats.io_errors += 1;
+                if current {
+                    self.drop_bad(key);
+                }
+            }
+        }
     }
 
     /// Overwrites a resident key's block (write-around's write hit).
@@ -264,8 +351,7 @@ impl Shard {
     pub fn fill(&mut self, key: Key, load: u64, data: &[u8]) -> Result<(), EngineError> {
         match self.places.get(&key) {
             Some(place) if place.filling == Some(load) => {
-                let place = Place { filling: None, ..*place };
-                self.store(place, key, data)?;
+                let place = self.store(Place { filling: None, ..*place }, key, data)?;
                 self.places.insert(key, place);
                 Ok(())
             }
@@ -299,7 +385,7 @@ impl Shard {
         let tier = place.tier as usize;
         // Keep one slack slot for an overwrite's copy; past that, read under the lock.
         let room = self.pinned[tier] + 2 <= IO_SLACK_SLOTS;
-        if place.filling.is_some() || !self.regions[tier].is_io() || !room {
+        if place.filling.is_some() || place.staged || !self.regions[tier].is_io() || !room {
             return Served::Now(self.copy_out(key, buf));
         }
         match self.regions[tier].begin_read(place.slot, key) {
@@ -350,6 +436,15 @@ impl Shard {
         if place.filling.is_some() {
             self.stats.fill_misses += 1;
             return None;
+        }
+        if place.staged {
+            let value = self.staging[&key].value();
+            let n = value.len().min(buf.len());
+            buf[..n].copy_from_slice(&value[..n]);
+            let len = value.len();
+            self.stats.bytes_read += len as u64;
+            self.stats.staged_reads += 1;
+            return Some(len);
         }
         match self.regions[place.tier as usize].read(place.slot, key, buf) {
             Ok(len) => {

@@ -174,6 +174,56 @@ impl IoBuf {
             IoBuf::Aligned(a) => a.as_mut_slice(),
         }
     }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            IoBuf::Plain(v) => v,
+            IoBuf::Aligned(a) => a.as_slice(),
+        }
+    }
+}
+
+/// A block on its way to a file or flash tier, written with the shard unlocked (write-behind).
+/// Until it lands, reads of the block are served from its bytes here, and its slot is pinned
+/// so nothing else is written there meanwhile.
+pub struct Staged {
+    file: Arc<File>,
+    at: u64,
+    path: PathBuf,
+    key: u64,
+    /// The bytes to write: header and value on file tiers, the value padded to the block on
+    /// flash.
+    buf: IoBuf,
+    written: usize,
+    value_at: usize,
+    len: u32,
+    /// CRC32C of the value (flash blocks keep it in DRAM).
+    crc: u32,
+    emulator: Option<Arc<Emulator>>,
+}
+
+impl Staged {
+    /// The block's value.
+    pub fn value(&self) -> &[u8] {
+        &self.buf.as_slice()[self.value_at..self.value_at + self.len as usize]
+    }
+
+    /// Writes the block (as the tier's device profile would, if emulated).
+    pub fn run(&self) -> Result<(), EngineError> {
+        let write = || {
+            self.file.write_all_at(&self.buf.as_slice()[..self.written], self.at).map_err(
+                |source| EngineError::Io {
+                    path: self.path.clone(),
+                    action: "cannot write a block",
+                    source,
+                },
+            )
+        };
+        match &self.emulator {
+            Some(e) => e.serve(Direction::Write, self.len as u64, write),
+            None => write(),
+        }
+    }
 }
 
 impl PinnedRead {
@@ -250,6 +300,58 @@ impl Region {
             false => IoBuf::Plain(vec![0; self.slot_bytes]),
         });
         Some(PinnedRead { file, at, key, expect, buf, emulator: self.emulator.clone() })
+    }
+
+    /// Prepares the write of `value` for `key` into `slot` to run with the shard unlocked (file
+    /// and flash tiers; `None` on memory tiers). The slot reads as empty until
+    /// [`end_write`](Self::end_write).
+    pub fn begin_write(&mut self, slot: u32, key: u64, value: &[u8]) -> Option<Staged> {
+        let at = slot as u64 * self.slot_bytes as u64;
+        let (file, at, path, mut buf, written, value_at, crc) = match &mut self.storage {
+            Storage::File { file, offset, path, .. } => {
+                let mut buf = match self.spare.pop() {
+                    Some(buf @ IoBuf::Plain(_)) => buf,
+                    _ => IoBuf::Plain(vec![0; self.slot_bytes]),
+                };
+                encode(buf.bytes(), key, value, true);
+                let written = HEADER_BYTES + value.len();
+                (file.clone(), *offset + at, path.clone(), buf, written, HEADER_BYTES, 0)
+            }
+            Storage::Direct(direct) => {
+                let mut aligned = match self.spare.pop() {
+                    Some(IoBuf::Aligned(a)) => a,
+                    _ => AlignedBuf::new(self.slot_bytes),
+                };
+                let (file, at, crc) = direct.stage(slot, value, &mut aligned);
+                let path = direct.path().to_path_buf();
+                (file, at, path, IoBuf::Aligned(aligned), self.slot_bytes, 0, crc)
+            }
+            Storage::Dram(_) | Storage::Mapped { .. } => return None,
+        };
+        debug_assert_eq!(&buf.bytes()[value_at..value_at + value.len()], value);
+        Some(Staged {
+            file,
+            at,
+            path,
+            key,
+            buf,
+            written,
+            value_at,
+            len: value.len() as u32,
+            crc,
+            emulator: self.emulator.clone(),
+        })
+    }
+
+    /// Ends a staged write of `slot`: the block reads back if the write succeeded. Takes the
+    /// buffer back when the staged block is no longer shared.
+    pub fn end_write(&mut self, slot: u32, staged: Arc<Staged>, ok: bool) {
+        if let Storage::Direct(direct) = &mut self.storage {
+            direct.landed(slot, staged.key, staged.len, staged.crc, ok);
+        }
+        if let Ok(staged) = Arc::try_unwrap(staged) {
+            self.spare.push(staged.buf);
+        }
     }
 
     /// Takes back a read's buffer.

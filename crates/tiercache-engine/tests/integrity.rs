@@ -89,14 +89,20 @@ fn worker(cache: &Cache, model: &Model, keys: u64, seed: u64, ops: u64) {
 #[test]
 fn concurrent_readers_and_writers_never_see_stale_or_torn_data() {
     let keys = 64u64;
-    for (tier, policy, two_tiers) in [
-        (TierKind::Dram, "lru", false),
-        (TierKind::Mapped { path: scratch("concurrent.mem") }, "s3fifo", false),
-        (TierKind::File { path: scratch("concurrent.img") }, "arc", false),
-        (TierKind::Mapped { path: scratch("concurrent-lower.mem") }, "lru", true),
+    // (tier, policy, under DRAM, write-behind threads): write-behind stages file writes, so
+    // reads are served from staged copies while writes, evictions and promotions race them.
+    for (tier, policy, two_tiers, behind) in [
+        (TierKind::Dram, "lru", false, 0),
+        (TierKind::Mapped { path: scratch("concurrent.mem") }, "s3fifo", false, 0),
+        (TierKind::File { path: scratch("concurrent.img") }, "arc", false, 0),
+        (TierKind::Mapped { path: scratch("concurrent-lower.mem") }, "lru", true, 0),
+        (TierKind::File { path: scratch("concurrent-behind.img") }, "lru", false, 2),
+        (TierKind::File { path: scratch("concurrent-lower-behind.img") }, "lru", true, 2),
     ] {
-        let builder =
-            CacheBuilder::new(PolicyConfig::parse(policy).unwrap()).block_size(BLOCK).shards(4);
+        let builder = CacheBuilder::new(PolicyConfig::parse(policy).unwrap())
+            .block_size(BLOCK)
+            .shards(4)
+            .write_behind(behind);
         let cache = if two_tiers {
             // 8 DRAM blocks over 24 slow-memory blocks: most hits and all evictions go through
             // demotion.
@@ -129,6 +135,18 @@ fn concurrent_readers_and_writers_never_see_stale_or_torn_data() {
             stats.hits > 0 && stats.evictions > 0,
             "{tier:?}: the run exercised little: {stats:?}"
         );
+        if behind > 0 {
+            assert!(stats.writes_behind > 0, "{tier:?}: nothing was written behind: {stats:?}");
+        }
+        // Once every write has landed, every resident block reads back from the tier itself.
+        cache.flush();
+        let mut buf = vec![0u8; BLOCK];
+        for key in 0..keys {
+            if let Some(len) = cache.get(key, &mut buf) {
+                version_of(key, &buf[..len]);
+            }
+        }
+        assert_eq!(cache.stats().checksum_failures, 0, "{tier:?}");
     }
 }
 
@@ -361,6 +379,10 @@ fn the_flash_tier_uses_direct_io_checks_blocks_and_refuses_misaligned_blocks() {
     for key in 0..16 {
         cache.put(key, &big(key, 1)).unwrap();
     }
+    // The blocks are written behind; wait for them to be on the device before corrupting it.
+    cache.flush();
+    // (At most slack-minus-two blocks are in flight per shard; past that a put writes in place.)
+    assert!(cache.stats().writes_behind > 0);
     let slots = 16 + tiercache_engine::shard::IO_SLACK_SLOTS;
     assert_eq!(std::fs::metadata(&path).unwrap().len(), slots * 4096, "headerless, aligned blocks");
     // Corrupt blocks 3 and 7 on the device.
