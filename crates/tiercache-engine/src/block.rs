@@ -25,22 +25,29 @@ pub enum BlockFault {
     Checksum,
 }
 
-/// Writes header and value into `slot` (which is `HEADER_BYTES + capacity` long). Without
-/// `checksum` (DRAM, which has no media errors to catch) the CRC field is left 0 and unchecked.
-pub fn encode(slot: &mut [u8], key: u64, value: &[u8], checksum: bool) {
+/// CRC32C (the Castagnoli polynomial, as iSCSI and ext4 use) of `bytes`. Computed with
+/// carry-less multiplication (AVX-512 VPCLMULQDQ where the CPU has it), which checks a 4 KiB
+/// block in about a third of the time the SSE4.2 `crc32` instruction takes on its own.
+#[inline]
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32
+}
+
+/// Writes header and value into `slot` (which is `HEADER_BYTES + capacity` long).
+pub fn encode(slot: &mut [u8], key: u64, value: &[u8]) {
     assert!(HEADER_BYTES + value.len() <= slot.len(), "value larger than its slot");
     slot[8..16].copy_from_slice(&key.to_le_bytes());
     slot[16..20].copy_from_slice(&(value.len() as u32).to_le_bytes());
     slot[20..24].copy_from_slice(&0u32.to_le_bytes());
     slot[HEADER_BYTES..HEADER_BYTES + value.len()].copy_from_slice(value);
-    let crc = if checksum { crc32c::crc32c(&slot[8..HEADER_BYTES + value.len()]) } else { 0 };
+    let crc = crc32c(&slot[8..HEADER_BYTES + value.len()]);
     slot[0..4].copy_from_slice(&MAGIC.to_le_bytes());
     slot[4..8].copy_from_slice(&crc.to_le_bytes());
-    debug_assert_eq!(decode(slot, key, checksum).map(|v| v.len()), Ok(value.len()));
+    debug_assert_eq!(decode(slot, key).map(|v| v.len()), Ok(value.len()));
 }
 
 /// Checks a stored block for `key` and returns its value.
-pub fn decode(slot: &[u8], key: u64, checksum: bool) -> Result<&[u8], BlockFault> {
+pub fn decode(slot: &[u8], key: u64) -> Result<&[u8], BlockFault> {
     let word = |at: usize| u32::from_le_bytes(slot[at..at + 4].try_into().expect("4 bytes"));
     if word(0) != MAGIC {
         return Err(BlockFault::Magic);
@@ -52,7 +59,7 @@ pub fn decode(slot: &[u8], key: u64, checksum: bool) -> Result<&[u8], BlockFault
     if HEADER_BYTES + len > slot.len() {
         return Err(BlockFault::Length);
     }
-    if checksum && crc32c::crc32c(&slot[8..HEADER_BYTES + len]) != word(4) {
+    if crc32c(&slot[8..HEADER_BYTES + len]) != word(4) {
         return Err(BlockFault::Checksum);
     }
     Ok(&slot[HEADER_BYTES..HEADER_BYTES + len])
@@ -63,15 +70,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_checksum_is_crc32c() {
+        // The check value of CRC-32/ISCSI (Castagnoli) from the CRC catalogue.
+        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+        assert_eq!(crc32c(b""), 0);
+        // Long inputs take the vector path; compare against a bitwise reference.
+        let long: Vec<u8> = (0..5000u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut reference = !0u32;
+        for byte in &long {
+            reference ^= *byte as u32;
+            for _ in 0..8 {
+                reference = (reference >> 1) ^ (0x82F6_3B78 & (reference & 1).wrapping_neg());
+            }
+        }
+        assert_eq!(crc32c(&long), !reference);
+    }
+
+    #[test]
     fn round_trip_and_every_flipped_bit_is_caught() {
         let mut slot = vec![0u8; HEADER_BYTES + 64];
-        encode(&mut slot, 42, b"hello, slow memory", true);
-        assert_eq!(decode(&slot, 42, true), Ok(&b"hello, slow memory"[..]));
-        assert_eq!(decode(&slot, 43, true), Err(BlockFault::Key));
+        encode(&mut slot, 42, b"hello, slow memory");
+        assert_eq!(decode(&slot, 42), Ok(&b"hello, slow memory"[..]));
+        assert_eq!(decode(&slot, 43), Err(BlockFault::Key));
         for bit in 0..(HEADER_BYTES + 18) * 8 {
             let mut bad = slot.clone();
             bad[bit / 8] ^= 1 << (bit % 8);
-            assert!(decode(&bad, 42, true).is_err(), "flipped bit {bit} went unnoticed");
+            assert!(decode(&bad, 42).is_err(), "flipped bit {bit} went unnoticed");
         }
     }
 }

@@ -129,7 +129,7 @@ impl DirectSlots {
         let buf = self.buf.as_mut_slice();
         buf[..value.len()].copy_from_slice(value);
         buf[value.len()..].fill(0);
-        let crc = crc32c::crc32c(value);
+        let crc = crate::block::crc32c(value);
         // Until the new bytes are down, the slot holds nothing a read may trust.
         self.meta[slot as usize].written = false;
         self.file.write_all_at(self.buf.as_slice(), self.at(slot)).map_err(|source| {
@@ -152,7 +152,7 @@ impl DirectSlots {
         bytes[..value.len()].copy_from_slice(value);
         bytes[value.len()..].fill(0);
         self.meta[slot as usize].written = false;
-        (self.file.clone(), self.at(slot), crc32c::crc32c(value))
+        (self.file.clone(), self.at(slot), crate::block::crc32c(value))
     }
 
     /// Records that a staged write of `key` to `slot` ended: readable if it succeeded.
@@ -180,7 +180,7 @@ impl DirectSlots {
         let at = self.at(slot);
         self.file.read_exact_at(self.buf.as_mut_slice(), at).map_err(ReadFault::Io)?;
         let value = &self.buf.as_slice()[..meta.len as usize];
-        if crc32c::crc32c(value) != meta.crc {
+        if crate::block::crc32c(value) != meta.crc {
             return Err(ReadFault::Corrupt(BlockFault::Checksum));
         }
         let n = value.len().min(out.len());

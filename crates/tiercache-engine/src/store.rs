@@ -41,10 +41,12 @@ impl TierKind {
         }
     }
 
-    /// Bytes a slot takes on the medium for blocks of `block_size`.
+    /// Bytes a slot takes on the medium for blocks of `block_size`: DRAM and flash blocks are
+    /// headerless (their lengths, and flash's keys and checksums, are kept in DRAM), so they
+    /// stay aligned; blocks on mapped and file tiers carry their header.
     pub fn slot_bytes(&self, block_size: usize) -> usize {
         match self {
-            TierKind::Flash { .. } => block_size,
+            TierKind::Flash { .. } | TierKind::Dram => block_size,
             _ => HEADER_BYTES + block_size,
         }
     }
@@ -137,7 +139,7 @@ impl Medium {
                 count,
                 self.slot_bytes,
             )),
-            _ => Storage::Dram(vec![0; bytes]),
+            _ => Storage::Dram { bytes: vec![0; bytes], lens: vec![0; count as usize] },
         };
         Region {
             storage,
@@ -242,10 +244,10 @@ impl PinnedRead {
         let buf = self.buf.bytes();
         self.file.read_exact_at(buf, at).map_err(ReadFault::Io)?;
         let value = match expect {
-            None => decode(buf, key, true).map_err(ReadFault::Corrupt)?,
+            None => decode(buf, key).map_err(ReadFault::Corrupt)?,
             Some((len, crc)) => {
                 let value = &buf[..len as usize];
-                if crc32c::crc32c(value) != crc {
+                if crate::block::crc32c(value) != crc {
                     return Err(ReadFault::Corrupt(BlockFault::Checksum));
                 }
                 value
@@ -262,10 +264,23 @@ impl PinnedRead {
 }
 
 enum Storage {
-    Dram(Vec<u8>),
+    /// Headerless blocks in process memory (which has no media errors to catch), with each
+    /// slot's value length beside them.
+    Dram {
+        bytes: Vec<u8>,
+        lens: Vec<u32>,
+    },
     Direct(DirectSlots),
-    Mapped { mapping: Arc<MmapRaw>, offset: usize },
-    File { file: Arc<File>, offset: u64, path: PathBuf, scratch: Vec<u8> },
+    Mapped {
+        mapping: Arc<MmapRaw>,
+        offset: usize,
+    },
+    File {
+        file: Arc<File>,
+        offset: u64,
+        path: PathBuf,
+        scratch: Vec<u8>,
+    },
 }
 
 /// One shard's slots.
@@ -313,7 +328,7 @@ impl Region {
                     Some(buf @ IoBuf::Plain(_)) => buf,
                     _ => IoBuf::Plain(vec![0; self.slot_bytes]),
                 };
-                encode(buf.bytes(), key, value, true);
+                encode(buf.bytes(), key, value);
                 let written = HEADER_BYTES + value.len();
                 (file.clone(), *offset + at, path.clone(), buf, written, HEADER_BYTES, 0)
             }
@@ -326,7 +341,7 @@ impl Region {
                 let path = direct.path().to_path_buf();
                 (file, at, path, IoBuf::Aligned(aligned), self.slot_bytes, 0, crc)
             }
-            Storage::Dram(_) | Storage::Mapped { .. } => return None,
+            Storage::Dram { .. } | Storage::Mapped { .. } => return None,
         };
         debug_assert_eq!(&buf.bytes()[value_at..value_at + value.len()], value);
         Some(Staged {
@@ -366,21 +381,17 @@ impl Region {
     /// The largest value a slot holds.
     pub fn value_bytes(&self) -> usize {
         match self.storage {
-            Storage::Direct(_) => self.slot_bytes,
+            Storage::Direct(_) | Storage::Dram { .. } => self.slot_bytes,
             _ => self.slot_bytes - HEADER_BYTES,
         }
     }
 
-    pub fn checksummed(&self) -> bool {
-        !matches!(self.storage, Storage::Dram(_))
-    }
-
-    /// The bytes of a slot in memory (DRAM or mapped), exclusively borrowed.
+    /// The bytes of a slot of a mapped tier, exclusively borrowed.
     fn memory(&mut self, slot: u32) -> Option<&mut [u8]> {
         assert!((slot as u64) < self.count, "slot {slot} outside the region");
         let at = slot as usize * self.slot_bytes;
         match &mut self.storage {
-            Storage::Dram(bytes) => Some(&mut bytes[at..at + self.slot_bytes]),
+            Storage::Dram { .. } => None,
             Storage::Mapped { mapping, offset } => {
                 // SAFETY: the slot lies inside this region (asserted above and when the region
                 // was made), regions of a mapping are disjoint, and a region is used only under
@@ -408,9 +419,14 @@ impl Region {
     }
 
     fn write_now(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
-        let checksum = self.checksummed();
+        if let Storage::Dram { bytes, lens } = &mut self.storage {
+            let at = slot as usize * self.slot_bytes;
+            bytes[at..at + value.len()].copy_from_slice(value);
+            lens[slot as usize] = value.len() as u32;
+            return Ok(());
+        }
         if let Some(bytes) = self.memory(slot) {
-            encode(bytes, key, value, checksum);
+            encode(bytes, key, value);
             return Ok(());
         }
         let at = slot as u64 * self.slot_bytes as u64;
@@ -418,12 +434,14 @@ impl Region {
             Storage::Direct(direct) => direct.write(slot, key, value),
             Storage::File { file, offset, path, scratch } => {
                 let used = HEADER_BYTES + value.len();
-                encode(&mut scratch[..], key, value, true);
+                encode(&mut scratch[..], key, value);
                 file.write_all_at(&scratch[..used], *offset + at).map_err(|source| {
                     EngineError::Io { path: path.clone(), action: "cannot write a block", source }
                 })
             }
-            Storage::Dram(_) | Storage::Mapped { .. } => unreachable!("memory tiers return above"),
+            Storage::Dram { .. } | Storage::Mapped { .. } => {
+                unreachable!("memory tiers return above")
+            }
         }
     }
 
@@ -439,14 +457,18 @@ impl Region {
     }
 
     fn read_now(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
-        let checksum = self.checksummed();
         let copy = |value: &[u8], out: &mut [u8]| {
             let n = value.len().min(out.len());
             out[..n].copy_from_slice(&value[..n]);
             value.len()
         };
+        if let Storage::Dram { bytes, lens } = &self.storage {
+            let at = slot as usize * self.slot_bytes;
+            let len = lens[slot as usize] as usize;
+            return Ok(copy(&bytes[at..at + len], out));
+        }
         if let Some(bytes) = self.memory(slot) {
-            return decode(bytes, key, checksum).map(|v| copy(v, out)).map_err(ReadFault::Corrupt);
+            return decode(bytes, key).map(|v| copy(v, out)).map_err(ReadFault::Corrupt);
         }
         if let Storage::Direct(direct) = &mut self.storage {
             return direct.read(slot, key, out);
@@ -454,6 +476,6 @@ impl Region {
         let at = slot as u64 * self.slot_bytes as u64;
         let Storage::File { file, offset, scratch, .. } = &mut self.storage else { unreachable!() };
         file.read_exact_at(&mut scratch[..], *offset + at).map_err(ReadFault::Io)?;
-        decode(scratch, key, true).map(|v| copy(v, out)).map_err(ReadFault::Corrupt)
+        decode(scratch, key).map(|v| copy(v, out)).map_err(ReadFault::Corrupt)
     }
 }
