@@ -341,7 +341,7 @@ impl CacheBuilder {
                     let slots = n + tier.kind.slack_slots();
                     m.region(i * slots, slots)
                 })
-                .collect();
+                .collect::<Result<_, _>>()?;
             let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions);
             shard.behind = behind.clone().map(|queue| (queue, i as usize));
             if self.record_latency || self.measured() {

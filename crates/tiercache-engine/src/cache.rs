@@ -32,6 +32,43 @@ pub struct ReadOutcome {
     pub len: usize,
 }
 
+/// A cached value held for reading, from [`CacheCore::get_ref`]: in place on a memory tier
+/// (its slot pinned until this drops), or a copy. Dereferences to the value's bytes.
+pub struct BlockRef<'a> {
+    core: &'a CacheCore,
+    shard: usize,
+    held: crate::shard::Held,
+}
+
+impl std::ops::Deref for BlockRef<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.held {
+            // SAFETY: the slot is pinned until this handle drops, and a pinned slot is neither
+            // written nor reused, so its `len` bytes stay valid and unchanged; the cache (and
+            // its memory) outlives the handle, which borrows it.
+            crate::shard::Held::Pinned { bytes, len, .. } => unsafe {
+                std::slice::from_raw_parts(*bytes, *len)
+            },
+            crate::shard::Held::Copied(copy) => copy,
+        }
+    }
+}
+
+impl Drop for BlockRef<'_> {
+    fn drop(&mut self) {
+        if let crate::shard::Held::Pinned { tier, slot, .. } = self.held {
+            self.core.lock(self.shard).unpin_held(tier, slot);
+        }
+    }
+}
+
+// SAFETY: the handle holds a shared view of bytes nothing writes while it lives, and releases
+// its pin through the cache's locks, from whichever thread drops it.
+unsafe impl Send for BlockRef<'_> {}
+unsafe impl Sync for BlockRef<'_> {}
+
 /// What a write did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PutOutcome {
@@ -314,13 +351,23 @@ impl CacheCore {
         self.block_size
     }
 
-    fn shard(&self, key: Key) -> MutexGuard<'_, Shard> {
+    fn shard_of(&self, key: Key) -> usize {
         let mixed = (key ^ (key >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        let index =
-            if self.shard_bits == 0 { 0 } else { (mixed >> (64 - self.shard_bits)) as usize };
+        if self.shard_bits == 0 {
+            0
+        } else {
+            (mixed >> (64 - self.shard_bits)) as usize
+        }
+    }
+
+    fn lock(&self, index: usize) -> MutexGuard<'_, Shard> {
         // A panic while holding a shard lock is a bug that already failed loudly; the shard's
         // state is still consistent at every await-free step, so later users may continue.
         self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn shard(&self, key: Key) -> MutexGuard<'_, Shard> {
+        self.lock(self.shard_of(key))
     }
 
     fn request(&self, key: Key, op: Op) -> Request {
@@ -341,6 +388,28 @@ impl CacheCore {
         let (mut shard, served) = self.serve(shard, key, buf);
         shard.record(Operation::Read, started);
         served
+    }
+
+    /// Looks `key` up (look-aside) and holds its value for reading without a copy: a block on
+    /// DRAM or a mapped tier is read in place, its slot pinned (neither rewritten nor reused)
+    /// until the handle drops; a block on a file or flash tier, or one whose shard has all its
+    /// spare slots pinned, comes as a copy. A miss admits nothing.
+    pub fn get_ref(&self, key: Key) -> Option<BlockRef<'_>> {
+        let started = self.started();
+        let req = self.request(key, Op::Lookup);
+        let index = self.shard_of(key);
+        let mut shard = self.lock(index);
+        shard.decide(&req);
+        shard.apply(key, None).expect("a lookup's decision does no tier I/O");
+        shard.stats.lookups += 1;
+        if shard.decision.from_backing {
+            shard.stats.offloaded += 1;
+            return None;
+        }
+        let held = shard.decision.hit.and_then(|_| shard.hold(key));
+        shard.count_read(held.is_some());
+        shard.record(Operation::Read, started);
+        held.map(|held| BlockRef { core: self, shard: index, held })
     }
 
     /// Serves a decided read and counts it: memory tiers copy under the lock; file and flash
@@ -377,15 +446,7 @@ impl CacheCore {
             shard.stats.tier_reads += 1;
             shard.stats.tier_read_ns += started.elapsed().as_nanos() as u64;
         }
-        if served.is_some() {
-            shard.stats.hits += 1;
-            // Counted where the policy found the block, even if the same decision moved it.
-            if shard.decision.hit.is_some_and(|t| t.0 > 0) {
-                shard.stats.lower_hits += 1;
-            }
-        } else {
-            shard.stats.misses += 1;
-        }
+        shard.count_read(served.is_some());
         (shard, served)
     }
 

@@ -31,7 +31,7 @@ pub mod stats;
 pub mod store;
 
 pub use builder::{CacheBuilder, TierSpec};
-pub use cache::{Cache, CacheCore, PutOutcome, ReadOutcome};
+pub use cache::{BlockRef, Cache, CacheCore, PutOutcome, ReadOutcome};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::EngineError;
 pub use file::{CachedFile, WriteMode};

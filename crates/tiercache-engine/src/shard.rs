@@ -20,6 +20,19 @@ const ZOMBIE: u32 = 1 << 31;
 /// writes beyond what this leaves room for run under the lock instead.
 pub const IO_SLACK_SLOTS: u64 = 16;
 
+/// Slots a DRAM or mapped region has beyond what its policy may fill: one for a promotion's
+/// swap, one for an overwrite's copy, and the rest for slots read handles hold after they were
+/// freed. Handles past that get a copy instead.
+pub const MEMORY_SLACK_SLOTS: u64 = 8;
+
+/// A hit held for a read handle.
+pub enum Held {
+    /// The block in place on a memory tier; its slot is pinned until released.
+    Pinned { tier: u8, slot: u32, bytes: *const u8, len: usize },
+    /// A copy (file and flash tiers, staged blocks, or no room left to pin).
+    Copied(Vec<u8>),
+}
+
 /// How a hit is served.
 pub enum Served {
     /// Done under the lock (memory tiers), or nothing to serve.
@@ -143,6 +156,12 @@ impl Shard {
         }
     }
 
+    /// Whether one more slot of `tier` may be pinned: every pinned slot may be freed while
+    /// pinned, and two slots must stay free for a promotion's swap and an overwrite's copy.
+    fn has_room_to_pin(&self, tier: usize) -> bool {
+        self.pinned[tier] + 2 <= self.regions[tier].slack()
+    }
+
     fn pin(&mut self, tier: usize, slot: u32) {
         let pins = &mut self.pins[tier][slot as usize];
         if *pins & !ZOMBIE == 0 {
@@ -169,7 +188,8 @@ impl Shard {
         let old = self.places[&key];
         let tier = old.tier as usize;
         let mut place = Place::new(old.tier, old.slot);
-        if self.regions[tier].is_io() {
+        // A slot a read handle pins is never rewritten either.
+        if self.regions[tier].is_io() || self.pins[tier][old.slot as usize] > 0 {
             place.slot = self.allocate(TierId(old.tier));
             self.free_slot(tier, old.slot);
         }
@@ -296,7 +316,7 @@ impl Shard {
         if let Some((behind, shard)) = self.behind.clone() {
             // The same room rule as unlocked reads: pinned slots may all be freed meanwhile,
             // and an overwrite's copy must still find a slot.
-            if self.pinned[tier] + 2 <= IO_SLACK_SLOTS {
+            if self.has_room_to_pin(tier) {
                 if let Some(staged) = self.regions[tier].begin_write(place.slot, key, data) {
                     let staged = Arc::new(staged);
                     let place = Place { staged: true, ..place };
@@ -384,7 +404,7 @@ impl Shard {
         let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
         let tier = place.tier as usize;
         // Keep one slack slot for an overwrite's copy; past that, read under the lock.
-        let room = self.pinned[tier] + 2 <= IO_SLACK_SLOTS;
+        let room = self.has_room_to_pin(tier);
         if place.filling.is_some() || place.staged || !self.regions[tier].is_io() || !room {
             return Served::Now(self.copy_out(key, buf));
         }
@@ -426,6 +446,52 @@ impl Shard {
                 }
                 None
             }
+        }
+    }
+
+    /// Holds a hit for a read handle: on a memory tier the block stays in place and its slot
+    /// is pinned (release it with `unpin_held`); elsewhere, or with no room to pin, a copy.
+    /// `None` if the block is still filling or did not check out (then dropped).
+    pub fn hold(&mut self, key: Key) -> Option<Held> {
+        let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
+        let tier = place.tier as usize;
+        let memory = !self.regions[tier].is_io() && !place.staged;
+        if place.filling.is_some() || !memory || !self.has_room_to_pin(tier) {
+            let mut copy = vec![0; self.regions[tier].value_bytes()];
+            let len = self.copy_out(key, &mut copy)?;
+            copy.truncate(len);
+            return Some(Held::Copied(copy));
+        }
+        match self.regions[tier].locate(place.slot, key) {
+            Ok((bytes, len)) => {
+                self.pin(tier, place.slot);
+                self.stats.bytes_read += len as u64;
+                self.stats.pinned_reads += 1;
+                Some(Held::Pinned { tier: place.tier, slot: place.slot, bytes, len })
+            }
+            Err(fault) => {
+                self.count_fault(&fault);
+                self.drop_bad(key);
+                None
+            }
+        }
+    }
+
+    /// Releases a slot `hold` pinned.
+    pub fn unpin_held(&mut self, tier: u8, slot: u32) {
+        self.unpin(tier as usize, slot);
+    }
+
+    /// Counts a decided read as a hit or a miss.
+    pub fn count_read(&mut self, served: bool) {
+        if served {
+            self.stats.hits += 1;
+            // Counted where the policy found the block, even if the same decision moved it.
+            if self.decision.hit.is_some_and(|t| t.0 > 0) {
+                self.stats.lower_hits += 1;
+            }
+        } else {
+            self.stats.misses += 1;
         }
     }
 

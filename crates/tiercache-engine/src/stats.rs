@@ -77,6 +77,7 @@ counters! {
     evictions: "Blocks dropped to make room.",
     invalidations: "Blocks dropped because their data went stale or was freed.",
     bytes_read: "Value bytes copied out of the tier.",
+    pinned_reads: "Read handles served in place, their slot pinned until the handle dropped.",
     unlocked_reads: "File and flash tier reads done with the shard unlocked.",
     tier_reads: "Hits whose read from the tier was timed (only when a controller is fed measurements).",
     tier_read_ns: "Nanoseconds those timed tier reads took.",

@@ -31,13 +31,14 @@ pub enum TierKind {
 }
 
 impl TierKind {
-    /// Slots a shard's region has beyond its policy's capacity: one on every tier, for a
-    /// block moving in while the block it swaps with has not left yet (a promotion that demotes
-    /// the upper tier's victim first); more on file and flash tiers (see `IO_SLACK_SLOTS`).
+    /// Slots a shard's region has beyond its policy's capacity: for a block moving in while
+    /// the block it swaps with has not left yet (a promotion that demotes the upper tier's
+    /// victim first), an overwrite's new copy, and slots freed while pinned (by unlocked reads
+    /// and writes on file and flash tiers, by read handles on memory tiers).
     pub fn slack_slots(&self) -> u64 {
         match self {
             TierKind::File { .. } | TierKind::Flash { .. } => crate::shard::IO_SLACK_SLOTS,
-            TierKind::Dram | TierKind::Mapped { .. } => 1,
+            TierKind::Dram | TierKind::Mapped { .. } => crate::shard::MEMORY_SLACK_SLOTS,
         }
     }
 
@@ -118,7 +119,7 @@ impl Medium {
 
     /// The region of slots `first..first + count` for one shard. Regions of one medium must be
     /// disjoint: the cache hands each slot range out once.
-    pub fn region(&self, first: u64, count: u64) -> Region {
+    pub fn region(&self, first: u64, count: u64) -> Result<Region, EngineError> {
         let offset = first * self.slot_bytes as u64;
         let bytes = (count * self.slot_bytes as u64) as usize;
         let storage = match (&self.kind, &self.mapping, &self.file) {
@@ -139,15 +140,28 @@ impl Medium {
                 count,
                 self.slot_bytes,
             )),
-            _ => Storage::Dram { bytes: vec![0; bytes], lens: vec![0; count as usize] },
+            _ => {
+                // Anonymous memory, page-aligned, touched only through raw slot slices so a
+                // read handle may keep pointing at its slot while the shard writes others.
+                let mapping =
+                    MmapOptions::new().len(bytes.max(1)).map_anon().map_err(|source| {
+                        EngineError::Io {
+                            path: "<DRAM tier>".into(),
+                            action: "cannot allocate the tier's memory",
+                            source,
+                        }
+                    })?;
+                Storage::Dram { mapping: MmapRaw::from(mapping), lens: vec![0; count as usize] }
+            }
         };
-        Region {
+        Ok(Region {
             storage,
             slot_bytes: self.slot_bytes,
             count,
+            slack: self.kind.slack_slots(),
             emulator: self.emulator.clone(),
             spare: Vec::new(),
-        }
+        })
     }
 }
 
@@ -267,7 +281,7 @@ enum Storage {
     /// Headerless blocks in process memory (which has no media errors to catch), with each
     /// slot's value length beside them.
     Dram {
-        bytes: Vec<u8>,
+        mapping: MmapRaw,
         lens: Vec<u32>,
     },
     Direct(DirectSlots),
@@ -288,6 +302,8 @@ pub struct Region {
     storage: Storage,
     slot_bytes: usize,
     count: u64,
+    /// Slots beyond the policy's capacity (see `TierKind::slack_slots`).
+    slack: u64,
     emulator: Option<Arc<Emulator>>,
     /// Buffers for reads done with the shard unlocked, reused.
     spare: Vec<IoBuf>,
@@ -378,6 +394,26 @@ impl Region {
         self.count
     }
 
+    /// Slots beyond what the policy may fill.
+    pub fn slack(&self) -> u64 {
+        self.slack
+    }
+
+    /// Where the value stored for `key` in `slot` of a memory tier lies, checked (its header
+    /// and checksum on mapped tiers). The bytes stay valid and unchanged for as long as the
+    /// shard keeps the slot pinned: pinned slots are never written or reused.
+    pub fn locate(&mut self, slot: u32, key: u64) -> Result<(*const u8, usize), ReadFault> {
+        if let Storage::Dram { mapping, lens } = &self.storage {
+            assert!((slot as u64) < self.count, "slot {slot} outside the region");
+            let at = slot as usize * self.slot_bytes;
+            // SAFETY: the slot lies inside the mapping (asserted above).
+            return Ok((unsafe { mapping.as_ptr().add(at) }, lens[slot as usize] as usize));
+        }
+        let bytes = self.memory(slot).expect("located blocks are on memory tiers");
+        let value = decode(bytes, key).map_err(ReadFault::Corrupt)?;
+        Ok((value.as_ptr(), value.len()))
+    }
+
     /// The largest value a slot holds.
     pub fn value_bytes(&self) -> usize {
         match self.storage {
@@ -386,26 +422,36 @@ impl Region {
         }
     }
 
-    /// The bytes of a slot of a mapped tier, exclusively borrowed.
-    fn memory(&mut self, slot: u32) -> Option<&mut [u8]> {
+    /// Where a slot of a mapped tier starts.
+    fn mapped(&self, slot: u32) -> Option<*mut u8> {
         assert!((slot as u64) < self.count, "slot {slot} outside the region");
-        let at = slot as usize * self.slot_bytes;
-        match &mut self.storage {
-            Storage::Dram { .. } => None,
+        match &self.storage {
+            // SAFETY: the slot lies inside this region (asserted above, and the region inside
+            // the mapping when it was made).
             Storage::Mapped { mapping, offset } => {
-                // SAFETY: the slot lies inside this region (asserted above and when the region
-                // was made), regions of a mapping are disjoint, and a region is used only under
-                // its shard's lock through `&mut self`, so no other reference to these bytes
-                // exists while this one lives. The mapping outlives the slice (held by `self`).
-                Some(unsafe {
-                    std::slice::from_raw_parts_mut(
-                        mapping.as_mut_ptr().add(*offset + at),
-                        self.slot_bytes,
-                    )
-                })
+                Some(unsafe { mapping.as_mut_ptr().add(*offset + slot as usize * self.slot_bytes) })
             }
-            Storage::File { .. } | Storage::Direct(_) => None,
+            _ => None,
         }
+    }
+
+    /// The bytes of a slot of a mapped tier, to write. The caller holds the shard's lock
+    /// (`&mut self`) and writes only slots no read handle pins.
+    fn memory_mut(&mut self, slot: u32) -> Option<&mut [u8]> {
+        let start = self.mapped(slot)?;
+        // SAFETY: regions of a mapping are disjoint, the shard's lock is held, and the slot is
+        // not pinned, so no other reference to these bytes exists while this one lives. The
+        // mapping outlives the slice (held by `self`).
+        Some(unsafe { std::slice::from_raw_parts_mut(start, self.slot_bytes) })
+    }
+
+    /// The bytes of a slot of a mapped tier, to read. Read handles may read them at the same
+    /// time; nothing writes them while the shard's lock is held (`&self`).
+    fn memory(&self, slot: u32) -> Option<&[u8]> {
+        let start = self.mapped(slot)?;
+        // SAFETY: as above; shared references may coexist, and writes happen only through
+        // `memory_mut` under the lock, to unpinned slots.
+        Some(unsafe { std::slice::from_raw_parts(start, self.slot_bytes) })
     }
 
     /// Stores `value` for `key` in `slot` (as the tier's device profile would, if emulated).
@@ -419,13 +465,20 @@ impl Region {
     }
 
     fn write_now(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
-        if let Storage::Dram { bytes, lens } = &mut self.storage {
+        if let Storage::Dram { mapping, lens } = &mut self.storage {
+            assert!((slot as u64) < self.count && value.len() <= self.slot_bytes);
             let at = slot as usize * self.slot_bytes;
-            bytes[at..at + value.len()].copy_from_slice(value);
+            // SAFETY: the slot lies inside the mapping (asserted above); the shard's lock is
+            // held (`&mut self`) and the slot is not pinned (a pinned slot is never written),
+            // so no other reference to these bytes exists.
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(mapping.as_mut_ptr().add(at), value.len())
+            };
+            bytes.copy_from_slice(value);
             lens[slot as usize] = value.len() as u32;
             return Ok(());
         }
-        if let Some(bytes) = self.memory(slot) {
+        if let Some(bytes) = self.memory_mut(slot) {
             encode(bytes, key, value);
             return Ok(());
         }
@@ -462,10 +515,14 @@ impl Region {
             out[..n].copy_from_slice(&value[..n]);
             value.len()
         };
-        if let Storage::Dram { bytes, lens } = &self.storage {
+        if let Storage::Dram { mapping, lens } = &self.storage {
+            assert!((slot as u64) < self.count, "slot {slot} outside the region");
             let at = slot as usize * self.slot_bytes;
             let len = lens[slot as usize] as usize;
-            return Ok(copy(&bytes[at..at + len], out));
+            // SAFETY: the slot lies inside the mapping; the shard's lock is held, and slots are
+            // written only under it, so nothing writes these bytes meanwhile.
+            let value = unsafe { std::slice::from_raw_parts(mapping.as_ptr().add(at), len) };
+            return Ok(copy(value, out));
         }
         if let Some(bytes) = self.memory(slot) {
             return decode(bytes, key).map(|v| copy(v, out)).map_err(ReadFault::Corrupt);
