@@ -89,7 +89,24 @@ impl Medium {
         let bytes = slots * slot_bytes as u64;
         let mut warning = None;
         let (mapping, file) = match kind {
-            TierKind::Dram => (None, None),
+            TierKind::Dram => {
+                // Anonymous memory, page-aligned, touched only through raw slot slices so a
+                // read handle may keep pointing at its slot while the shard writes others.
+                let mapping =
+                    MmapOptions::new().len((bytes as usize).max(1)).map_anon().map_err(
+                        |source| EngineError::Io {
+                            path: "<DRAM tier>".into(),
+                            action: "cannot allocate the tier's memory",
+                            source,
+                        },
+                    )?;
+                // Huge pages where the kernel has them: hits land on random slots, and with
+                // 4 KiB pages nearly every one would also miss the TLB. A hint; refusals
+                // (no transparent huge pages) change nothing else.
+                #[cfg(target_os = "linux")]
+                let _ = mapping.advise(memmap2::Advice::HugePage);
+                (Some(Arc::new(MmapRaw::from(mapping))), None)
+            }
             TierKind::Flash { path } => {
                 let (file, note) = open_direct(path, bytes)?;
                 warning = note;
@@ -140,19 +157,15 @@ impl Medium {
                 count,
                 self.slot_bytes,
             )),
-            _ => {
-                // Anonymous memory, page-aligned, touched only through raw slot slices so a
-                // read handle may keep pointing at its slot while the shard writes others.
-                let mapping =
-                    MmapOptions::new().len(bytes.max(1)).map_anon().map_err(|source| {
-                        EngineError::Io {
-                            path: "<DRAM tier>".into(),
-                            action: "cannot allocate the tier's memory",
-                            source,
-                        }
-                    })?;
-                Storage::Dram { mapping: MmapRaw::from(mapping), lens: vec![0; count as usize] }
+            (TierKind::Dram, Some(mapping), _) => {
+                assert!(offset as usize + bytes <= mapping.len(), "region past the mapping");
+                Storage::Dram {
+                    mapping: mapping.clone(),
+                    offset: offset as usize,
+                    lens: vec![0; count as usize],
+                }
             }
+            _ => unreachable!("every medium opens what its regions need"),
         };
         Ok(Region {
             storage,
@@ -281,7 +294,8 @@ enum Storage {
     /// Headerless blocks in process memory (which has no media errors to catch), with each
     /// slot's value length beside them.
     Dram {
-        mapping: MmapRaw,
+        mapping: Arc<MmapRaw>,
+        offset: usize,
         lens: Vec<u32>,
     },
     Direct(DirectSlots),
@@ -403,9 +417,9 @@ impl Region {
     /// and checksum on mapped tiers). The bytes stay valid and unchanged for as long as the
     /// shard keeps the slot pinned: pinned slots are never written or reused.
     pub fn locate(&mut self, slot: u32, key: u64) -> Result<(*const u8, usize), ReadFault> {
-        if let Storage::Dram { mapping, lens } = &self.storage {
+        if let Storage::Dram { mapping, offset, lens } = &self.storage {
             assert!((slot as u64) < self.count, "slot {slot} outside the region");
-            let at = slot as usize * self.slot_bytes;
+            let at = offset + slot as usize * self.slot_bytes;
             // SAFETY: the slot lies inside the mapping (asserted above).
             return Ok((unsafe { mapping.as_ptr().add(at) }, lens[slot as usize] as usize));
         }
@@ -465,9 +479,9 @@ impl Region {
     }
 
     fn write_now(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
-        if let Storage::Dram { mapping, lens } = &mut self.storage {
+        if let Storage::Dram { mapping, offset, lens } = &mut self.storage {
             assert!((slot as u64) < self.count && value.len() <= self.slot_bytes);
-            let at = slot as usize * self.slot_bytes;
+            let at = *offset + slot as usize * self.slot_bytes;
             // SAFETY: the slot lies inside the mapping (asserted above); the shard's lock is
             // held (`&mut self`) and the slot is not pinned (a pinned slot is never written),
             // so no other reference to these bytes exists.
@@ -515,9 +529,9 @@ impl Region {
             out[..n].copy_from_slice(&value[..n]);
             value.len()
         };
-        if let Storage::Dram { mapping, lens } = &self.storage {
+        if let Storage::Dram { mapping, offset, lens } = &self.storage {
             assert!((slot as u64) < self.count, "slot {slot} outside the region");
-            let at = slot as usize * self.slot_bytes;
+            let at = offset + slot as usize * self.slot_bytes;
             let len = lens[slot as usize] as usize;
             // SAFETY: the slot lies inside the mapping; the shard's lock is held, and slots are
             // written only under it, so nothing writes these bytes meanwhile.
