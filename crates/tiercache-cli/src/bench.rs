@@ -632,7 +632,7 @@ mod raw {
 
     /// Process memory or a mapped file, held open for the run.
     enum Memory {
-        Dram(Vec<u8>),
+        Dram(memmap2::MmapMut),
         Mapped(memmap2::MmapMut),
     }
 
@@ -657,7 +657,15 @@ mod raw {
                     // SAFETY: the benchmark owns the file for the run; nothing else maps it.
                     Memory::Mapped(unsafe { memmap2::MmapMut::map_mut(&file)? })
                 }
-                _ => Memory::Dram(vec![1u8; bytes as usize]),
+                _ => {
+                    // As the cache's DRAM tier holds its blocks: anonymous memory with huge
+                    // pages where the kernel has them, so both pay the same for the TLB.
+                    let mut memory = memmap2::MmapOptions::new().len(bytes as usize).map_anon()?;
+                    #[cfg(target_os = "linux")]
+                    let _ = memory.advise(memmap2::Advice::HugePage);
+                    memory.fill(1);
+                    Memory::Dram(memory)
+                }
             })
         }
 
