@@ -112,6 +112,12 @@ pub struct BenchArgs {
     pub shards: usize,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Read hits through read handles (`get_ref`: in place on DRAM and mapped tiers, the slot
+    /// pinned while held) instead of copies; each read looks at the block's first and last 8
+    /// bytes. A miss is then read through the file as usual (so the policy sees it twice: the
+    /// handle's lookup, then the read).
+    #[arg(long)]
+    pub handle: bool,
     /// Measure the medium alone: the same operations as plain copies, no cache.
     #[arg(long)]
     pub raw: bool,
@@ -211,6 +217,7 @@ fn tiers(args: &BenchArgs) -> anyhow::Result<Vec<(TierKind, u64)>> {
         ));
     }
     anyhow::ensure!(!(args.raw && tiers.len() > 1), "--raw measures one medium: give one tier");
+    anyhow::ensure!(!(args.raw && args.handle), "--handle reads through the cache; --raw has none");
     Ok(tiers)
 }
 
@@ -437,8 +444,16 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
         file = file.emulate_backing(profile);
     }
     let block = plan.block as u64;
+    let handle = args.handle;
     let (reads, writes, seconds) = drive(args, plan, |_, op, key, buf| {
         match op {
+            Op::Read if handle => match file.cache().get_ref(key) {
+                Some(held) => {
+                    buf[..8].copy_from_slice(&held[..8]);
+                    buf[8..16].copy_from_slice(&held[held.len() - 8..]);
+                }
+                None => file.read_at(key * block, buf).map(|_| ())?,
+            },
             Op::Read => file.read_at(key * block, buf).map(|_| ())?,
             _ => file.write_at(key * block, buf).map(|_| ())?,
         };

@@ -92,14 +92,13 @@ impl Medium {
             TierKind::Dram => {
                 // Anonymous memory, page-aligned, touched only through raw slot slices so a
                 // read handle may keep pointing at its slot while the shard writes others.
-                let mapping =
-                    MmapOptions::new().len((bytes as usize).max(1)).map_anon().map_err(
-                        |source| EngineError::Io {
-                            path: "<DRAM tier>".into(),
-                            action: "cannot allocate the tier's memory",
-                            source,
-                        },
-                    )?;
+                let mapping = MmapOptions::new().len((bytes as usize).max(1)).map_anon().map_err(
+                    |source| EngineError::Io {
+                        path: "<DRAM tier>".into(),
+                        action: "cannot allocate the tier's memory",
+                        source,
+                    },
+                )?;
                 // Huge pages where the kernel has them: hits land on random slots, and with
                 // 4 KiB pages nearly every one would also miss the TLB. A hint; refusals
                 // (no transparent huge pages) change nothing else.
