@@ -1,7 +1,7 @@
 //! Building a cache: tiers, their sizes and policies, block size, shards, admission, seed and
 //! clock. Everything is validated before anything is opened, and an error names the setting.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tiercache_core::limits::BLOCK_SIZE_MAX;
 use tiercache_core::{Capacity, DeviceProfile};
@@ -347,7 +347,7 @@ impl CacheBuilder {
             if self.record_latency || self.measured() {
                 shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));
             }
-            shards.push(Mutex::new(shard));
+            shards.push(shard);
         }
         let timed = self.tiers.iter().any(|t| t.policy.uses_time());
         let measured = self.measured();

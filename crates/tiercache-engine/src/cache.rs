@@ -185,7 +185,7 @@ impl Cache {
 
 /// The shared part of a cache: its shards and settings. Used through [`Cache`].
 pub struct CacheCore {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[ShardLock]>,
     shard_bits: u32,
     block_size: usize,
     clock: Arc<dyn Clock>,
@@ -198,6 +198,19 @@ pub struct CacheCore {
     meter: Option<Mutex<Meter>>,
     /// The queue of blocks written behind, when file and flash tiers are.
     behind: Option<Arc<WriteBehind>>,
+}
+
+/// A shard behind its lock, on cache lines of its own: the lock word and the fields every
+/// request writes share the first line, and no two shards share a line.
+#[repr(align(128))]
+struct ShardLock(Mutex<Shard>);
+
+impl std::ops::Deref for ShardLock {
+    type Target = Mutex<Shard>;
+
+    fn deref(&self) -> &Mutex<Shard> {
+        &self.0
+    }
 }
 
 /// How a core runs, as the builder settled it.
@@ -239,10 +252,10 @@ impl Meter {
 
 impl CacheCore {
     /// A core over `shards` (a power of two of them); the other settings as in [`Settings`].
-    pub(crate) fn new(shards: Vec<Mutex<Shard>>, media: Vec<Medium>, settings: Settings) -> Self {
+    pub(crate) fn new(shards: Vec<Shard>, media: Vec<Medium>, settings: Settings) -> Self {
         let shard_bits = shards.len().trailing_zeros();
         CacheCore {
-            shards: shards.into_boxed_slice(),
+            shards: shards.into_iter().map(|s| ShardLock(Mutex::new(s))).collect(),
             shard_bits,
             block_size: settings.block_size,
             clock: settings.clock,

@@ -58,9 +58,16 @@ impl Place {
     }
 }
 
+/// Laid out in order: what every request writes (the decision, the time, the first counters)
+/// comes first, so it shares the cache line of the lock in front of the shard. With several
+/// cores, each line a request writes is one more the other cores may hold.
+#[repr(C)]
 pub struct Shard {
-    pub policy: AnyPolicy,
     pub decision: Decision,
+    /// Time of the request being decided.
+    now_us: u64,
+    pub stats: Stats,
+    pub policy: AnyPolicy,
     pub places: KeyMap<Place>,
     free: Vec<Vec<u32>>,
     /// Per tier and slot: reads running on it with the shard unlocked, and the zombie bit.
@@ -69,11 +76,8 @@ pub struct Shard {
     pinned: Vec<u64>,
     regions: Vec<Region>,
     loads: u64,
-    pub stats: Stats,
     /// A block's bytes on their way between tiers.
     scratch: Vec<u8>,
-    /// Time of the request being decided.
-    now_us: u64,
     /// Read and write latency, when recorded.
     pub latency: Option<Box<[hdrhistogram::Histogram<u64>; 2]>>,
     /// Where file and flash writes go to be written with the shard unlocked, if they do, and

@@ -7,8 +7,10 @@ use tiercache_core::RejectReason;
 
 macro_rules! counters {
     ($($name:ident: $help:literal,)*) => {
-        /// One shard's counters.
+        /// One shard's counters, those a hit bumps first (laid out in order, so they share a
+        /// cache line with the shard's lock).
         #[derive(Clone, Default)]
+        #[repr(C)]
         pub struct Stats {
             $(pub $name: u64,)*
             pub rejections: [u64; RejectReason::ALL.len()],
@@ -65,18 +67,18 @@ counters! {
     lookups: "Reads (get and read-through).",
     hits: "Reads served from the cache.",
     misses: "Reads not served from the cache.",
+    bytes_read: "Value bytes copied out of the tier.",
+    lower_hits: "Reads served from the lower tier.",
     offloaded: "Read hits the policy sent to the backing device (non-hierarchical caching); the caller loads them.",
     puts: "Writes.",
     inserts: "Blocks placed in the tier.",
     updates: "Blocks overwritten in place.",
-    lower_hits: "Reads served from the lower tier.",
     demotions: "Blocks moved from the upper tier to the lower.",
     bytes_demoted: "Value bytes moved from the upper tier to the lower.",
     promotions: "Blocks moved from the lower tier to the upper.",
     bytes_promoted: "Value bytes moved from the lower tier to the upper.",
     evictions: "Blocks dropped to make room.",
     invalidations: "Blocks dropped because their data went stale or was freed.",
-    bytes_read: "Value bytes copied out of the tier.",
     pinned_reads: "Read handles served in place, their slot pinned until the handle dropped.",
     unlocked_reads: "File and flash tier reads done with the shard unlocked.",
     tier_reads: "Hits whose read from the tier was timed (only when a controller is fed measurements).",
