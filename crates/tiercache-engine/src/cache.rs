@@ -414,6 +414,17 @@ impl CacheCore {
         let mut shard = self.lock(index);
         shard.decide(&req);
         shard.apply(key, None).expect("a lookup's decision does no tier I/O");
+        if shard.decision.hit.is_some() && !shard.holds_in_place(key) {
+            // A file or flash tier, a staged block, or no spare slot to pin: a copy, read as
+            // `get` reads (file and flash with the shard unlocked).
+            let mut copy = vec![0; self.block_size];
+            let (mut shard, served) = self.serve(shard, key, &mut copy);
+            shard.record(Operation::Read, started);
+            return served.map(|len| {
+                copy.truncate(len);
+                BlockRef { core: self, shard: index, held: crate::shard::Held::Copied(copy) }
+            });
+        }
         shard.stats.lookups += 1;
         if shard.decision.from_backing {
             shard.stats.offloaded += 1;

@@ -453,6 +453,18 @@ impl Shard {
         }
     }
 
+    /// Whether `hold` would keep a resident key's block in place (a memory tier, data there,
+    /// not staged, and a spare slot to pin).
+    pub fn holds_in_place(&self, key: Key) -> bool {
+        self.places.get(&key).is_some_and(|place| {
+            let tier = place.tier as usize;
+            place.filling.is_none()
+                && !place.staged
+                && !self.regions[tier].is_io()
+                && self.has_room_to_pin(tier)
+        })
+    }
+
     /// Holds a hit for a read handle: on a memory tier the block stays in place and its slot
     /// is pinned (release it with `unpin_held`); elsewhere, or with no room to pin, a copy.
     /// `None` if the block is still filling or did not check out (then dropped).
