@@ -107,3 +107,28 @@ fn staged_blocks_are_never_stale_torn_or_lost() {
         std::fs::remove_file(path).unwrap();
     }
 }
+
+#[test]
+fn dropping_the_cache_writes_everything_staged_first() {
+    let path = scratch("drain");
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(TierKind::Flash { path: path.clone() })
+        .block_size(BLOCK)
+        .shards(1)
+        .capacity_bytes(64 * BLOCK as u64)
+        .write_behind(1)
+        .build()
+        .unwrap();
+    for key in 0..64 {
+        cache.put(key, &value(key, 1)).unwrap();
+    }
+    assert!(cache.stats().writes_behind > 0);
+    drop(cache);
+    // Every block the cache took is on the device once the cache is gone, queued or not.
+    let device = std::fs::read(&path).unwrap();
+    let blocks: std::collections::HashSet<&[u8]> = device.chunks(BLOCK).collect();
+    for key in 0..64 {
+        assert!(blocks.contains(&value(key, 1)[..]), "block of key {key} never landed");
+    }
+    std::fs::remove_file(path).unwrap();
+}
