@@ -3,7 +3,9 @@
 //! the engine carries the decision out on real bytes.
 //!
 //! The hot path is: hash the key, pick its shard, lock the shard, let the shard's policy
-//! decide, copy the bytes, unlock. Each shard owns a disjoint set of slots on the tier, so
+//! decide, copy the bytes, unlock. `get_ref` skips the copy: it pins the block's slot on a
+//! memory tier and hands out its bytes until the handle drops (a pinned slot is neither
+//! rewritten nor reused). Each shard owns a disjoint set of slots on the tier, so
 //! shards never contend. Blocks on memory-mapped and file tiers carry a CRC32C checked on every
 //! read; a mismatch is counted, the block dropped, and the caller sees a miss, never wrong data.
 //!
