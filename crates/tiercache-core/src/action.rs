@@ -104,6 +104,21 @@ pub enum Action {
     Reject { key: Key, size: u32, reason: RejectReason },
 }
 
+impl Action {
+    /// The key the action is about.
+    pub fn key(&self) -> Key {
+        match *self {
+            Action::Insert { key, .. }
+            | Action::Update { key, .. }
+            | Action::Move { key, .. }
+            | Action::Evict { key, .. }
+            | Action::Invalidate { key, .. }
+            | Action::WriteBack { key, .. }
+            | Action::Reject { key, .. } => key,
+        }
+    }
+}
+
 /// A policy's answer to one request. Reused across requests so the hot path never allocates.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Decision {

@@ -20,6 +20,12 @@ use crate::store::{Medium, TierKind};
 pub const SHARDS_MAX: usize = 4096;
 /// Smallest block: one sector.
 pub const BLOCK_SIZE_MIN: usize = 512;
+/// The smallest size class.
+pub const SIZE_CLASS_MIN: usize = 64;
+/// Blocks each shard's tier must hold when values come in size classes, so that a page can
+/// always be emptied for another class (pinned pages and those the request in flight needs are
+/// never chosen).
+pub const SIZE_CLASS_PAGES_MIN: u64 = 16;
 /// Most write-behind threads a cache may have.
 pub const WRITERS_MAX: usize = 64;
 /// How often the background worker runs periodic work by default.
@@ -55,6 +61,7 @@ pub struct CacheBuilder {
     nhc: Option<tiercache_policy::nhc::NhcConfig>,
     measure_every: std::time::Duration,
     write_behind: Option<usize>,
+    size_classes: u8,
 }
 
 impl CacheBuilder {
@@ -81,6 +88,7 @@ impl CacheBuilder {
             nhc: None,
             measure_every: DEFAULT_MEASURE,
             write_behind: None,
+            size_classes: 1,
         }
     }
 
@@ -179,6 +187,24 @@ impl CacheBuilder {
         self
     }
 
+    /// Size classes in the memory tiers (DRAM, mapped): `n` classes of the block size, a half,
+    /// a quarter... down to `block_size >> (n - 1)`, so a value takes the smallest class that
+    /// holds it rather than a whole block. Policies then count capacity in bytes, each value
+    /// as its class's size. A page (one block) holds blocks of one class at a time and goes
+    /// back to the pool when it empties; when every free chunk is of the wrong class, the
+    /// page with the fewest live blocks is emptied (its blocks dropped, the policy told,
+    /// counted in `space_evictions`). 1 (the default) keeps whole blocks. File and flash tiers
+    /// store whole blocks only.
+    pub fn size_classes(mut self, classes: u8) -> Self {
+        self.size_classes = classes;
+        self
+    }
+
+    /// Chunks a page may split into.
+    fn chunks(&self) -> u32 {
+        1 << self.size_classes.saturating_sub(1).min(15)
+    }
+
     /// Threads writing file and flash tiers behind their callers (see [`crate::behind`]); 0
     /// writes them on the caller's thread. By default 4 when a tier is flash, 0 otherwise (a
     /// buffered file write costs less than handing it over).
@@ -237,6 +263,18 @@ impl CacheBuilder {
                 format!("{what} is fed measurements by the background worker; keep the worker");
             return Err(EngineError::config(setting, reason));
         }
+        if self.size_classes == 0 || (b >> (self.size_classes - 1).min(15)) < SIZE_CLASS_MIN {
+            let reason = format!(
+                "{} classes of a {b}-byte block: need 1 or more, the smallest at least {SIZE_CLASS_MIN} bytes",
+                self.size_classes
+            );
+            return Err(EngineError::config("size_classes", reason));
+        }
+        if self.size_classes > 1 && self.tiers.iter().any(|t| t.kind.is_io()) {
+            let reason =
+                "file and flash tiers store whole blocks; size classes need DRAM or mapped tiers";
+            return Err(EngineError::config("size_classes", reason));
+        }
         if self.writers() > WRITERS_MAX {
             let reason = format!("{} threads; at most {WRITERS_MAX}", self.writers());
             return Err(EngineError::config("write_behind", reason));
@@ -278,13 +316,27 @@ impl CacheBuilder {
                 );
                 return Err(EngineError::config(setting, reason));
             }
+            if self.size_classes > 1 && slots < SIZE_CLASS_PAGES_MIN {
+                let reason = format!(
+                    "{} bytes hold {slots} blocks per shard; size classes need {SIZE_CLASS_PAGES_MIN}",
+                    tier.capacity_bytes
+                );
+                return Err(EngineError::config(setting, reason));
+            }
             per_shard.push(slots);
         }
         Ok(per_shard)
     }
 
     fn policy(&self, per_shard: &[u64], seed: u64) -> Result<AnyPolicy, EngineError> {
-        let capacities: Vec<Capacity> = per_shard.iter().map(|n| Capacity::objects(*n)).collect();
+        let block = self.block_size as u64;
+        let capacities: Vec<Capacity> = per_shard
+            .iter()
+            .map(|n| match self.size_classes {
+                1 => Capacity::objects(*n),
+                _ => Capacity::bytes(n * block),
+            })
+            .collect();
         let policy = match &self.tiers[..] {
             [only] => AnyPolicy::from_config(&only.policy, capacities[0], &self.admission, seed)?,
             [upper, lower] => AnyPolicy::hybrid(
@@ -319,9 +371,9 @@ impl CacheBuilder {
             .iter()
             .zip(&per_shard)
             .map(|(tier, n)| {
-                let slot_bytes = tier.kind.slot_bytes(self.block_size);
+                let slot_bytes = tier.kind.slot_bytes(self.block_size, self.chunks());
                 let slots = (n + tier.kind.slack_slots()) * self.shards as u64;
-                let mut medium = Medium::open(&tier.kind, slots, slot_bytes)?;
+                let mut medium = Medium::open(&tier.kind, slots, slot_bytes, self.chunks())?;
                 if let Some(profile) = &tier.profile {
                     medium.emulate(profile.clone());
                 }
@@ -329,7 +381,7 @@ impl CacheBuilder {
             })
             .collect::<Result<_, EngineError>>()?;
         let writers = self.writers();
-        let io_tier = self.tiers.iter().any(|t| t.kind.slack_slots() > 1);
+        let io_tier = self.tiers.iter().any(|t| t.kind.is_io());
         let behind = (writers > 0 && io_tier).then(|| Arc::new(WriteBehind::default()));
         let mut shards = Vec::with_capacity(self.shards);
         for i in 0..self.shards as u64 {
@@ -342,7 +394,7 @@ impl CacheBuilder {
                     m.region(i * slots, slots)
                 })
                 .collect::<Result<_, _>>()?;
-            let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions);
+            let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions, self.block_size);
             shard.behind = behind.clone().map(|queue| (queue, i as usize));
             if self.record_latency || self.measured() {
                 shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));

@@ -532,8 +532,12 @@ impl CacheCore {
     pub fn put(&self, key: Key, value: &[u8]) -> Result<PutOutcome, EngineError> {
         self.check_len(value)?;
         let started = self.started();
-        let req = self.request(key, Op::Write);
+        let mut req = self.request(key, Op::Write);
         let mut shard = self.shard(key);
+        if shard.has_classes() {
+            req.size = value.len() as u32;
+            shard.drop_if_reclassed(key, value.len());
+        }
         shard.decide(&req);
         shard.stats.puts += 1;
         let hit = shard.decision.hit.is_some();
@@ -550,10 +554,16 @@ impl CacheCore {
         let started = self.started();
         let req = self.request(key, Op::Lookup);
         let mut shard = self.shard(key);
+        if shard.has_classes() {
+            // A value that changes class is dropped rather than updated (write-around admits
+            // nothing): the backing store has it.
+            shard.drop_if_reclassed(key, value.len());
+        }
         shard.decide(&req);
         shard.apply(key, None)?;
         shard.stats.puts += 1;
-        let cached = shard.decision.hit.is_some();
+        // (A value that changed class may no longer fit; the policy then dropped the key.)
+        let cached = shard.decision.hit.is_some() && shard.places.contains_key(&key);
         if cached {
             shard.apply_update(key, value)?;
         }
@@ -598,7 +608,17 @@ impl CacheCore {
         total.snapshot()
     }
 
-    /// Blocks resident over all shards, and the slots there are.
+    /// Bytes the resident blocks take over all shards (each a whole block, or with size
+    /// classes its class's size), and the bytes the policies may keep.
+    pub fn bytes_cached(&self) -> (u64, u64) {
+        self.shards.iter().fold((0, 0), |(used, total), shard| {
+            let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+            (used + shard.resident_bytes(), total + shard.capacity_bytes())
+        })
+    }
+
+    /// Blocks resident over all shards, and the whole blocks the policies may keep (with size
+    /// classes, more small blocks than that may be resident: see `bytes_cached`).
     pub fn occupancy(&self) -> (u64, u64) {
         self.shards.iter().fold((0, 0), |(used, total), shard| {
             let shard = shard.lock().unwrap_or_else(|p| p.into_inner());

@@ -25,6 +25,64 @@ pub const IO_SLACK_SLOTS: u64 = 16;
 /// freed. Handles past that get a copy instead.
 pub const MEMORY_SLACK_SLOTS: u64 = 8;
 
+/// A tier's free space in one shard: pages never split (or emptied and taken back), and per
+/// size class the free slots of pages split for it. Without size classes a page is a slot.
+struct Space {
+    /// Per class: free slots.
+    free: Vec<Vec<u32>>,
+    /// Unsplit pages, the lowest on top.
+    pages: Vec<u32>,
+    /// Per page: slots in use, counting freed ones still pinned.
+    live: Vec<u16>,
+}
+
+impl Space {
+    fn new(region: &Region) -> Space {
+        let classes = region.chunks().trailing_zeros() as usize + 1;
+        Space {
+            free: vec![Vec::new(); classes],
+            pages: (0..region.pages() as u32).rev().collect(),
+            live: vec![0; region.pages() as usize],
+        }
+    }
+
+    /// A free slot of `class`: a free chunk, or the first chunk of a page split for it (an
+    /// unsplit page, or an emptied one taken back from its class).
+    fn take(&mut self, region: &mut Region, class: u8) -> Option<u32> {
+        let chunks = region.chunks();
+        let slot = match self.free[class as usize].pop() {
+            Some(slot) => slot,
+            None => {
+                let page = self.pages.pop().or_else(|| self.reclaim(region))?;
+                region.set_page_class(page, class);
+                let first = page * chunks;
+                self.free[class as usize].extend((first + 1..first + (1 << class)).rev());
+                first
+            }
+        };
+        self.live[(slot / chunks) as usize] += 1;
+        Some(slot)
+    }
+
+    /// Takes back a page whose slots are all free, from whichever class split it (called when
+    /// no page is unsplit). A scan of the pages: the slow path of a change of class.
+    fn reclaim(&mut self, region: &Region) -> Option<u32> {
+        debug_assert!(self.pages.is_empty(), "unsplit pages are taken first");
+        let chunks = region.chunks();
+        let page = (0..region.pages() as u32).find(|&p| self.live[p as usize] == 0)?;
+        let class = region.page_class(page) as usize;
+        self.free[class].retain(|slot| slot / chunks != page);
+        Some(page)
+    }
+
+    /// Returns a slot no read holds any more.
+    fn give_back(&mut self, region: &Region, slot: u32) {
+        let page = slot / region.chunks();
+        self.live[page as usize] -= 1;
+        self.free[region.page_class(page) as usize].push(slot);
+    }
+}
+
 /// A hit held for a read handle.
 pub enum Held {
     /// The block in place on a memory tier; its slot is pinned until released.
@@ -69,7 +127,12 @@ pub struct Shard {
     pub stats: Stats,
     pub policy: AnyPolicy,
     pub places: KeyMap<Place>,
-    free: Vec<Vec<u32>>,
+    space: Vec<Space>,
+    /// Per tier and slot, with size classes: the key whose block the slot holds (to empty a
+    /// page for another class). Empty without size classes.
+    owners: Vec<Vec<Key>>,
+    classes: bool,
+    block_size: u32,
     /// Per tier and slot: reads running on it with the shard unlocked, and the zombie bit.
     pins: Vec<Vec<u32>>,
     /// Per tier: slots with reads running on them.
@@ -88,15 +151,22 @@ pub struct Shard {
 }
 
 impl Shard {
-    pub fn new(policy: AnyPolicy, regions: Vec<Region>) -> Shard {
-        let free = regions.iter().map(|r| (0..r.slots() as u32).rev().collect()).collect();
+    pub fn new(policy: AnyPolicy, regions: Vec<Region>, block_size: usize) -> Shard {
+        let space = regions.iter().map(Space::new).collect();
+        let owners = regions
+            .iter()
+            .map(|r| if r.chunks() > 1 { vec![0; r.slots() as usize] } else { Vec::new() })
+            .collect();
         let pins = regions.iter().map(|r| vec![0; r.slots() as usize]).collect();
         let pinned = vec![0; regions.len()];
         Shard {
             policy,
             decision: Decision::new(),
             places: KeyMap::default(),
-            free,
+            space,
+            classes: regions.iter().any(|r| r.chunks() > 1),
+            owners,
+            block_size: block_size as u32,
             pins,
             pinned,
             regions,
@@ -121,7 +191,26 @@ impl Shard {
     /// Blocks the shard's policy may keep, over all tiers (file and flash regions have a few
     /// slots more, as slack).
     pub fn slots(&self) -> u64 {
-        (0..self.policy.tier_count()).map(|t| self.policy.capacity(TierId(t as u8)).amount).sum()
+        self.capacity_bytes() / self.block_size as u64
+    }
+
+    /// Bytes of blocks the shard's policy may keep, over all tiers.
+    pub fn capacity_bytes(&self) -> u64 {
+        (0..self.policy.tier_count())
+            .map(|t| {
+                let capacity = self.policy.capacity(TierId(t as u8));
+                match capacity.unit {
+                    tiercache_core::Unit::Bytes => capacity.amount,
+                    tiercache_core::Unit::Objects => capacity.amount * self.block_size as u64,
+                }
+            })
+            .sum()
+    }
+
+    /// Bytes the resident blocks take: each a whole block, or with size classes its class's
+    /// size.
+    pub fn resident_bytes(&self) -> u64 {
+        self.places.keys().map(|k| self.stored_size(*k).unwrap_or(0) as u64).sum()
     }
 
     /// Periodic work due at `now_us`, applied like any decision (it only drops blocks).
@@ -134,10 +223,34 @@ impl Shard {
         }
     }
 
+    /// Lets the policy decide `req`. With size classes, the size the policy sees is a class's:
+    /// a write's value (`req.size` its length) takes the smallest class that holds it; any
+    /// other request is sized as the key's stored block, or a whole block if not resident.
     pub fn decide(&mut self, req: &Request) {
+        let size = match req.op {
+            _ if !self.has_classes() => req.size,
+            Op::Write => self.class_size(req.size),
+            _ => self.stored_size(req.key).unwrap_or(self.block_size),
+        };
+        self.decide_sized(&Request { size, ..*req });
+    }
+
+    /// Lets the policy decide `req` with its size as given.
+    pub fn decide_sized(&mut self, req: &Request) {
         self.now_us = req.time_us;
         self.decision.clear();
         self.policy.decide(req, &mut self.decision);
+    }
+
+    /// Whether the memory tiers split pages into size classes.
+    #[inline]
+    pub fn has_classes(&self) -> bool {
+        self.classes
+    }
+
+    /// The size of the smallest class holding `len` bytes.
+    pub fn class_size(&self, len: u32) -> u32 {
+        self.block_size >> self.class_of(len)
     }
 
     fn release(&mut self, key: Key, tier: TierId) {
@@ -156,7 +269,7 @@ impl Shard {
         if *pins > 0 {
             *pins |= ZOMBIE;
         } else {
-            self.free[tier].push(slot);
+            self.space[tier].give_back(&self.regions[tier], slot);
         }
     }
 
@@ -182,19 +295,21 @@ impl Shard {
         }
         if *pins == ZOMBIE {
             *pins = 0;
-            self.free[tier].push(slot);
+            self.space[tier].give_back(&self.regions[tier], slot);
         }
     }
 
     /// Overwrites a resident key's block: in place on memory tiers; into a fresh slot on file
-    /// and flash tiers, whose blocks a running read may hold.
+    /// and flash tiers, whose blocks a running read may hold, and wherever a read handle pins
+    /// the slot or the value changed size class.
     fn overwrite(&mut self, key: Key, data: &[u8]) -> Result<(), EngineError> {
         let old = self.places[&key];
         let tier = old.tier as usize;
         let mut place = Place::new(old.tier, old.slot);
-        // A slot a read handle pins is never rewritten either.
-        if self.regions[tier].is_io() || self.pins[tier][old.slot as usize] > 0 {
-            place.slot = self.allocate(TierId(old.tier));
+        let class = self.class_of(data.len() as u32);
+        let same_class = self.class_at(tier, old.slot) == class;
+        if self.regions[tier].is_io() || self.pins[tier][old.slot as usize] > 0 || !same_class {
+            place.slot = self.allocate(TierId(old.tier), class, key);
             self.free_slot(tier, old.slot);
         }
         if old.staged {
@@ -206,8 +321,88 @@ impl Shard {
         Ok(())
     }
 
-    fn allocate(&mut self, tier: TierId) -> u32 {
-        self.free[tier.index()].pop().expect("the policy is sized to the slots")
+    /// The size class of a block of `size` bytes: the smallest that holds it.
+    #[inline]
+    pub fn class_of(&self, size: u32) -> u8 {
+        let mut class = 0;
+        let chunks = self.regions[0].chunks();
+        while (1u32 << (class + 1)) <= chunks && self.block_size >> (class + 1) >= size {
+            class += 1;
+        }
+        class
+    }
+
+    /// The size class of `slot` of `tier`.
+    pub fn class_at(&self, tier: usize, slot: u32) -> u8 {
+        self.regions[tier].page_class(slot / self.regions[tier].chunks())
+    }
+
+    /// The size a policy counts for a resident key (its class's size), if resident.
+    pub fn stored_size(&self, key: Key) -> Option<u32> {
+        let place = self.places.get(&key)?;
+        Some(self.block_size >> self.class_at(place.tier as usize, place.slot))
+    }
+
+    /// A free slot of `class` on `tier` for `key`. With size classes, when no page is free and
+    /// no free chunk is of this class, the page with the fewest live blocks (none pinned, none
+    /// the current decision moves) is emptied first: its blocks are dropped and the policy told.
+    fn allocate(&mut self, tier: TierId, class: u8, key: Key) -> u32 {
+        let t = tier.index();
+        loop {
+            if let Some(slot) = self.space[t].take(&mut self.regions[t], class) {
+                if !self.owners[t].is_empty() {
+                    self.owners[t][slot as usize] = key;
+                }
+                return slot;
+            }
+            assert!(self.regions[t].chunks() > 1, "the policy is sized to the slots");
+            let victims = self.page_to_empty(t, key).expect(
+                "a shard's tier has at least SIZE_CLASS_PAGES_MIN pages, more than its pins and \
+                 one decision can hold",
+            );
+            for victim in victims {
+                self.stats.space_evictions += 1;
+                self.drop_key(victim);
+            }
+        }
+    }
+
+    /// The keys to drop to empty the page with the fewest live blocks on tier `t` (skipping
+    /// pages with pinned slots and pages holding a key the current decision names).
+    fn page_to_empty(&self, t: usize, requested: Key) -> Option<Vec<Key>> {
+        let region = &self.regions[t];
+        let chunks = region.chunks();
+        let named = |k: Key| k == requested || self.decision.actions.iter().any(|a| a.key() == k);
+        let mut best: Option<(u16, u32)> = None;
+        for page in 0..region.pages() as u32 {
+            let live = self.space[t].live[page as usize];
+            if live == 0 || best.is_some_and(|(fewest, _)| live >= fewest) {
+                continue;
+            }
+            let slots = page * chunks..page * chunks + (1 << region.page_class(page));
+            if slots.clone().any(|s| self.pins[t][s as usize] != 0) {
+                continue;
+            }
+            let holds_named = slots.clone().any(|s| {
+                let k = self.owners[t][s as usize];
+                self.places.get(&k).is_some_and(|p| p.tier as usize == t && p.slot == s) && named(k)
+            });
+            if !holds_named {
+                best = Some((live, page));
+            }
+        }
+        let (_, page) = best?;
+        let slots = page * chunks..page * chunks + (1 << region.page_class(page));
+        Some(
+            slots
+                .map(|s| self.owners[t][s as usize])
+                .filter(|k| self.places.get(k).is_some_and(|p| p.tier as usize == t))
+                .filter(|k| {
+                    let p = self.places[k];
+                    p.slot / chunks == page
+                })
+                .collect(),
+        )
     }
 
     /// Applies the decision in `self.decision`. `value` is the data of a write; a read-through
@@ -225,9 +420,10 @@ impl Shard {
                     self.release(key, tier);
                     self.stats.invalidations += 1;
                 }
-                Action::Insert { tier, key: k, .. } => {
+                Action::Insert { tier, key: k, size, .. } => {
                     debug_assert_eq!(k, key, "policies insert the requested key");
-                    let slot = self.allocate(tier);
+                    let class = self.class_of(size);
+                    let slot = self.allocate(tier, class, key);
                     self.stats.inserts += 1;
                     let mut place = Place::new(tier.0, slot);
                     match value {
@@ -245,8 +441,8 @@ impl Shard {
                         self.overwrite(k, data)?;
                     }
                 }
-                Action::Move { key: k, from, to, .. } => {
-                    if !self.relocate(k, from, to)? {
+                Action::Move { key: k, from, to, size } => {
+                    if !self.relocate(k, from, to, size)? {
                         lost.push(k);
                     }
                 }
@@ -265,10 +461,19 @@ impl Shard {
 
     /// Moves a block between tiers; false if its bytes did not verify (it is then only
     /// reserved in the lower tier, and the caller drops it).
-    fn relocate(&mut self, key: Key, from: TierId, to: TierId) -> Result<bool, EngineError> {
+    fn relocate(
+        &mut self,
+        key: Key,
+        from: TierId,
+        to: TierId,
+        size: u32,
+    ) -> Result<bool, EngineError> {
         let old = self.places[&key];
         debug_assert_eq!(old.tier, from.0);
-        let slot = self.allocate(to);
+        // The block keeps its class (the policy's size is that class's).
+        let class = self.class_at(from.index(), old.slot);
+        debug_assert!(!self.classes || self.block_size >> class == size, "key {key}: size {size}");
+        let slot = self.allocate(to, class, key);
         let mut new = Place { filling: old.filling, ..Place::new(to.0, slot) };
         let mut good = true;
         if old.filling.is_none() {
@@ -396,8 +601,23 @@ impl Shard {
 
     /// Drops a key whose block cannot be read; a `Delete` decision keeps the policy in step.
     fn drop_bad(&mut self, key: Key) {
+        self.drop_key(key);
+    }
+
+    /// With size classes, drops `key` if resident in another class than a value of `len`
+    /// bytes takes, so the write that follows places it anew: a block keeps its class while
+    /// resident (hierarchies keep the size a block was admitted with).
+    pub fn drop_if_reclassed(&mut self, key: Key, len: usize) {
+        let new = self.class_size(len as u32);
+        if self.classes && self.stored_size(key).is_some_and(|stored| stored != new) {
+            self.drop_key(key);
+        }
+    }
+
+    /// Drops a resident key, deciding a `Delete` so the policy stays in step.
+    fn drop_key(&mut self, key: Key) {
         let saved = std::mem::take(&mut self.decision);
-        self.decide(&Request::new(self.now_us, key, 0, Op::Delete));
+        self.decide_sized(&Request::new(self.now_us, key, 0, Op::Delete));
         self.apply(key, None).expect("dropping a block does no I/O");
         self.decision = saved;
     }

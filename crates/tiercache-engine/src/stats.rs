@@ -89,5 +89,6 @@ counters! {
     checksum_failures: "Blocks whose header or checksum did not verify; served as misses.",
     fill_misses: "Reads of a block still being filled by another reader; served as misses.",
     io_errors: "Tier reads that failed; served as misses.",
+    space_evictions: "Blocks dropped to empty a page for another size class (the policy is told).",
     writes_dropped: "Writes acknowledged but not applied. Always 0: a write the policy declines is counted in rejections.",
 }

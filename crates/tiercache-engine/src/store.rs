@@ -31,6 +31,11 @@ pub enum TierKind {
 }
 
 impl TierKind {
+    /// Whether the tier is read and written with file I/O (file and flash tiers).
+    pub fn is_io(&self) -> bool {
+        matches!(self, TierKind::File { .. } | TierKind::Flash { .. })
+    }
+
     /// Slots a shard's region has beyond its policy's capacity: for a block moving in while
     /// the block it swaps with has not left yet (a promotion that demotes the upper tier's
     /// victim first), an overwrite's new copy, and slots freed while pinned (by unlocked reads
@@ -42,13 +47,14 @@ impl TierKind {
         }
     }
 
-    /// Bytes a slot takes on the medium for blocks of `block_size`: DRAM and flash blocks are
-    /// headerless (their lengths, and flash's keys and checksums, are kept in DRAM), so they
-    /// stay aligned; blocks on mapped and file tiers carry their header.
-    pub fn slot_bytes(&self, block_size: usize) -> usize {
+    /// Bytes a page takes on the medium for blocks of `block_size`, split into at most
+    /// `chunks` blocks of a size class: DRAM and flash blocks are headerless (their lengths,
+    /// and flash's keys and checksums, are kept in DRAM), so they stay aligned; blocks on
+    /// mapped and file tiers carry their header, one per chunk.
+    pub fn slot_bytes(&self, block_size: usize, chunks: u32) -> usize {
         match self {
             TierKind::Flash { .. } | TierKind::Dram => block_size,
-            _ => HEADER_BYTES + block_size,
+            _ => block_size + HEADER_BYTES * chunks as usize,
         }
     }
 }
@@ -66,6 +72,8 @@ pub struct Medium {
     mapping: Option<Arc<MmapRaw>>,
     file: Option<Arc<File>>,
     slot_bytes: usize,
+    /// Chunks a page may be split into (1 without size classes).
+    chunks: u32,
     emulator: Option<Arc<Emulator>>,
     /// Something the user should know about how the medium runs (a fallback taken).
     pub warning: Option<String>,
@@ -85,7 +93,12 @@ fn open_sized(path: &Path, bytes: u64) -> Result<File, EngineError> {
 }
 
 impl Medium {
-    pub fn open(kind: &TierKind, slots: u64, slot_bytes: usize) -> Result<Medium, EngineError> {
+    pub fn open(
+        kind: &TierKind,
+        slots: u64,
+        slot_bytes: usize,
+        chunks: u32,
+    ) -> Result<Medium, EngineError> {
         let bytes = slots * slot_bytes as u64;
         let mut warning = None;
         let (mapping, file) = match kind {
@@ -125,7 +138,15 @@ impl Medium {
             }
             TierKind::File { path } => (None, Some(Arc::new(open_sized(path, bytes)?))),
         };
-        Ok(Medium { kind: kind.clone(), mapping, file, slot_bytes, emulator: None, warning })
+        Ok(Medium {
+            kind: kind.clone(),
+            mapping,
+            file,
+            slot_bytes,
+            chunks,
+            emulator: None,
+            warning,
+        })
     }
 
     /// Makes every region of this medium behave like `profile`.
@@ -161,7 +182,7 @@ impl Medium {
                 Storage::Dram {
                     mapping: mapping.clone(),
                     offset: offset as usize,
-                    lens: vec![0; count as usize],
+                    lens: vec![0; (count * self.chunks as u64) as usize],
                 }
             }
             _ => unreachable!("every medium opens what its regions need"),
@@ -170,6 +191,8 @@ impl Medium {
             storage,
             slot_bytes: self.slot_bytes,
             count,
+            chunks: self.chunks,
+            page_class: vec![0; count as usize],
             slack: self.kind.slack_slots(),
             emulator: self.emulator.clone(),
             spare: Vec::new(),
@@ -314,7 +337,12 @@ enum Storage {
 pub struct Region {
     storage: Storage,
     slot_bytes: usize,
+    /// Pages: without size classes, one block each, and a block's slot is its page.
     count: u64,
+    /// With size classes, a page of class `c` holds `1 << c` blocks of `1 / (1 << c)` of it,
+    /// and slot `s` is chunk `s % chunks` of page `s / chunks`.
+    chunks: u32,
+    page_class: Vec<u8>,
     /// Slots beyond the policy's capacity (see `TierKind::slack_slots`).
     slack: u64,
     emulator: Option<Arc<Emulator>>,
@@ -403,8 +431,41 @@ impl Region {
         self.spare.push(read.into_buf());
     }
 
+    /// Slot numbers: every chunk of every page.
     pub fn slots(&self) -> u64 {
+        self.count * self.chunks as u64
+    }
+
+    pub fn pages(&self) -> u64 {
         self.count
+    }
+
+    pub fn chunks(&self) -> u32 {
+        self.chunks
+    }
+
+    pub fn page_class(&self, page: u32) -> u8 {
+        self.page_class[page as usize]
+    }
+
+    /// Splits `page` (holding no blocks) into blocks of `class`.
+    pub fn set_page_class(&mut self, page: u32, class: u8) {
+        debug_assert!(1u32 << class <= self.chunks, "class {class} splits a page too finely");
+        self.page_class[page as usize] = class;
+    }
+
+    /// Where `slot` lies in the region and its bytes.
+    #[inline]
+    fn span(&self, slot: u32) -> (usize, usize) {
+        assert!((slot as u64) < self.slots(), "slot {slot} outside the region");
+        if self.chunks == 1 {
+            return (slot as usize * self.slot_bytes, self.slot_bytes);
+        }
+        let (page, chunk) = (slot / self.chunks, slot % self.chunks);
+        let class = self.page_class[page as usize];
+        debug_assert!(chunk < 1 << class, "slot {slot}: no chunk {chunk} in a class-{class} page");
+        let bytes = self.slot_bytes >> class;
+        (page as usize * self.slot_bytes + chunk as usize * bytes, bytes)
     }
 
     /// Slots beyond what the policy may fill.
@@ -417,9 +478,9 @@ impl Region {
     /// shard keeps the slot pinned: pinned slots are never written or reused.
     pub fn locate(&mut self, slot: u32, key: u64) -> Result<(*const u8, usize), ReadFault> {
         if let Storage::Dram { mapping, offset, lens } = &self.storage {
-            assert!((slot as u64) < self.count, "slot {slot} outside the region");
-            let at = offset + slot as usize * self.slot_bytes;
-            // SAFETY: the slot lies inside the mapping (asserted above).
+            let at = offset + self.span(slot).0;
+            // SAFETY: the slot lies inside the region (`span` asserts it), the region inside
+            // the mapping.
             return Ok((unsafe { mapping.as_ptr().add(at) }, lens[slot as usize] as usize));
         }
         let bytes = self.memory(slot).expect("located blocks are on memory tiers");
@@ -436,13 +497,13 @@ impl Region {
     }
 
     /// Where a slot of a mapped tier starts.
-    fn mapped(&self, slot: u32) -> Option<*mut u8> {
-        assert!((slot as u64) < self.count, "slot {slot} outside the region");
+    fn mapped(&self, slot: u32) -> Option<(*mut u8, usize)> {
+        let (at, bytes) = self.span(slot);
         match &self.storage {
-            // SAFETY: the slot lies inside this region (asserted above, and the region inside
-            // the mapping when it was made).
+            // SAFETY: the slot lies inside this region (`span` asserts it), and the region
+            // inside the mapping (asserted when it was made).
             Storage::Mapped { mapping, offset } => {
-                Some(unsafe { mapping.as_mut_ptr().add(*offset + slot as usize * self.slot_bytes) })
+                Some((unsafe { mapping.as_mut_ptr().add(*offset + at) }, bytes))
             }
             _ => None,
         }
@@ -451,20 +512,20 @@ impl Region {
     /// The bytes of a slot of a mapped tier, to write. The caller holds the shard's lock
     /// (`&mut self`) and writes only slots no read handle pins.
     fn memory_mut(&mut self, slot: u32) -> Option<&mut [u8]> {
-        let start = self.mapped(slot)?;
+        let (start, bytes) = self.mapped(slot)?;
         // SAFETY: regions of a mapping are disjoint, the shard's lock is held, and the slot is
         // not pinned, so no other reference to these bytes exists while this one lives. The
         // mapping outlives the slice (held by `self`).
-        Some(unsafe { std::slice::from_raw_parts_mut(start, self.slot_bytes) })
+        Some(unsafe { std::slice::from_raw_parts_mut(start, bytes) })
     }
 
     /// The bytes of a slot of a mapped tier, to read. Read handles may read them at the same
     /// time; nothing writes them while the shard's lock is held (`&self`).
     fn memory(&self, slot: u32) -> Option<&[u8]> {
-        let start = self.mapped(slot)?;
+        let (start, bytes) = self.mapped(slot)?;
         // SAFETY: as above; shared references may coexist, and writes happen only through
         // `memory_mut` under the lock, to unpinned slots.
-        Some(unsafe { std::slice::from_raw_parts(start, self.slot_bytes) })
+        Some(unsafe { std::slice::from_raw_parts(start, bytes) })
     }
 
     /// Stores `value` for `key` in `slot` (as the tier's device profile would, if emulated).
@@ -478,9 +539,14 @@ impl Region {
     }
 
     fn write_now(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
+        let (at, bytes) = self.span(slot);
         if let Storage::Dram { mapping, offset, lens } = &mut self.storage {
-            assert!((slot as u64) < self.count && value.len() <= self.slot_bytes);
-            let at = *offset + slot as usize * self.slot_bytes;
+            assert!(
+                value.len() <= bytes,
+                "a value of {} bytes in a {bytes}-byte slot",
+                value.len()
+            );
+            let at = *offset + at;
             // SAFETY: the slot lies inside the mapping (asserted above); the shard's lock is
             // held (`&mut self`) and the slot is not pinned (a pinned slot is never written),
             // so no other reference to these bytes exists.
@@ -529,8 +595,7 @@ impl Region {
             value.len()
         };
         if let Storage::Dram { mapping, offset, lens } = &self.storage {
-            assert!((slot as u64) < self.count, "slot {slot} outside the region");
-            let at = offset + slot as usize * self.slot_bytes;
+            let at = offset + self.span(slot).0;
             let len = lens[slot as usize] as usize;
             // SAFETY: the slot lies inside the mapping; the shard's lock is held, and slots are
             // written only under it, so nothing writes these bytes meanwhile.
