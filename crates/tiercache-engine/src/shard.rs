@@ -1,5 +1,5 @@
-//! One shard: a policy instance, the map from key to the slot that holds it, free slots per
-//! tier, and the tier regions the shard owns. Everything here runs under the shard's lock.
+//! One shard: a policy instance, the map from key to the slot that holds it, free pages and
+//! slots per tier (per size class), and the tier regions the shard owns. Everything here runs under the shard's lock.
 //! `apply` is where a decision becomes bytes: evict, invalidate, insert, update and move.
 
 use std::sync::Arc;

@@ -1,6 +1,7 @@
-//! Where a shard keeps its blocks: a disjoint run of fixed-size slots on its tier's medium.
-//! Each shard owns its run exclusively and touches it only under its own lock, which is what
-//! makes the raw memory-mapped access below free of data races.
+//! Where a shard keeps its blocks: a disjoint run of pages on its tier's medium, each page one
+//! block, or with size classes split into 2, 4, 8... blocks of one class. Each shard owns its
+//! run exclusively and writes it only under its own lock; read handles read pinned slots,
+//! which nothing writes, so the raw memory access below is free of data races.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
