@@ -5,7 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{shared_trace, sim_json, tiercache, tiercache_fails};
+use common::{shared_trace, sim_blocks, sim_json, tiercache, tiercache_fails};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tiercache-cli-{}", std::process::id()));
@@ -307,22 +307,7 @@ fn sim_runs_two_tier_placements_and_counts_moves() {
     let trace = shared_trace("cloudPhysicsIO.vscsi");
     let t = trace.to_str().unwrap();
     let run = |placement: &str| {
-        sim_json(&[
-            "--trace",
-            t,
-            "--block-size",
-            "4KiB",
-            "--unit",
-            "objects",
-            "--policy",
-            "lru",
-            "--capacity",
-            "500",
-            "--lower-capacity",
-            "2000",
-            "--placement",
-            placement,
-        ])
+        sim_blocks(t, "lru", "500", &["--lower-capacity", "2000", "--placement", placement])
     };
     for placement in ["dram-first", "scm-first:2", "bidirectional:4"] {
         let r = run(placement);
@@ -372,22 +357,7 @@ fn profiles_list_show_and_load_from_toml() {
 fn sim_runs_open_cas_modes() {
     let trace = shared_trace("cloudPhysicsIO.vscsi");
     let t = trace.to_str().unwrap();
-    let run = |mode: &str| {
-        sim_json(&[
-            "--trace",
-            t,
-            "--block-size",
-            "4KiB",
-            "--unit",
-            "objects",
-            "--policy",
-            "lru",
-            "--capacity",
-            "4000",
-            "--mode",
-            mode,
-        ])
-    };
+    let run = |mode: &str| sim_blocks(t, "lru", "4000", &["--mode", mode]);
     let (wt, wb, wa, pt) = (run("wt"), run("wb"), run("wa"), run("pt"));
     // Write-back writes dirty blocks back (on eviction); write-through never needs to.
     assert_eq!(wt["write_backs"], 0);
@@ -415,24 +385,12 @@ fn sim_in_virtual_time_reports_throughput_and_devices() {
     let trace = shared_trace("msr_hm_0_first1000.csv");
     let t = trace.to_str().unwrap();
     let run = |clients: &str| {
-        sim_json(&[
-            "--trace",
+        sim_blocks(
             t,
-            "--block-size",
-            "4KiB",
-            "--unit",
-            "objects",
-            "--policy",
             "lru",
-            "--capacity",
             "200",
-            "--clients",
-            clients,
-            "--profile",
-            "dram",
-            "--backing-profile",
-            "hdd",
-        ])
+            &["--clients", clients, "--profile", "dram", "--backing-profile", "hdd"],
+        )
     };
     let (one, many) = (run("1"), run("8"));
     assert_eq!(one["requests"], many["requests"]);
@@ -441,22 +399,7 @@ fn sim_in_virtual_time_reports_throughput_and_devices() {
     // A disk serves one request at a time: more clients queue rather than go faster.
     assert!(a > 0.0 && (b / a - 1.0).abs() < 0.1, "{a} vs {b}");
     assert_eq!(one["devices"].as_array().unwrap().len(), 2);
-    let open = sim_json(&[
-        "--trace",
-        t,
-        "--block-size",
-        "4KiB",
-        "--unit",
-        "objects",
-        "--policy",
-        "lru",
-        "--capacity",
-        "200",
-        "--arrival-rate",
-        "50",
-        "--backing-profile",
-        "hdd",
-    ]);
+    let open = sim_blocks(t, "lru", "200", &["--arrival-rate", "50", "--backing-profile", "hdd"]);
     assert_eq!(open["arrival_rate"], 50.0);
     assert!(open["series"].as_array().unwrap().len() > 1, "a time series: {open}");
     let e = tiercache_fails(&[
@@ -502,20 +445,7 @@ fn sim_runs_hibachi_and_its_hybrid_lru_baseline_on_two_tiers() {
     let trace = shared_trace("cloudPhysicsIO.vscsi");
     let t = trace.to_str().unwrap();
     for policy in ["hibachi", "hybrid-lru", "hybrid-arc", "hibachi:seq_threshold=4"] {
-        let r = sim_json(&[
-            "--trace",
-            t,
-            "--block-size",
-            "4KiB",
-            "--unit",
-            "objects",
-            "--policy",
-            policy,
-            "--capacity",
-            "1024",
-            "--lower-capacity",
-            "1024",
-        ]);
+        let r = sim_blocks(t, policy, "1024", &["--lower-capacity", "1024"]);
         assert!(r["write_backs"].as_u64().unwrap() > 0, "{policy}: dirty pages are written back");
         assert!(
             r["read_hits"].as_u64().unwrap() > 0 && r["write_hits"].as_u64().unwrap() > 0,
@@ -613,22 +543,7 @@ fn model_orthus_writes_figure_3_as_csv() {
 fn sim_runs_behind_nvcache_admission() {
     let trace = shared_trace("cloudPhysicsIO.vscsi");
     let t = trace.to_str().unwrap();
-    let run = |nvcache: &str| {
-        sim_json(&[
-            "--trace",
-            t,
-            "--block-size",
-            "4KiB",
-            "--unit",
-            "objects",
-            "--policy",
-            "lru",
-            "--capacity",
-            "20000",
-            "--nvcache",
-            nvcache,
-        ])
-    };
+    let run = |nvcache: &str| sim_blocks(t, "lru", "20000", &["--nvcache", nvcache]);
     let (always, obp) = (run("alloc-read-write"), run("obp:0.1"));
     let inserts = |r: &serde_json::Value| r["insertions"].as_u64().unwrap();
     let reads = obp["reads"].as_u64().unwrap();

@@ -33,6 +33,13 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
     crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32
 }
 
+/// Copies a value into `out`, as much as fits; returns the value's whole length.
+pub fn copy_value(value: &[u8], out: &mut [u8]) -> usize {
+    let n = value.len().min(out.len());
+    out[..n].copy_from_slice(&value[..n]);
+    value.len()
+}
+
 /// Writes header and value into `slot` (which is `HEADER_BYTES + capacity` long).
 pub fn encode(slot: &mut [u8], key: u64, value: &[u8]) {
     assert!(HEADER_BYTES + value.len() <= slot.len(), "value larger than its slot");

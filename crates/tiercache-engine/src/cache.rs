@@ -59,7 +59,7 @@ impl std::ops::Deref for BlockRef<'_> {
 impl Drop for BlockRef<'_> {
     fn drop(&mut self) {
         if let crate::shard::Held::Pinned { tier, slot, .. } = self.held {
-            self.core.lock(self.shard).unpin_held(tier, slot);
+            self.core.lock(self.shard).unpin(tier as usize, slot);
         }
     }
 }
@@ -278,9 +278,7 @@ impl CacheCore {
 
     /// Tells a shard a block written behind has landed (or failed).
     fn finish_write(&self, job: Job, result: Result<(), EngineError>) {
-        let mut shard =
-            self.shards[job.shard].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        shard.finish_write(job.key, job.place, job.staged, result);
+        self.lock(job.shard).finish_write(job.key, job.place, job.staged, result);
     }
 
     /// Ends a measurement interval (what the background worker does after each tick when a
@@ -292,8 +290,7 @@ impl CacheCore {
         let mut meter = meter.lock().unwrap_or_else(|p| p.into_inner());
         let mut total = Stats::default();
         let mut latency = latency::histogram();
-        for shard in self.shards.iter() {
-            let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+        for shard in self.each_shard() {
             total.merge(&shard.stats);
             if let Some(h) = &shard.latency {
                 latency.add(&h[0]).expect("same bounds");
@@ -332,8 +329,7 @@ impl CacheCore {
             latency,
         };
         drop(meter);
-        for shard in self.shards.iter() {
-            let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+        for mut shard in self.each_shard() {
             tiercache_policy::Policy::observe(&mut shard.policy, &interval);
         }
     }
@@ -341,15 +337,14 @@ impl CacheCore {
     /// The policy's knobs now (those of shard 0: all shards' controllers see the same
     /// measurements).
     pub fn knobs(&self) -> Vec<(&'static str, f64)> {
-        let shard = self.shards[0].lock().unwrap_or_else(|p| p.into_inner());
+        let shard = self.lock(0);
         tiercache_policy::Policy::knobs(&shard.policy)
     }
 
     /// Runs every shard's periodic work now (what the background worker does each interval).
     pub fn tick(&self) {
         let now_us = self.clock.now_us();
-        for shard in self.shards.iter() {
-            let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+        for mut shard in self.each_shard() {
             shard.tick(now_us);
         }
     }
@@ -381,6 +376,11 @@ impl CacheCore {
 
     fn shard(&self, key: Key) -> MutexGuard<'_, Shard> {
         self.lock(self.shard_of(key))
+    }
+
+    /// Each shard in turn, locked while it is looked at.
+    fn each_shard(&self) -> impl Iterator<Item = MutexGuard<'_, Shard>> {
+        (0..self.shards.len()).map(|i| self.lock(i))
     }
 
     fn request(&self, key: Key, op: Op) -> Request {
@@ -415,8 +415,8 @@ impl CacheCore {
         shard.decide(&req);
         shard.apply(key, None).expect("a lookup's decision does no tier I/O");
         if shard.decision.hit.is_some() && !shard.holds_in_place(key) {
-            // A file or flash tier, a staged block, or no spare slot to pin: a copy, read as
-            // `get` reads (file and flash with the shard unlocked).
+            // A file or flash tier, a staged or filling block, or no spare slot to pin: a copy,
+            // read as `get` reads (file and flash with the shard unlocked).
             let mut copy = vec![0; self.block_size];
             let (mut shard, served) = self.serve(shard, key, &mut copy);
             shard.record(Operation::Read, started);
@@ -562,8 +562,7 @@ impl CacheCore {
         shard.decide(&req);
         shard.apply(key, None)?;
         shard.stats.puts += 1;
-        // (A value that changed class may no longer fit; the policy then dropped the key.)
-        let cached = shard.decision.hit.is_some() && shard.places.contains_key(&key);
+        let cached = shard.decision.hit.is_some();
         if cached {
             shard.apply_update(key, value)?;
         }
@@ -590,8 +589,7 @@ impl CacheCore {
             return None;
         }
         let (mut read, mut write) = (latency::histogram(), latency::histogram());
-        for shard in self.shards.iter() {
-            let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+        for shard in self.each_shard() {
             if let Some(h) = &shard.latency {
                 read.add(&h[0]).expect("same bounds");
                 write.add(&h[1]).expect("same bounds");
@@ -602,8 +600,8 @@ impl CacheCore {
 
     pub fn stats(&self) -> StatsSnapshot {
         let mut total = Stats::default();
-        for shard in self.shards.iter() {
-            total.merge(&shard.lock().unwrap_or_else(|p| p.into_inner()).stats);
+        for shard in self.each_shard() {
+            total.merge(&shard.stats);
         }
         total.snapshot()
     }
@@ -611,8 +609,7 @@ impl CacheCore {
     /// Bytes the resident blocks take over all shards (each a whole block, or with size
     /// classes its class's size), and the bytes the policies may keep.
     pub fn bytes_cached(&self) -> (u64, u64) {
-        self.shards.iter().fold((0, 0), |(used, total), shard| {
-            let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+        self.each_shard().fold((0, 0), |(used, total), shard| {
             (used + shard.resident_bytes(), total + shard.capacity_bytes())
         })
     }
@@ -620,8 +617,7 @@ impl CacheCore {
     /// Blocks resident over all shards, and the whole blocks the policies may keep (with size
     /// classes, more small blocks than that may be resident: see `bytes_cached`).
     pub fn occupancy(&self) -> (u64, u64) {
-        self.shards.iter().fold((0, 0), |(used, total), shard| {
-            let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+        self.each_shard().fold((0, 0), |(used, total), shard| {
             (used + shard.places.len() as u64, total + shard.slots())
         })
     }

@@ -86,6 +86,14 @@ pub fn open_direct(path: &Path, bytes: u64) -> Result<(File, Option<String>), En
     Ok((file, warning))
 }
 
+/// Puts `value` at the start of a block buffer, zeroes the rest, and returns its CRC32C.
+fn fill(buf: &mut AlignedBuf, value: &[u8]) -> u32 {
+    let bytes = buf.as_mut_slice();
+    bytes[..value.len()].copy_from_slice(value);
+    bytes[value.len()..].fill(0);
+    crate::block::crc32c(value)
+}
+
 /// What DRAM knows of a block on flash.
 #[derive(Clone, Copy, Default)]
 struct SlotMeta {
@@ -126,10 +134,7 @@ impl DirectSlots {
     }
 
     pub fn write(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
-        let buf = self.buf.as_mut_slice();
-        buf[..value.len()].copy_from_slice(value);
-        buf[value.len()..].fill(0);
-        let crc = crate::block::crc32c(value);
+        let crc = fill(&mut self.buf, value);
         // Until the new bytes are down, the slot holds nothing a read may trust.
         self.meta[slot as usize].written = false;
         self.file.write_all_at(self.buf.as_slice(), self.at(slot)).map_err(|source| {
@@ -148,11 +153,9 @@ impl DirectSlots {
         value: &[u8],
         buf: &mut AlignedBuf,
     ) -> (Arc<File>, u64, u32) {
-        let bytes = buf.as_mut_slice();
-        bytes[..value.len()].copy_from_slice(value);
-        bytes[value.len()..].fill(0);
+        let crc = fill(buf, value);
         self.meta[slot as usize].written = false;
-        (self.file.clone(), self.at(slot), crate::block::crc32c(value))
+        (self.file.clone(), self.at(slot), crc)
     }
 
     /// Records that a staged write of `key` to `slot` ended: readable if it succeeded.
@@ -183,8 +186,6 @@ impl DirectSlots {
         if crate::block::crc32c(value) != meta.crc {
             return Err(ReadFault::Corrupt(BlockFault::Checksum));
         }
-        let n = value.len().min(out.len());
-        out[..n].copy_from_slice(&value[..n]);
-        Ok(value.len())
+        Ok(crate::block::copy_value(value, out))
     }
 }

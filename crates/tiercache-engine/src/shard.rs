@@ -287,7 +287,8 @@ impl Shard {
         *pins += 1;
     }
 
-    fn unpin(&mut self, tier: usize, slot: u32) {
+    /// Releases a pin (of an unlocked read or write, or a read handle).
+    pub fn unpin(&mut self, tier: usize, slot: u32) {
         let pins = &mut self.pins[tier][slot as usize];
         *pins -= 1;
         if *pins & !ZOMBIE == 0 {
@@ -396,10 +397,10 @@ impl Shard {
         Some(
             slots
                 .map(|s| self.owners[t][s as usize])
-                .filter(|k| self.places.get(k).is_some_and(|p| p.tier as usize == t))
                 .filter(|k| {
-                    let p = self.places[k];
-                    p.slot / chunks == page
+                    self.places
+                        .get(k)
+                        .is_some_and(|p| p.tier as usize == t && p.slot / chunks == page)
                 })
                 .collect(),
         )
@@ -454,7 +455,7 @@ impl Shard {
         }
         // A block that failed its checksum on the way down is dropped, and the policy told.
         for k in lost {
-            self.drop_bad(k);
+            self.drop_key(k);
         }
         Ok(load)
     }
@@ -565,7 +566,7 @@ impl Shard {
             Err(_) => {
                 self.stats.io_errors += 1;
                 if current {
-                    self.drop_bad(key);
+                    self.drop_key(key);
                 }
             }
         }
@@ -599,11 +600,6 @@ impl Shard {
         }
     }
 
-    /// Drops a key whose block cannot be read; a `Delete` decision keeps the policy in step.
-    fn drop_bad(&mut self, key: Key) {
-        self.drop_key(key);
-    }
-
     /// With size classes, drops `key` if resident in another class than a value of `len`
     /// bytes takes, so the write that follows places it anew: a block keeps its class while
     /// resident (hierarchies keep the size a block was admitted with).
@@ -614,7 +610,8 @@ impl Shard {
         }
     }
 
-    /// Drops a resident key, deciding a `Delete` so the policy stays in step.
+    /// Drops a resident key (a block that did not check out, or one emptied out of a page),
+    /// deciding a `Delete` so the policy stays in step.
     fn drop_key(&mut self, key: Key) {
         let saved = std::mem::take(&mut self.decision);
         self.decide_sized(&Request::new(self.now_us, key, 0, Op::Delete));
@@ -640,7 +637,7 @@ impl Shard {
             }
             None => {
                 self.count_fault(&ReadFault::Corrupt(crate::block::BlockFault::Key));
-                self.drop_bad(key);
+                self.drop_key(key);
                 Served::Now(None)
             }
         }
@@ -666,7 +663,7 @@ impl Shard {
             Err(fault) => {
                 self.count_fault(&fault);
                 if self.places.get(&key) == Some(&place) {
-                    self.drop_bad(key);
+                    self.drop_key(key);
                 }
                 None
             }
@@ -685,21 +682,15 @@ impl Shard {
         })
     }
 
-    /// Holds a hit for a read handle: on a memory tier the block stays in place and its slot
-    /// is pinned (release it with `unpin_held`); elsewhere, or with no room to pin, a copy.
-    /// `None` if the block is still filling or did not check out (then dropped).
+    /// Holds a hit for a read handle in place, when `holds_in_place` says it can: the slot is
+    /// pinned (release it with `unpin`). `None` if the block did not check out (then dropped).
     pub fn hold(&mut self, key: Key) -> Option<Held> {
+        debug_assert!(self.holds_in_place(key), "key {key} cannot be held in place");
         let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
         let tier = place.tier as usize;
-        let memory = !self.regions[tier].is_io() && !place.staged;
-        if place.filling.is_some() || !memory || !self.has_room_to_pin(tier) {
-            let mut copy = vec![0; self.regions[tier].value_bytes()];
-            let len = self.copy_out(key, &mut copy)?;
-            copy.truncate(len);
-            return Some(Held::Copied(copy));
-        }
         match self.regions[tier].locate(place.slot, key) {
-            Ok((bytes, len)) => {
+            Ok(value) => {
+                let (bytes, len) = (value.as_ptr(), value.len());
                 self.pin(tier, place.slot);
                 self.stats.bytes_read += len as u64;
                 self.stats.pinned_reads += 1;
@@ -707,15 +698,10 @@ impl Shard {
             }
             Err(fault) => {
                 self.count_fault(&fault);
-                self.drop_bad(key);
+                self.drop_key(key);
                 None
             }
         }
-    }
-
-    /// Releases a slot `hold` pinned.
-    pub fn unpin_held(&mut self, tier: u8, slot: u32) {
-        self.unpin(tier as usize, slot);
     }
 
     /// Counts a decided read as a hit or a miss.
@@ -740,10 +726,7 @@ impl Shard {
             return None;
         }
         if place.staged {
-            let value = self.staging[&key].value();
-            let n = value.len().min(buf.len());
-            buf[..n].copy_from_slice(&value[..n]);
-            let len = value.len();
+            let len = crate::block::copy_value(self.staging[&key].value(), buf);
             self.stats.bytes_read += len as u64;
             self.stats.staged_reads += 1;
             return Some(len);
@@ -755,7 +738,7 @@ impl Shard {
             }
             Err(fault) => {
                 self.count_fault(&fault);
-                self.drop_bad(key);
+                self.drop_key(key);
                 None
             }
         }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
 
-use crate::block::{decode, encode, BlockFault, HEADER_BYTES};
+use crate::block::{copy_value, decode, encode, BlockFault, HEADER_BYTES};
 use crate::direct::{open_direct, AlignedBuf, DirectSlots};
 use crate::emulate::Emulator;
 use crate::error::EngineError;
@@ -303,9 +303,7 @@ impl PinnedRead {
                 value
             }
         };
-        let n = value.len().min(out.len());
-        out[..n].copy_from_slice(&value[..n]);
-        Ok(value.len())
+        Ok(copy_value(value, out))
     }
 
     pub fn into_buf(self) -> IoBuf {
@@ -474,19 +472,20 @@ impl Region {
         self.slack
     }
 
-    /// Where the value stored for `key` in `slot` of a memory tier lies, checked (its header
+    /// The value stored for `key` in `slot` of a memory tier, checked (its header
     /// and checksum on mapped tiers). The bytes stay valid and unchanged for as long as the
     /// shard keeps the slot pinned: pinned slots are never written or reused.
-    pub fn locate(&mut self, slot: u32, key: u64) -> Result<(*const u8, usize), ReadFault> {
+    pub fn locate(&self, slot: u32, key: u64) -> Result<&[u8], ReadFault> {
         if let Storage::Dram { mapping, offset, lens } = &self.storage {
             let at = offset + self.span(slot).0;
+            let len = lens[slot as usize] as usize;
             // SAFETY: the slot lies inside the region (`span` asserts it), the region inside
-            // the mapping.
-            return Ok((unsafe { mapping.as_ptr().add(at) }, lens[slot as usize] as usize));
+            // the mapping. Slots are written only under the shard's lock, and never while
+            // pinned, so nothing writes these bytes while this borrow or a handle's view lives.
+            return Ok(unsafe { std::slice::from_raw_parts(mapping.as_ptr().add(at), len) });
         }
         let bytes = self.memory(slot).expect("located blocks are on memory tiers");
-        let value = decode(bytes, key).map_err(ReadFault::Corrupt)?;
-        Ok((value.as_ptr(), value.len()))
+        decode(bytes, key).map_err(ReadFault::Corrupt)
     }
 
     /// The largest value a slot holds.
@@ -590,21 +589,8 @@ impl Region {
     }
 
     fn read_now(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
-        let copy = |value: &[u8], out: &mut [u8]| {
-            let n = value.len().min(out.len());
-            out[..n].copy_from_slice(&value[..n]);
-            value.len()
-        };
-        if let Storage::Dram { mapping, offset, lens } = &self.storage {
-            let at = offset + self.span(slot).0;
-            let len = lens[slot as usize] as usize;
-            // SAFETY: the slot lies inside the mapping; the shard's lock is held, and slots are
-            // written only under it, so nothing writes these bytes meanwhile.
-            let value = unsafe { std::slice::from_raw_parts(mapping.as_ptr().add(at), len) };
-            return Ok(copy(value, out));
-        }
-        if let Some(bytes) = self.memory(slot) {
-            return decode(bytes, key).map(|v| copy(v, out)).map_err(ReadFault::Corrupt);
+        if matches!(self.storage, Storage::Dram { .. } | Storage::Mapped { .. }) {
+            return self.locate(slot, key).map(|value| copy_value(value, out));
         }
         if let Storage::Direct(direct) = &mut self.storage {
             return direct.read(slot, key, out);
@@ -612,6 +598,6 @@ impl Region {
         let at = slot as u64 * self.slot_bytes as u64;
         let Storage::File { file, offset, scratch, .. } = &mut self.storage else { unreachable!() };
         file.read_exact_at(&mut scratch[..], *offset + at).map_err(ReadFault::Io)?;
-        decode(scratch, key).map(|v| copy(v, out)).map_err(ReadFault::Corrupt)
+        decode(scratch, key).map(|v| copy_value(v, out)).map_err(ReadFault::Corrupt)
     }
 }

@@ -2,6 +2,8 @@
 //! write mode, the Open CAS mode table, concurrent block writers and readers, and backing-file
 //! errors.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,9 +14,7 @@ use tiercache_policy::PolicyConfig;
 const BLOCK: usize = 512;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tiercache-file-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("file", name)
 }
 
 fn open(name: &str, mode: WriteMode, initial: &[u8], blocks: u64) -> CachedFile {

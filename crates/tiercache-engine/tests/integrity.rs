@@ -1,6 +1,8 @@
 //! Never stale, never torn; corruption is caught; bad configurations get errors that name the
 //! setting or the file.
 
+mod common;
+
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -14,27 +16,18 @@ use tiercache_policy::PolicyConfig;
 const BLOCK: usize = 512;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tiercache-integrity-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("integrity", name)
 }
 
 /// A value that names its key and version and fills the block, so a torn or misplaced value
 /// cannot pass as a good one.
 fn value(key: u64, version: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(BLOCK);
-    while v.len() < BLOCK {
-        v.extend_from_slice(&key.to_le_bytes());
-        v.extend_from_slice(&version.to_le_bytes());
-    }
-    v
+    common::value(key, version, BLOCK)
 }
 
 fn version_of(key: u64, bytes: &[u8]) -> u64 {
     assert_eq!(bytes.len(), BLOCK, "key {key}: a value of the wrong length");
-    let version = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
-    assert_eq!(bytes, &value(key, version)[..], "key {key}: torn or foreign bytes");
-    version
+    common::version_of(key, bytes)
 }
 
 /// The test's backing store. Per key: the version it holds (written before the cache, as a

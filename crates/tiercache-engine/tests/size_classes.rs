@@ -1,7 +1,11 @@
 //! Size classes: values take the smallest class that holds them, capacity is counted in bytes,
 //! pages move between classes, and nothing returned is ever stale, torn or another key's.
 
+mod common;
+
 use std::path::PathBuf;
+
+use common::{value, version_of};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -12,20 +16,7 @@ use tiercache_policy::PolicyConfig;
 const BLOCK: usize = 4096;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tiercache-classes-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-/// A value of `len` bytes (at least 16) naming its key and version throughout.
-fn value(key: u64, version: u64, len: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(len + 16);
-    while v.len() < len {
-        v.extend_from_slice(&key.to_le_bytes());
-        v.extend_from_slice(&version.to_le_bytes());
-    }
-    v.truncate(len);
-    v
+    common::scratch("classes", name)
 }
 
 /// The length a key's version has in the concurrent test: small, large or anything, in
@@ -40,13 +31,6 @@ fn length(key: u64, version: u64) -> usize {
         1 => 2049 + (mixed as usize % 2047),
         _ => 16 + (mixed as usize % (BLOCK - 16)),
     }
-}
-
-fn version_of(key: u64, bytes: &[u8]) -> u64 {
-    assert!(bytes.len() >= 16, "key {key}: a value of {} bytes", bytes.len());
-    let version = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
-    assert!(bytes == &value(key, version, bytes.len())[..], "key {key}: torn or foreign bytes");
-    version
 }
 
 /// The class size a value of `len` bytes takes with four classes of 4 KiB.

@@ -2,6 +2,8 @@
 //! read handles and invalidations: reads never see a value older than the last completed
 //! write, nor torn or foreign bytes, while blocks are staged, land, get evicted or promoted.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -14,26 +16,17 @@ const BLOCK: usize = 4096;
 const KEYS: u64 = 48;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tiercache-behind-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("behind", name)
 }
 
 /// A block naming its key and version in every 16 bytes.
 fn value(key: u64, version: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(BLOCK);
-    while v.len() < BLOCK {
-        v.extend_from_slice(&key.to_le_bytes());
-        v.extend_from_slice(&version.to_le_bytes());
-    }
-    v
+    common::value(key, version, BLOCK)
 }
 
 fn version_of(key: u64, bytes: &[u8]) -> u64 {
     assert_eq!(bytes.len(), BLOCK, "key {key}: a value of the wrong length");
-    let version = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
-    assert!(bytes == &value(key, version)[..], "key {key}: torn or foreign bytes");
-    version
+    common::version_of(key, bytes)
 }
 
 #[test]

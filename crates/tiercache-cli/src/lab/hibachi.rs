@@ -197,19 +197,13 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     lab.claim(
         "Hibachi's read hit rate is above Hybrid-LRU's and Hybrid-ARC's, most at small caches (section V-B, Figure 6)",
         format!("Hibachi at least both baselines in {read_leads} of {cells} cells; at the smallest size: {}", small_margin.join(", ")),
-        if read_leads == cells { Verdict::Holds } else if read_leads * 2 >= cells { Verdict::HoldsInShape } else { Verdict::DoesNotHold },
+        Verdict::share(read_leads, cells),
         "on the write-heavy Zipf workload Hibachi leads at every size; cloudPhysicsIO has little reuse and most blocks written once, and LFU-Aging's clean side keeps pages read often long ago where recency keeps recent ones",
     );
     lab.claim(
         "Hibachi's write hit rate is at or above the baselines' (section V-B, Figure 6)",
         format!("Hibachi at least both baselines in {write_leads} of {cells} cells"),
-        if write_leads == cells {
-            Verdict::Holds
-        } else if write_leads * 2 >= cells {
-            Verdict::HoldsInShape
-        } else {
-            Verdict::DoesNotHold
-        },
+        Verdict::share(write_leads, cells),
         "the dirty side (NVRAM) grows through its ghost cache when written pages come back",
     );
     lab.claim(

@@ -138,7 +138,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     lab.claim(
         "DRAM-first is the best of the admission policies: insert in DRAM, DRAM victims to SCM (section 4)",
         format!("DRAM-first at least as fast (within 1%) as SCM-first(2), SCM-first(6) and Bidirectional(4) at {best_count} of {} splits", hybrid_splits.len()),
-        if best_count == hybrid_splits.len() { Verdict::Holds } else if best_count * 2 >= hybrid_splits.len() { Verdict::HoldsInShape } else { Verdict::DoesNotHold },
+        Verdict::share(best_count, hybrid_splits.len()),
         if best_count == hybrid_splits.len() {
             "SCM-first serves first hits from the slower tier and moves blocks up only after T hits; with a skewed workload the hot blocks pay that toll"
         } else {

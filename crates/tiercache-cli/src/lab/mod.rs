@@ -151,6 +151,18 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// A claim checked case by case: holds in every one of `of` cases, holds in shape in at
+    /// least half, does not hold otherwise.
+    pub fn share(held: usize, of: usize) -> Verdict {
+        if held == of {
+            Verdict::Holds
+        } else if held * 2 >= of {
+            Verdict::HoldsInShape
+        } else {
+            Verdict::DoesNotHold
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Verdict::Holds => "holds",

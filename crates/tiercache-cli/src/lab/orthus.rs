@@ -148,13 +148,13 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     lab.claim(
         "Under high load NHC delivers more than classic caching by using the capacity device too (sections 4, 6.1)",
         format!("NHC at least classic's throughput in {high_load_wins} of {high_load_cases} high-load cases (1.5x and 2x saturation); {}", gains.join(", ")),
-        if high_load_wins == high_load_cases { Verdict::Holds } else if high_load_wins * 2 >= high_load_cases { Verdict::HoldsInShape } else { Verdict::DoesNotHold },
+        Verdict::share(high_load_wins, high_load_cases),
         "the gain is large where the capacity device is a sizeable fraction of the cache device (NVM+Optane SSD, Optane SSD+Flash) and small over DRAM, as the model's 100:1 versus 100:50 panels predict",
     );
     lab.claim(
         "NHC's tuning finds about the best split without knowing the devices (section 4.3)",
         format!("NHC within 10% of the best static split in {near_best} of {high_load_cases} high-load cases"),
-        if near_best == high_load_cases { Verdict::Holds } else if near_best * 2 >= high_load_cases { Verdict::HoldsInShape } else { Verdict::DoesNotHold },
+        Verdict::share(near_best, high_load_cases),
         "hill climbing in 2% steps on one interval per point, against a grid searched offline. The static split keeps data_admit off once warm; where it wins with load_admit 1.00, admissions are what slow the cache device (writes on NVM hurt its reads), and Algorithm 1, finding 1.0 best, returns to classic caching and admits again",
     );
     lab.claim(
@@ -217,7 +217,7 @@ fn ycsb_c(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
     lab.claim(
         "On YCSB-C (Zipfian reads), NHC outperforms classic caching (section 6.2)",
         format!("NHC at least classic's throughput for {wins} of {cases} Zipf exponents"),
-        if wins == cases { Verdict::Holds } else if wins * 2 >= cases { Verdict::HoldsInShape } else { Verdict::DoesNotHold },
+        Verdict::share(wins, cases),
         "the higher the skew, the higher the hit ratio and the more load there is to move off the cache device",
     );
     Ok(())

@@ -194,11 +194,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             "OBP 10% against no-write-allocate, dataset larger than DRAM: {}",
             obp_vs_nwa.join(", ")
         ),
-        match obp_wins {
-            4 => Verdict::Holds,
-            2 | 3 => Verdict::HoldsInShape,
-            _ => Verdict::DoesNotHold,
-        },
+        Verdict::share(obp_wins, 4),
         format!("OBP at least as fast (within 1%) on {obp_wins} of 4 workloads"),
     );
 
@@ -219,7 +215,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     lab.claim(
         "(ours) Interference-aware admission, a 10% cap on the read throughput lost to admission writes as the tier's profile models it, does at least as well as OBP 10%",
         format!("against OBP 10%, dataset larger than DRAM: {}", ia.join("; ")),
-        if ia_ok == 4 { Verdict::Holds } else if ia_ok >= 2 { Verdict::HoldsInShape } else { Verdict::DoesNotHold },
+        Verdict::share(ia_ok, 4),
         format!("at least as fast (within 1%) on {ia_ok} of 4 workloads; on Optane a 10% loss admits about 5% of lookups, so it throttles harder than OBP 10%"),
     );
 
@@ -240,7 +236,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     lab.claim(
         "(ours) The same rule corrected by measurement (the tier's read time per interval against its fastest recent one) does at least as well as OBP 10%",
         format!("against OBP 10%, dataset larger than DRAM: {}", measured.join("; ")),
-        if measured_ok == 4 { Verdict::Holds } else if measured_ok >= 2 { Verdict::HoldsInShape } else { Verdict::DoesNotHold },
+        Verdict::share(measured_ok, 4),
         format!("at least as fast (within 1%) on {measured_ok} of 4 workloads; the simulator measures its modeled device as the engine measures its tier"),
     );
 

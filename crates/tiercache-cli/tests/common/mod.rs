@@ -39,3 +39,22 @@ pub fn sim_json(args: &[&str]) -> serde_json::Value {
     all.extend_from_slice(args);
     serde_json::from_str(&tiercache(&all)).expect("sim --json prints JSON")
 }
+
+/// `tiercache sim --json` over `trace` in 4 KiB blocks with `policy` and a capacity in blocks,
+/// then the `extra` arguments.
+pub fn sim_blocks(trace: &str, policy: &str, capacity: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "--trace",
+        trace,
+        "--block-size",
+        "4KiB",
+        "--unit",
+        "objects",
+        "--policy",
+        policy,
+        "--capacity",
+        capacity,
+    ];
+    args.extend_from_slice(extra);
+    sim_json(&args)
+}
