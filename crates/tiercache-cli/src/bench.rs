@@ -118,6 +118,10 @@ pub struct BenchArgs {
     /// handle's lookup, then the read).
     #[arg(long)]
     pub handle: bool,
+    /// Every hit takes its shard's lock: turns off upper-tier hits served without it (the
+    /// policy told in batches), to measure what they are worth.
+    #[arg(long)]
+    pub locked_hits: bool,
     /// Measure the medium alone: the same operations as plain copies, no cache.
     #[arg(long)]
     pub raw: bool,
@@ -433,7 +437,12 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
     if let Some(threads) = args.write_behind {
         builder = builder.write_behind(threads);
     }
-    let cache = builder.block_size(plan.block).shards(shards(args)).seed(args.seed).build()?;
+    let cache = builder
+        .block_size(plan.block)
+        .shards(shards(args))
+        .seed(args.seed)
+        .unlocked_hits(!args.locked_hits)
+        .build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
@@ -560,6 +569,9 @@ fn print(r: &BenchReport) {
             c.checksum_failures,
             c.writes_dropped
         );
+        if c.unlocked_hits > 0 {
+            println!("hits served without the shard lock {}", c.unlocked_hits);
+        }
         if c.offloaded > 0 {
             println!("read hits sent to the backing file {}", c.offloaded);
         }

@@ -33,6 +33,15 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
     crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32
 }
 
+/// CRC32C of `first` followed by `second`, as if they were one slice.
+#[inline]
+pub fn crc32c_parts(first: &[u8], second: &[u8]) -> u32 {
+    let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
+    digest.update(first);
+    digest.update(second);
+    digest.finalize() as u32
+}
+
 /// Copies a value into `out`, as much as fits; returns the value's whole length.
 pub fn copy_value(value: &[u8], out: &mut [u8]) -> usize {
     let n = value.len().min(out.len());
@@ -91,6 +100,8 @@ mod tests {
             }
         }
         assert_eq!(crc32c(&long), !reference);
+        let (head, tail) = long.split_at(16);
+        assert_eq!(crc32c_parts(head, tail), !reference);
     }
 
     #[test]

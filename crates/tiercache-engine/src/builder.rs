@@ -62,6 +62,7 @@ pub struct CacheBuilder {
     measure_every: std::time::Duration,
     write_behind: Option<usize>,
     size_classes: u8,
+    unlocked_hits: bool,
 }
 
 impl CacheBuilder {
@@ -89,6 +90,7 @@ impl CacheBuilder {
             measure_every: DEFAULT_MEASURE,
             write_behind: None,
             size_classes: 1,
+            unlocked_hits: true,
         }
     }
 
@@ -217,6 +219,16 @@ impl CacheBuilder {
     fn writers(&self) -> usize {
         let flash = self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. }));
         self.write_behind.unwrap_or(if flash { crate::behind::DEFAULT_THREADS } else { 0 })
+    }
+
+    /// Whether upper-tier hits may be served without the shard's lock, the policy told of
+    /// them in batches (see [`crate::optimistic`]); on by default. It applies where the
+    /// policy's hits are quiet (FIFO, LRU, CLOCK, LFU, ARC, S3-FIFO on one tier), nothing is
+    /// timed or measured, and the upper tier is DRAM or mapped memory without size classes or
+    /// an emulated profile. Off, every hit takes the lock (to compare the two).
+    pub fn unlocked_hits(mut self, on: bool) -> Self {
+        self.unlocked_hits = on;
+        self
     }
 
     /// Keep HDR histograms of read and write latency (two clock reads per operation).
@@ -384,6 +396,31 @@ impl CacheBuilder {
         let io_tier = self.tiers.iter().any(|t| t.kind.is_io());
         let behind = (writers > 0 && io_tier).then(|| Arc::new(WriteBehind::default()));
         let mut shards = Vec::with_capacity(self.shards);
+        // Hits without the lock need a policy whose hits are quiet (checked per shard below),
+        // no periodic work, no controller timing tier reads, and a memory upper tier whose
+        // slots can be published (not emulated, no size classes).
+        let unlocked_hits = self.unlocked_hits
+            && !self.tiers.iter().any(|t| t.policy.uses_time())
+            && !self.measured()
+            && self.tiers[0].profile.is_none()
+            && !self.tiers[0].kind.is_io()
+            && self.size_classes == 1
+            && self.policy(&per_shard, self.seed)?.quiet_hits();
+        let sets = match unlocked_hits {
+            true => {
+                let slots = (per_shard[0] + self.tiers[0].kind.slack_slots()) as usize;
+                let sets = crate::optimistic::Sets::new(self.shards, slots).map_err(|source| {
+                    EngineError::Io {
+                        path: "<unlocked hits>".into(),
+                        action: "cannot allocate the table of published blocks",
+                        source,
+                    }
+                })?;
+                Some(sets)
+            }
+            false => None,
+        };
+        let mut tables = Vec::new();
         for i in 0..self.shards as u64 {
             let seed = self.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let regions = media
@@ -395,6 +432,9 @@ impl CacheBuilder {
                 })
                 .collect::<Result<_, _>>()?;
             let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions, self.block_size);
+            if let Some(sets) = &sets {
+                tables.extend(shard.publish((sets, i as usize)));
+            }
             shard.behind = behind.clone().map(|queue| (queue, i as usize));
             if self.record_latency || self.measured() {
                 shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));
@@ -419,6 +459,10 @@ impl CacheBuilder {
             timed,
             meter,
             behind,
+            unlocked: (tables.len() == self.shards).then(|| crate::cache::Unlocked {
+                tables: tables.into_boxed_slice(),
+                log: crate::optimistic::HitLog::new(self.shards),
+            }),
         };
         let core = CacheCore::new(shards, media, settings);
         Ok(Cache::start(core, tick_every, writers))

@@ -19,6 +19,7 @@ use crate::behind::{Job, WriteBehind};
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::latency::{self, LatencySnapshot, Operation, Percentiles};
+use crate::optimistic::{Hit, HitLog, Recorded, SlotTable};
 use crate::shard::{Served, Shard};
 use crate::stats::{Stats, StatsSnapshot};
 use crate::store::Medium;
@@ -198,6 +199,15 @@ pub struct CacheCore {
     meter: Option<Mutex<Meter>>,
     /// The queue of blocks written behind, when file and flash tiers are.
     behind: Option<Arc<WriteBehind>>,
+    /// Upper-tier hits served without the shard's lock, when the policy's hits are quiet.
+    unlocked: Option<Unlocked>,
+}
+
+/// What hits without the lock need: each shard's published upper-tier slots, and the hits
+/// not yet told to the policies (see [`crate::optimistic`]).
+pub(crate) struct Unlocked {
+    pub tables: Box<[SlotTable]>,
+    pub log: HitLog,
 }
 
 /// A shard behind its lock, on cache lines of its own: the lock word and the fields every
@@ -222,6 +232,7 @@ pub(crate) struct Settings {
     pub timed: bool,
     pub meter: Option<Meter>,
     pub behind: Option<Arc<WriteBehind>>,
+    pub unlocked: Option<Unlocked>,
 }
 
 /// What the engine had done at the end of the last interval, to take the next one's
@@ -264,6 +275,7 @@ impl CacheCore {
             timed: settings.timed,
             meter: settings.meter.map(Mutex::new),
             behind: settings.behind,
+            unlocked: settings.unlocked,
         }
     }
 
@@ -368,19 +380,63 @@ impl CacheCore {
         }
     }
 
+    /// Locks a shard. Hits served without the lock and not yet told to its policy are told
+    /// first, so the policy always hears of a shard's requests in the order they were served.
     fn lock(&self, index: usize) -> MutexGuard<'_, Shard> {
+        self.lock_and_tell(index, false)
+    }
+
+    /// Locks a shard and tells its policy the hits served without the lock: those flagged, or
+    /// with `every` those in every thread's ring (for counts that must be whole).
+    fn lock_and_tell(&self, index: usize, every: bool) -> MutexGuard<'_, Shard> {
         // A panic while holding a shard lock is a bug that already failed loudly; the shard's
         // state is still consistent at every await-free step, so later users may continue.
-        self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        let mut shard = self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(unlocked) = &self.unlocked {
+            unlocked.log.take(index, every, |hits| {
+                // The policy's metadata for the whole batch, fetched together (BP-Wrapper
+                // prefetches too), rather than one hit's misses after another's.
+                let mut keys = [0; crate::optimistic::BATCH];
+                for (key, hit) in keys.iter_mut().zip(hits) {
+                    *key = hit.key;
+                }
+                tiercache_policy::Policy::prefetch_hits(&shard.policy, &keys[..hits.len()]);
+                for hit in hits {
+                    shard.commit_hit(hit.key, hit.len, hit.ns);
+                }
+            });
+        }
+        shard
+    }
+
+    /// Serves a hit in the upper tier without the shard's lock, if the block can be read that
+    /// way (see [`crate::optimistic`]); `None` sends the caller down the locked path.
+    #[inline]
+    fn get_unlocked(&self, key: Key, buf: &mut [u8]) -> Option<usize> {
+        let unlocked = self.unlocked.as_ref()?;
+        let started = self.started();
+        let index = self.shard_of(key);
+        let len = unlocked.tables[index].read(key, buf)?;
+        let ns = started.map_or(0, |s| s.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+        let hit = Hit { key, len: len as u32, ns };
+        let tell = |mut shard: MutexGuard<'_, Shard>| shard.commit_hit(key, hit.len, ns);
+        match unlocked.log.record(index, hit) {
+            Recorded::Yes => {}
+            // Locking the shard commits this thread's ring (with the others flagged); then
+            // this hit is told at once, after them.
+            Recorded::Full => tell(self.lock_and_tell(index, true)),
+            Recorded::NoStripe => tell(self.lock(index)),
+        }
+        Some(len)
     }
 
     fn shard(&self, key: Key) -> MutexGuard<'_, Shard> {
         self.lock(self.shard_of(key))
     }
 
-    /// Each shard in turn, locked while it is looked at.
+    /// Each shard in turn, locked while it is looked at (every hit served so far told).
     fn each_shard(&self) -> impl Iterator<Item = MutexGuard<'_, Shard>> {
-        (0..self.shards.len()).map(|i| self.lock(i))
+        (0..self.shards.len()).map(|i| self.lock_and_tell(i, true))
     }
 
     fn request(&self, key: Key, op: Op) -> Request {
@@ -392,6 +448,9 @@ impl CacheCore {
     /// Looks `key` up (look-aside): copies its value into `buf` and returns its length on a
     /// hit; a miss admits nothing.
     pub fn get(&self, key: Key, buf: &mut [u8]) -> Option<usize> {
+        if let Some(len) = self.get_unlocked(key, buf) {
+            return Some(len);
+        }
         let started = self.started();
         let req = self.request(key, Op::Lookup);
         let mut shard = self.shard(key);
@@ -483,6 +542,9 @@ impl CacheCore {
         buf: &mut [u8],
         load: impl FnOnce(&mut [u8]) -> io::Result<usize>,
     ) -> Result<ReadOutcome, EngineError> {
+        if let Some(len) = self.get_unlocked(key, buf) {
+            return Ok(ReadOutcome { hit: true, len });
+        }
         let started = self.started();
         let req = self.request(key, Op::Read);
         let reserved = {

@@ -169,6 +169,12 @@ impl CachedFile {
     /// blocks are read straight into `buf`; partial ones go through a block buffer.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, EngineError> {
         let bs = self.cache.block_size();
+        if buf.len() == bs {
+            // One whole block, the common case: without the general loop's divisions.
+            if let Some(block) = whole_block(offset, bs) {
+                return self.read_block(block, buf);
+            }
+        }
         let mut partial: Vec<u8> = Vec::new();
         let mut done = 0;
         while done < buf.len() {
@@ -270,4 +276,16 @@ fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
         }
     }
     Ok(done)
+}
+
+/// The block `offset` starts, if it starts one (block sizes that are powers of two take a
+/// shift and a mask rather than a division).
+#[inline]
+fn whole_block(offset: u64, block_size: usize) -> Option<u64> {
+    let bs = block_size as u64;
+    if bs.is_power_of_two() {
+        (offset & (bs - 1) == 0).then_some(offset >> bs.trailing_zeros())
+    } else {
+        offset.is_multiple_of(bs).then_some(offset / bs)
+    }
 }

@@ -28,6 +28,7 @@ pub mod emulate;
 pub mod error;
 pub mod file;
 pub mod latency;
+pub mod optimistic;
 pub mod shard;
 pub mod stats;
 pub mod store;

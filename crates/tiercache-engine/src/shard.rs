@@ -259,12 +259,13 @@ impl Shard {
         if place.staged {
             self.staging.remove(&key);
         }
-        self.free_slot(place.tier as usize, place.slot);
+        self.free_slot(place.tier as usize, place.slot, key);
     }
 
     /// Returns a slot to its tier's free list, or, while reads hold it, marks it to return when
     /// they end: a slot is never rewritten under a running read.
-    fn free_slot(&mut self, tier: usize, slot: u32) {
+    fn free_slot(&mut self, tier: usize, slot: u32, key: Key) {
+        self.regions[tier].vacate(slot, key);
         let pins = &mut self.pins[tier][slot as usize];
         if *pins > 0 {
             *pins |= ZOMBIE;
@@ -311,7 +312,7 @@ impl Shard {
         let same_class = self.class_at(tier, old.slot) == class;
         if self.regions[tier].is_io() || self.pins[tier][old.slot as usize] > 0 || !same_class {
             place.slot = self.allocate(TierId(old.tier), class, key);
-            self.free_slot(tier, old.slot);
+            self.free_slot(tier, old.slot, key);
         }
         if old.staged {
             self.staging.remove(&key);
@@ -506,7 +507,7 @@ impl Shard {
             }
             self.scratch = scratch;
         }
-        self.free_slot(from.index(), old.slot);
+        self.free_slot(from.index(), old.slot, key);
         self.places.insert(key, new);
         Ok(good)
     }
@@ -704,6 +705,37 @@ impl Shard {
         }
     }
 
+    /// Publishes the upper tier's slots for hits served without the lock; see
+    /// [`crate::optimistic`].
+    pub fn publish(
+        &mut self,
+        sets: (&Arc<crate::optimistic::Sets>, usize),
+    ) -> Option<crate::optimistic::SlotTable> {
+        self.regions[0].publish(sets)
+    }
+
+    /// Tells the policy of a hit served without the lock, as it would have been told then,
+    /// and counts it. It is told as a lookup, which for a policy with quiet hits decides a
+    /// read's hit the same way (`AnyPolicy::quiet_hits`). Hits are committed before any other
+    /// request of the shard is decided, so the key is still resident in the upper tier, unless
+    /// another thread dropped it between the hit and its recording: the lookup then finds
+    /// nothing and changes nothing (quiet hits again), and the hit, served, still counts.
+    pub fn commit_hit(&mut self, key: Key, len: u32, ns: u32) {
+        self.stats.lookups += 1;
+        self.stats.hits += 1;
+        self.stats.bytes_read += len as u64;
+        self.stats.unlocked_hits += 1;
+        if let Some(histograms) = &mut self.latency {
+            histograms[crate::latency::Operation::Read as usize].saturating_record(ns as u64);
+        }
+        self.decide(&Request::new(self.now_us, key, self.block_size, Op::Lookup));
+        debug_assert!(
+            self.decision.hit.is_none_or(|tier| tier.0 == 0) && self.decision.actions.is_empty(),
+            "a quiet policy's hit on key {key} decided {:?}",
+            self.decision
+        );
+    }
+
     /// Counts a decided read as a hit or a miss.
     pub fn count_read(&mut self, served: bool) {
         if served {
@@ -734,6 +766,8 @@ impl Shard {
         match self.regions[place.tier as usize].read(place.slot, key, buf) {
             Ok(len) => {
                 self.stats.bytes_read += len as u64;
+                // A key whose set was full when it was written may find room now.
+                self.regions[place.tier as usize].republish(place.slot, key, len);
                 Some(len)
             }
             Err(fault) => {

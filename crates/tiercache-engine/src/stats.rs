@@ -79,6 +79,7 @@ counters! {
     bytes_promoted: "Value bytes moved from the lower tier to the upper.",
     evictions: "Blocks dropped to make room.",
     invalidations: "Blocks dropped because their data went stale or was freed.",
+    unlocked_hits: "Upper-tier hits copied without the shard's lock, the policy told afterwards in batches.",
     pinned_reads: "Read handles served in place, their slot pinned until the handle dropped.",
     unlocked_reads: "File and flash tier reads done with the shard unlocked.",
     tier_reads: "Hits whose read from the tier was timed (only when a controller is fed measurements).",

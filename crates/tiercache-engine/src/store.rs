@@ -1,7 +1,9 @@
 //! Where a shard keeps its blocks: a disjoint run of pages on its tier's medium, each page one
 //! block, or with size classes split into 2, 4, 8... blocks of one class. Each shard owns its
 //! run exclusively and writes it only under its own lock; read handles read pinned slots,
-//! which nothing writes, so the raw memory access below is free of data races.
+//! which nothing writes. The one exception is the upper tier's hits served without the lock
+//! (`crate::optimistic`): they copy a slot while it may be written, and throw the copy away
+//! when the slot's sequence number says a write overlapped it.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -14,6 +16,7 @@ use crate::block::{copy_value, decode, encode, BlockFault, HEADER_BYTES};
 use crate::direct::{open_direct, AlignedBuf, DirectSlots};
 use crate::emulate::Emulator;
 use crate::error::EngineError;
+use crate::optimistic::{Sets, SlotTable};
 use tiercache_core::Direction;
 
 /// The medium of a tier.
@@ -197,6 +200,7 @@ impl Medium {
             slack: self.kind.slack_slots(),
             emulator: self.emulator.clone(),
             spare: Vec::new(),
+            published: None,
         })
     }
 }
@@ -332,6 +336,46 @@ enum Storage {
     },
 }
 
+impl Storage {
+    /// Stores `value` for `key` in `slot`, which spans `bytes` bytes at `at` in the region,
+    /// on a memory tier; false on other tiers. The caller holds the shard's lock (`&mut`) and
+    /// writes only slots no read handle pins, so no other reference to these bytes exists.
+    /// (Readers without the lock may be copying them through a raw pointer; they discard that
+    /// copy, see `optimistic`.)
+    fn write_memory(
+        &mut self,
+        (at, bytes): (usize, usize),
+        slot: u32,
+        key: u64,
+        value: &[u8],
+    ) -> bool {
+        let (mapping, offset) = match self {
+            Storage::Dram { mapping, offset, .. } | Storage::Mapped { mapping, offset } => {
+                (mapping, *offset)
+            }
+            Storage::File { .. } | Storage::Direct(_) => return false,
+        };
+        assert!(offset + at + bytes <= mapping.len(), "slot {slot} past the mapping");
+        // SAFETY: inside the mapping (asserted above), and exclusively ours (see above). The
+        // mapping outlives the slice (held by `self`).
+        let slot_bytes =
+            unsafe { std::slice::from_raw_parts_mut(mapping.as_mut_ptr().add(offset + at), bytes) };
+        match self {
+            Storage::Dram { lens, .. } => {
+                assert!(
+                    value.len() <= bytes,
+                    "a value of {} bytes in a {bytes}-byte slot",
+                    value.len()
+                );
+                slot_bytes[..value.len()].copy_from_slice(value);
+                lens[slot as usize] = value.len() as u32;
+            }
+            _ => encode(slot_bytes, key, value),
+        }
+        true
+    }
+}
+
 /// One shard's slots.
 pub struct Region {
     storage: Storage,
@@ -347,12 +391,47 @@ pub struct Region {
     emulator: Option<Arc<Emulator>>,
     /// Buffers for reads done with the shard unlocked, reused.
     spare: Vec<IoBuf>,
+    /// The slots as readers without the lock see them, when hits are served that way.
+    published: Option<SlotTable>,
 }
 
 impl Region {
     /// Whether reads of this region are I/O, done with the shard unlocked.
     pub fn is_io(&self) -> bool {
         matches!(self.storage, Storage::File { .. } | Storage::Direct(_))
+    }
+
+    /// Publishes this region's slots for reads without the shard's lock (see
+    /// [`crate::optimistic`]); from now on every write and vacated slot updates the table.
+    /// `None` where that cannot be done: file and flash tiers, size classes, emulated media.
+    pub fn publish(&mut self, sets: (&Arc<Sets>, usize)) -> Option<SlotTable> {
+        if self.chunks != 1 || self.emulator.is_some() {
+            return None;
+        }
+        let (mapping, offset, headers) = match &self.storage {
+            Storage::Dram { mapping, offset, .. } => (mapping, *offset, false),
+            Storage::Mapped { mapping, offset } => (mapping, *offset, true),
+            Storage::File { .. } | Storage::Direct(_) => return None,
+        };
+        let slots = self.count as usize;
+        let table = SlotTable::new(sets, mapping.clone(), offset, slots, self.slot_bytes, headers);
+        self.published = Some(table.clone());
+        Some(table)
+    }
+
+    /// `key`'s block leaves `slot` (readers without the lock stop taking it).
+    pub fn vacate(&self, slot: u32, key: u64) {
+        if let Some(table) = &self.published {
+            table.vacate(slot, key);
+        }
+    }
+
+    /// Publishes `key`'s block of `len` bytes in `slot` for readers without the lock, if it
+    /// is not (its set was full when it was written).
+    pub fn republish(&self, slot: u32, key: u64, len: usize) {
+        if let Some(table) = self.published.as_ref().filter(|t| !t.is_published(key)) {
+            table.publish(slot, key, len);
+        }
     }
 
     /// Prepares a read of `slot` to run with the shard unlocked (file and flash tiers).
@@ -509,22 +588,12 @@ impl Region {
         }
     }
 
-    /// The bytes of a slot of a mapped tier, to write. The caller holds the shard's lock
-    /// (`&mut self`) and writes only slots no read handle pins.
-    fn memory_mut(&mut self, slot: u32) -> Option<&mut [u8]> {
-        let (start, bytes) = self.mapped(slot)?;
-        // SAFETY: regions of a mapping are disjoint, the shard's lock is held, and the slot is
-        // not pinned, so no other reference to these bytes exists while this one lives. The
-        // mapping outlives the slice (held by `self`).
-        Some(unsafe { std::slice::from_raw_parts_mut(start, bytes) })
-    }
-
     /// The bytes of a slot of a mapped tier, to read. Read handles may read them at the same
     /// time; nothing writes them while the shard's lock is held (`&self`).
     fn memory(&self, slot: u32) -> Option<&[u8]> {
         let (start, bytes) = self.mapped(slot)?;
         // SAFETY: as above; shared references may coexist, and writes happen only through
-        // `memory_mut` under the lock, to unpinned slots.
+        // `Storage::write_memory` under the lock, to unpinned slots.
         Some(unsafe { std::slice::from_raw_parts(start, bytes) })
     }
 
@@ -539,26 +608,14 @@ impl Region {
     }
 
     fn write_now(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
-        let (at, bytes) = self.span(slot);
-        if let Storage::Dram { mapping, offset, lens } = &mut self.storage {
-            assert!(
-                value.len() <= bytes,
-                "a value of {} bytes in a {bytes}-byte slot",
-                value.len()
-            );
-            let at = *offset + at;
-            // SAFETY: the slot lies inside the mapping (asserted above); the shard's lock is
-            // held (`&mut self`) and the slot is not pinned (a pinned slot is never written),
-            // so no other reference to these bytes exists.
-            let bytes = unsafe {
-                std::slice::from_raw_parts_mut(mapping.as_mut_ptr().add(at), value.len())
-            };
-            bytes.copy_from_slice(value);
-            lens[slot as usize] = value.len() as u32;
+        let span = self.span(slot);
+        if let Some(table) = &self.published {
+            table.begin_write(slot, key);
+            self.storage.write_memory(span, slot, key, value);
+            table.end_write(slot, key, value.len());
             return Ok(());
         }
-        if let Some(bytes) = self.memory_mut(slot) {
-            encode(bytes, key, value);
+        if self.storage.write_memory(span, slot, key, value) {
             return Ok(());
         }
         let at = slot as u64 * self.slot_bytes as u64;

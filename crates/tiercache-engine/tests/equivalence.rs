@@ -87,8 +87,22 @@ fn engine_hits(
     tier: TierKind,
     reqs: &[Request],
 ) -> (Vec<bool>, tiercache_engine::StatsSnapshot) {
+    engine_hits_locked_or_not(policy, admission, blocks, tier, reqs, true)
+}
+
+/// As `engine_hits`, with hits served without the shard's lock where the policy allows it
+/// (`unlocked`), or every hit under the lock.
+fn engine_hits_locked_or_not(
+    policy: &PolicyConfig,
+    admission: &[AdmissionConfig],
+    blocks: u64,
+    tier: TierKind,
+    reqs: &[Request],
+    unlocked: bool,
+) -> (Vec<bool>, tiercache_engine::StatsSnapshot) {
     let clock = Arc::new(ManualClock::default());
     let cache = CacheBuilder::new(policy.clone())
+        .unlocked_hits(unlocked)
         .admission(admission.to_vec())
         .tier(tier)
         .shards(1)
@@ -122,15 +136,30 @@ fn engine_decides_as_the_simulator_for_every_engine_policy() {
         let admission = AdmissionConfig::parse_chain(admission).unwrap();
         let blocks = 3000;
         let (sim, inserts, evictions) = simulated_hits(&config, &admission, blocks, &reqs);
-        let (engine, stats) = engine_hits(&config, &admission, blocks, TierKind::Dram, &reqs);
-        let first_difference = sim.iter().zip(&engine).position(|(a, b)| a != b);
-        assert_eq!(
-            first_difference, None,
-            "{name}: engine and simulator part at request {first_difference:?}"
-        );
-        assert_eq!((stats.inserts, stats.evictions), (inserts, evictions), "{name}");
-        assert_eq!(stats.hits + stats.misses, stats.lookups);
-        assert_eq!(stats.checksum_failures + stats.writes_dropped, 0);
+        // Hits served without the lock (the policy told in batches) and hits under the lock
+        // must both decide exactly as the simulator; only LFRU (periodic work) never takes
+        // the unlocked path.
+        for unlocked in [true, false] {
+            let (engine, stats) = engine_hits_locked_or_not(
+                &config,
+                &admission,
+                blocks,
+                TierKind::Dram,
+                &reqs,
+                unlocked,
+            );
+            let first_difference = sim.iter().zip(&engine).position(|(a, b)| a != b);
+            assert_eq!(
+                first_difference, None,
+                "{name} (unlocked hits {unlocked}): engine and simulator part at request \
+                 {first_difference:?}"
+            );
+            assert_eq!((stats.inserts, stats.evictions), (inserts, evictions), "{name}");
+            assert_eq!(stats.hits + stats.misses, stats.lookups);
+            assert_eq!(stats.checksum_failures + stats.writes_dropped, 0);
+            let expected = unlocked && name != "lfru";
+            assert_eq!(stats.unlocked_hits > 0, expected, "{name}: {stats:?}");
+        }
     }
 }
 
@@ -225,6 +254,8 @@ fn mapped_and_file_tiers_decide_the_same() {
         let (engine, stats) = engine_hits(&config, &[], 1000, tier.clone(), &reqs);
         assert_eq!(sim, engine, "{tier:?}");
         assert_eq!(stats.checksum_failures, 0);
+        let mapped = matches!(tier, TierKind::Mapped { .. });
+        assert_eq!(stats.unlocked_hits > 0, mapped, "{tier:?}: {stats:?}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -145,6 +145,10 @@ fn concurrent_readers_and_writers_never_see_stale_or_torn_data() {
         if behind > 0 {
             assert!(stats.writes_behind > 0, "{tier:?}: nothing was written behind: {stats:?}");
         }
+        // Single memory tiers under quiet policies serve hits without the lock (the racy path
+        // this test is here for); the others never do.
+        let unlocked = !two_tiers && !matches!(tier, TierKind::File { .. });
+        assert_eq!(stats.unlocked_hits > 0, unlocked, "{tier:?}: {stats:?}");
         // Once every write has landed, every resident block reads back from the tier itself.
         cache.flush();
         let mut buf = vec![0u8; BLOCK];
@@ -154,6 +158,60 @@ fn concurrent_readers_and_writers_never_see_stale_or_torn_data() {
             }
         }
         assert_eq!(cache.stats().checksum_failures, 0, "{tier:?}");
+    }
+}
+
+/// Hits served without the lock copy a slot that a writer may be overwriting in place at that
+/// moment; the copy is kept only if no write overlapped it. Readers hammer a few resident keys
+/// while a writer rewrites them in place: every read is whole, of its key, and never older
+/// than the last write completed before it (nor than what the same reader saw before).
+#[test]
+fn hits_without_the_lock_are_never_torn_by_writes_in_place() {
+    let keys = 8u64;
+    for tier in [TierKind::Dram, TierKind::Mapped { path: scratch("unlocked.mem") }] {
+        let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .tier(tier.clone())
+            .block_size(BLOCK)
+            .shards(2)
+            .capacity_bytes(64 * BLOCK as u64)
+            .build()
+            .unwrap();
+        let completed: Vec<AtomicU64> = (0..keys).map(|_| AtomicU64::new(1)).collect();
+        for key in 0..keys {
+            cache.put(key, &value(key, 1)).unwrap();
+        }
+        let writing = std::sync::atomic::AtomicBool::new(true);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..20_000u64 {
+                    let key = i % keys;
+                    let next = completed[key as usize].load(Ordering::Relaxed) + 1;
+                    cache.put(key, &value(key, next)).unwrap();
+                    completed[key as usize].store(next, Ordering::Release);
+                }
+                writing.store(false, Ordering::Release);
+            });
+            for reader in 0..2u64 {
+                let (cache, completed, writing) = (&cache, &completed, &writing);
+                s.spawn(move || {
+                    let mut rng = SeededRng::new(reader);
+                    let mut seen = vec![0u64; keys as usize];
+                    let mut buf = vec![0u8; BLOCK];
+                    while writing.load(Ordering::Acquire) {
+                        let key = rng.below(keys);
+                        let floor = completed[key as usize].load(Ordering::Acquire);
+                        let len = cache.get(key, &mut buf).expect("every key stays resident");
+                        let version = version_of(key, &buf[..len]);
+                        assert!(version >= floor.max(seen[key as usize]), "key {key}: stale");
+                        seen[key as usize] = version;
+                    }
+                });
+            }
+        });
+        let stats = cache.stats();
+        assert!(stats.unlocked_hits > 0 && stats.updates >= 20_000, "{tier:?}: {stats:?}");
+        assert_eq!(stats.checksum_failures + stats.evictions, 0, "{tier:?}: {stats:?}");
+        assert_eq!(stats.hits, stats.lookups, "{tier:?}: every hit is counted once");
     }
 }
 

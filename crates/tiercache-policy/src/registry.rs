@@ -289,6 +289,28 @@ impl AnyPolicy {
 }
 
 impl AnyPolicy {
+    /// Whether the policy's hits are *quiet*: a lookup or a read that hits in tier 0 decides a
+    /// hit in tier 0 with no actions and nothing sent elsewhere, both update the policy's state
+    /// alike, a lookup of a key not resident changes nothing, and there is no periodic work.
+    /// A caller may then serve such hits first and tell the policy later, as lookups, in
+    /// order, before any other request (the engine does, BP-Wrapper style), and the policy
+    /// decides exactly as if told at once. True of the classic single-tier policies: their
+    /// `access` ignores the op and leaves ghosts alone, a lookup hit of the size stored never
+    /// resizes, and a lookup miss admits nothing (`SingleTier::decide`); a test checks it.
+    pub fn quiet_hits(&self) -> bool {
+        matches!(
+            self,
+            AnyPolicy::Fifo(_)
+                | AnyPolicy::Lru(_)
+                | AnyPolicy::Clock(_)
+                | AnyPolicy::Lfu(_)
+                | AnyPolicy::Arc(_)
+                | AnyPolicy::S3fifo(_)
+        )
+    }
+}
+
+impl AnyPolicy {
     /// Hibachi over DRAM (`capacities[0]`) and NVRAM (`capacities[1]`), both in pages.
     pub fn hibachi(
         config: &HibachiConfig,
@@ -409,6 +431,10 @@ impl Policy for AnyPolicy {
     #[inline]
     fn prefetch(&self, key: tiercache_core::Key) {
         dispatch!(self, p => p.prefetch(key))
+    }
+
+    fn prefetch_hits(&self, keys: &[tiercache_core::Key]) {
+        dispatch!(self, p => p.prefetch_hits(keys))
     }
 
     #[inline]
