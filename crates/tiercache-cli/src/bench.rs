@@ -279,36 +279,37 @@ fn drive<F>(
 where
     F: Fn(usize, Op, u64, &mut [u8]) -> anyhow::Result<()> + Sync,
 {
-    let phase =
-        |measured: bool, seconds: f64| -> anyhow::Result<(Histogram<u64>, Histogram<u64>, f64)> {
-            let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-            let start = Instant::now();
-            let results: Vec<anyhow::Result<(Histogram<u64>, Histogram<u64>)>> =
-                std::thread::scope(|s| {
-                    let handles: Vec<_> = (0..args.threads)
-                        .map(|t| {
-                            let op = &op;
-                            s.spawn(move || thread_loop(args, plan, t, measured, deadline, op))
-                        })
-                        .collect();
-                    handles.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
-                });
-            let seconds = start.elapsed().as_secs_f64();
-            let mut reads = latency::histogram();
-            let mut writes = latency::histogram();
-            for r in results {
-                let (rd, wr) = r?;
-                reads.add(rd)?;
-                writes.add(wr)?;
-            }
-            Ok((reads, writes, seconds))
-        };
+    // A phase runs for `seconds`, or with `None` until the op count is reached.
+    let phase = |measured: bool,
+                 seconds: Option<f64>|
+     -> anyhow::Result<(Histogram<u64>, Histogram<u64>, f64)> {
+        let deadline = seconds.map(|s| Instant::now() + Duration::from_secs_f64(s));
+        let start = Instant::now();
+        let results: Vec<anyhow::Result<(Histogram<u64>, Histogram<u64>)>> =
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..args.threads)
+                    .map(|t| {
+                        let op = &op;
+                        s.spawn(move || thread_loop(args, plan, t, measured, deadline, op))
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
+            });
+        let seconds = start.elapsed().as_secs_f64();
+        let mut reads = latency::histogram();
+        let mut writes = latency::histogram();
+        for r in results {
+            let (rd, wr) = r?;
+            reads.add(rd)?;
+            writes.add(wr)?;
+        }
+        Ok((reads, writes, seconds))
+    };
     if args.warmup > 0.0 {
-        phase(false, args.warmup)?;
+        phase(false, Some(args.warmup))?;
     }
     plan.done_ops.store(0, Ordering::Relaxed);
-    let seconds = if plan.stop_after_ops.is_some() { f64::MAX / 4.0 } else { args.duration };
-    phase(true, seconds)
+    phase(true, if plan.stop_after_ops.is_some() { None } else { Some(args.duration) })
 }
 
 fn thread_loop<F>(
@@ -316,7 +317,7 @@ fn thread_loop<F>(
     plan: &Plan,
     thread: usize,
     measured: bool,
-    deadline: Instant,
+    deadline: Option<Instant>,
     op: &F,
 ) -> anyhow::Result<(Histogram<u64>, Histogram<u64>)>
 where
@@ -330,7 +331,7 @@ where
     let mut buf = vec![0u8; plan.block];
     let limit = plan.stop_after_ops.filter(|_| measured);
     for i in 0u64.. {
-        if i % 64 == 0 && Instant::now() >= deadline {
+        if i % 64 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
         if let Some(limit) = limit {

@@ -277,6 +277,21 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
         2 << 20,
         "the backing file was prepared"
     );
+    // `--ops` ends the run after that many operations over all threads, with no time limit;
+    // DRAM hits go without the shard lock unless `--locked-hits`.
+    for locked in [false, true] {
+        let mut args: Vec<&str> = common.to_vec();
+        args.extend(["--dram", "1MiB", "--ops", "5000"]);
+        if locked {
+            args.push("--locked-hits");
+        }
+        let report: serde_json::Value = serde_json::from_str(&tiercache(&args)).unwrap();
+        let ops = report["read"]["count"].as_u64().unwrap()
+            + report["write"]["count"].as_u64().unwrap();
+        assert_eq!(ops, 5000, "{report}");
+        let unlocked = report["cache"]["unlocked_hits"].as_u64().unwrap();
+        assert_eq!(unlocked > 0, !locked, "{report}");
+    }
     let e = tiercache_fails(&[
         "bench",
         "--dram",

@@ -35,25 +35,37 @@ use tiercache_core::Key;
 
 use crate::block::{crc32c_parts, HEADER_BYTES};
 
-/// Ways per set: four keys, each with its slot, length and sequence number, in one 128-byte
-/// pair of cache lines (the pair a core's adjacent-line prefetcher fetches together).
-const WAYS: usize = 4;
+/// Ways per set: three keys, each with its slot, length and sequence number, in one 64-byte
+/// cache line, so a lookup reads one line.
+const WAYS: usize = 3;
 
 /// Hits a batch holds before it is committed. BP-Wrapper commits batches of 64 on one lock;
 /// here a batch is per shard, and shards are many, so batches are smaller.
 pub const BATCH: usize = 16;
 
-/// One key's published block. `state` is the sequence number (high half; odd while the slot
-/// is being written) and the slot plus one (low half; 0 when the way holds no block).
-struct Way {
-    key: AtomicU64,
-    state: AtomicU64,
-    len: AtomicU32,
+/// One key's published block, a way of a set. `state` is the sequence number (high half; odd
+/// while the slot is being written) and the slot plus one (low half; 0 when the way holds no
+/// block).
+#[derive(Clone, Copy)]
+struct Way<'a> {
+    key: &'a AtomicU64,
+    state: &'a AtomicU64,
+    len: &'a AtomicU32,
 }
 
-#[repr(align(128))]
+/// A set's ways, field by field so that three fit a line (60 of its 64 bytes).
+#[repr(C, align(64))]
 struct Set {
-    ways: [Way; WAYS],
+    keys: [AtomicU64; WAYS],
+    states: [AtomicU64; WAYS],
+    lens: [AtomicU32; WAYS],
+}
+
+impl Set {
+    #[inline]
+    fn ways(&self) -> impl Iterator<Item = Way<'_>> {
+        (0..WAYS).map(|i| Way { key: &self.keys[i], state: &self.states[i], len: &self.lens[i] })
+    }
 }
 
 const SEQ_ONE: u64 = 1 << 32;
@@ -85,15 +97,16 @@ impl Sets {
         Ok(Arc::new(Sets { memory, start, count }))
     }
 
-    /// Sets of a table of `slots` slots: two ways per slot on average, so a key rarely finds
-    /// its four-way set full.
+    /// Sets of a table of `slots` slots: at least one per slot, so a key rarely finds its
+    /// three-way set full (with one key per set on average, about one key in 200 does; its
+    /// hits then take the lock).
     fn per_table(slots: usize) -> usize {
-        (slots.next_power_of_two() / 2).max(1)
+        slots.next_power_of_two()
     }
 
     fn as_ptr(&self) -> *const Set {
         // Anonymous memory is zeroed, and `start` page-aligned: all-zero sets (every way empty,
-        // its atomics 0) at an alignment beyond `Set`'s 128 bytes.
+        // its atomics 0) at an alignment beyond `Set`'s 64 bytes.
         // SAFETY: `start` is within the huge page added at the end, so the sets fit after it.
         unsafe { self.memory.as_ptr().add(self.start).cast() }
     }
@@ -165,8 +178,8 @@ impl SlotTable {
     }
 
     /// The way holding `key`'s block (any slot if `slot` is `None`).
-    fn way_of(&self, key: Key, slot: Option<u32>) -> Option<&Way> {
-        self.set_of(key).ways.iter().find(|way| {
+    fn way_of(&self, key: Key, slot: Option<u32>) -> Option<Way<'_>> {
+        self.set_of(key).ways().find(|way| {
             let held = way.state.load(Ordering::Relaxed) as u32;
             held != 0
                 && way.key.load(Ordering::Relaxed) == key
@@ -206,8 +219,8 @@ impl SlotTable {
     pub fn publish(&self, slot: u32, key: Key, len: usize) {
         debug_assert!(!self.is_published(key), "key {key} published twice");
         let set = self.set_of(key);
-        let free = |way: &&Way| way.state.load(Ordering::Relaxed) as u32 == 0;
-        let Some(way) = set.ways.iter().find(free) else { return };
+        let free = |way: &Way| way.state.load(Ordering::Relaxed) as u32 == 0;
+        let Some(way) = set.ways().find(free) else { return };
         let state = way.state.load(Ordering::Relaxed);
         way.key.store(key, Ordering::Relaxed);
         way.len.store(len as u32, Ordering::Relaxed);
@@ -234,7 +247,7 @@ impl SlotTable {
     #[inline]
     pub fn read(&self, key: Key, out: &mut [u8]) -> Option<usize> {
         let set = self.set_of(key);
-        let way = set.ways.iter().find(|w| w.key.load(Ordering::Relaxed) == key)?;
+        let way = set.ways().find(|w| w.key.load(Ordering::Relaxed) == key)?;
         let state = way.state.load(Ordering::Acquire);
         let len = way.len.load(Ordering::Relaxed) as usize;
         let slot = (state as u32).checked_sub(1)?;
@@ -393,21 +406,23 @@ impl HitLog {
         };
         let ring = &self.rings[shard * self.stripes + stripe];
         let tail = ring.tail.load(Ordering::Relaxed);
-        if tail.wrapping_sub(ring.head.load(Ordering::Acquire)) as usize == BATCH {
+        let head = ring.head.load(Ordering::Acquire);
+        if tail.wrapping_sub(head) as usize == BATCH {
             return Recorded::Full;
         }
         // SAFETY: this thread is the ring's only writer (it holds the stripe), and the slot
         // is free: the reader released it (its head is past it) or never reached it.
         unsafe { *ring.hits[tail as usize % BATCH].get() = hit };
         ring.tail.store(tail.wrapping_add(1), Ordering::Release);
-        // Flag the ring unless it is flagged: a read of a line the lock holder writes only when
-        // it takes flags. (If the holder takes the flag between the store above and this read
-        // and misses the hit, the hit waits for this thread's next one on the shard to flag it
-        // again, or for `take` of every ring.)
-        let waiting = &self.waiting[shard].0;
-        let bit = 1 << stripe;
-        if waiting.load(Ordering::Relaxed) & bit == 0 {
-            waiting.fetch_or(bit, Ordering::Relaxed);
+        // A ring that was empty is flagged (once per batch, not per hit: the flags' line is
+        // written by every lock holder). A ring the lock holder found grown while it took it
+        // is flagged again by that holder. Between them a hit can still go unflagged for a
+        // while when this thread and the holder race (each may read the other's old index);
+        // it is then told when this ring fills (which takes every ring) or when counts are
+        // taken (`take` of every ring): later, never lost. One thread never races itself, so
+        // its hits are always told before its next locked request.
+        if tail == head {
+            self.waiting[shard].0.fetch_or(1 << stripe, Ordering::Relaxed);
         }
         Recorded::Yes
     }
@@ -440,6 +455,10 @@ impl HitLog {
                 *hit = unsafe { *ring.hits[head.wrapping_add(i as u32) as usize % BATCH].get() };
             }
             ring.head.store(tail, Ordering::Release);
+            if ring.tail.load(Ordering::Relaxed) != tail {
+                // Hits recorded meanwhile, maybe into what the writer saw as a nonempty ring.
+                waiting.fetch_or(1 << stripe, Ordering::Relaxed);
+            }
             if n > 0 {
                 each(&hits[..n]);
             }
