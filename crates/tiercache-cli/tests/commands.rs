@@ -286,8 +286,8 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
             args.push("--locked-hits");
         }
         let report: serde_json::Value = serde_json::from_str(&tiercache(&args)).unwrap();
-        let ops = report["read"]["count"].as_u64().unwrap()
-            + report["write"]["count"].as_u64().unwrap();
+        let ops =
+            report["read"]["count"].as_u64().unwrap() + report["write"]["count"].as_u64().unwrap();
         assert_eq!(ops, 5000, "{report}");
         let unlocked = report["cache"]["unlocked_hits"].as_u64().unwrap();
         assert_eq!(unlocked > 0, !locked, "{report}");

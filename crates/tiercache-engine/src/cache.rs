@@ -394,13 +394,11 @@ impl CacheCore {
         let mut shard = self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(unlocked) = &self.unlocked {
             unlocked.log.take(index, every, |hits| {
-                // The policy's metadata for the whole batch, fetched together (BP-Wrapper
-                // prefetches too), rather than one hit's misses after another's.
-                let mut keys = [0; crate::optimistic::BATCH];
-                for (key, hit) in keys.iter_mut().zip(hits) {
-                    *key = hit.key;
+                // The policy's index entries for the whole batch, fetched together (BP-Wrapper
+                // prefetches too), rather than one hit's miss after another's.
+                for hit in hits {
+                    tiercache_policy::Policy::prefetch(&shard.policy, hit.key);
                 }
-                tiercache_policy::Policy::prefetch_hits(&shard.policy, &keys[..hits.len()]);
                 for hit in hits {
                     shard.commit_hit(hit.key, hit.len, hit.ns);
                 }

@@ -2,11 +2,15 @@
 //! tmpfs) and files, running the policies of `tiercache-policy` unchanged. A policy decides;
 //! the engine carries the decision out on real bytes.
 //!
-//! The hot path is: hash the key, pick its shard, lock the shard, let the shard's policy
-//! decide, copy the bytes, unlock. `get_ref` skips the copy: it pins the block's slot on a
-//! memory tier and hands out its bytes until the handle drops (a pinned slot is neither
-//! rewritten nor reused). Each shard owns a disjoint set of slots on the tier, so
-//! shards never contend. Blocks on memory-mapped and file tiers carry a CRC32C checked on every
+//! Every request is decided by its shard's policy, one single-threaded instance behind the
+//! shard's lock: hash the key, pick its shard, lock it, let the policy decide, copy the bytes,
+//! unlock. A hit in a DRAM or mapped upper tier, under a policy whose hits are quiet (FIFO, LRU,
+//! CLOCK, LFU, ARC, S3-FIFO), skips the lock: the block is found in a published table and
+//! copied under a seqlock, and the policy is told of the hit later, in a batch, before anything
+//! else its shard does (see [`optimistic`]). `get_ref` skips the copy: it pins the block's slot
+//! on a memory tier and hands out its bytes until the handle drops (a pinned slot is neither
+//! rewritten nor reused). Each shard owns a disjoint set of slots on the tier, so shards never
+//! contend. Blocks on memory-mapped and file tiers carry a CRC32C checked on every
 //! read; a mismatch is counted, the block dropped, and the caller sees a miss, never wrong data.
 //!
 //! [`CachedFile`] puts a backing file behind a cache with Open CAS's write modes.

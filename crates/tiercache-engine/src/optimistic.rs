@@ -9,22 +9,27 @@
 //! in a batch, under one lock acquisition. Here:
 //!
 //! - **Finding and copying a block without the lock.** The upper tier of each shard publishes
-//!   its slots in a [`SlotTable`]: per slot a sequence number, the key it holds and the value's
-//!   length, and a small set-associative table from key to slot. Writers (holding the shard's
-//!   lock) make the sequence number odd, write, and make it even again; a reader copies the
-//!   value between two reads of the sequence number and keeps the copy only if it did not
-//!   change and the slot still held the key (a seqlock). Anything unusual (no hint, a write
-//!   under way, a checksum that fails on a mapped tier) falls back to the locked path, which
-//!   deals with it as before.
-//! - **Telling the policy.** The hit is appended to a small batch for its shard and the
-//!   calling thread's stripe. A batch is committed when it fills, and before anything else is
-//!   done under the shard's lock, so the policy sees a shard's hits before any request that
-//!   follows them. One thread therefore gets exactly the decisions it would get with the lock
-//!   on every hit; the engine-equals-simulator test runs over this path.
+//!   its blocks in a [`SlotTable`]: a set-associative table from key to slot, value length and
+//!   sequence number, three keys to a 64-byte set. Writers (holding the shard's lock) make a
+//!   key's sequence number odd, write the slot, and make it even again; a block that leaves
+//!   its slot is unpublished first. A reader copies the value between two reads of the
+//!   sequence number and keeps the copy only if it did not change and the way still names the
+//!   key (a seqlock). Anything unusual (a key not published, a write under way, a checksum that
+//!   fails on a mapped tier) falls back to the locked path, which deals with it as before.
+//! - **Telling the policy.** The hit is appended to the calling thread's ring for the shard
+//!   (a [`HitLog`]: one writer per ring, so no atomic read-modify-write per hit). The rings
+//!   are committed, in order, before anything else is done under the shard's lock, and a
+//!   full ring takes the lock to commit, so the policy hears of a thread's hits before any
+//!   request of that thread that follows them. One thread therefore gets exactly the
+//!   decisions it would get with the lock on every hit; the engine-equals-simulator test runs
+//!   over this path, with the lock on every hit and without. With several threads, a hit may be
+//!   told a little later than a request of another thread that came after it, as in BP-Wrapper.
 //!
-//! Only policies whose hits in the upper tier are *quiet* take this path: a lookup hit decides
+//! Only policies whose hits in the upper tier are *quiet* take this path: a hit decides
 //! nothing but the policy's own bookkeeping (no move, no eviction, no read sent elsewhere, no
-//! periodic work). See `AnyPolicy::quiet_hits`.
+//! periodic work), and a lookup of a key no longer resident changes nothing. See
+//! `AnyPolicy::quiet_hits`. Read handles (`get_ref`) pin their slot, which is shard state, and
+//! still take the lock.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -98,8 +103,9 @@ impl Sets {
     }
 
     /// Sets of a table of `slots` slots: at least one per slot, so a key rarely finds its
-    /// three-way set full (with one key per set on average, about one key in 200 does; its
-    /// hits then take the lock).
+    /// three-way set full. With the table full, sets hold between half a key and one key on
+    /// average, and between one key in 260 and one in 43 finds its set full (Poisson); its
+    /// hits then take the lock.
     fn per_table(slots: usize) -> usize {
         slots.next_power_of_two()
     }
@@ -385,7 +391,7 @@ pub enum Recorded {
 impl HitLog {
     pub fn new(shards: usize) -> HitLog {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let stripes = (2 * cores).next_power_of_two().clamp(2, STRIPES_MAX);
+        let stripes = (4 * cores).next_power_of_two().clamp(8, STRIPES_MAX);
         let ring = || Ring {
             tail: AtomicU32::new(0),
             head: AtomicU32::new(0),

@@ -128,10 +128,6 @@ impl Eviction for Arc {
         self.map.prefetch(key);
     }
 
-    fn prefetch_hits(&self, keys: &[Key]) {
-        crate::index::prefetch_hits(&self.map, &self.arena, keys, true);
-    }
-
     #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
         let node = self.map.get(req.key)?;

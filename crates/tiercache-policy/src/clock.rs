@@ -58,10 +58,6 @@ impl Eviction for Clock {
         self.queue.map.prefetch(key);
     }
 
-    fn prefetch_hits(&self, keys: &[Key]) {
-        crate::index::prefetch_hits(&self.queue.map, &self.queue.arena, keys, false);
-    }
-
     #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
         let node = self.queue.arena.get_mut(self.queue.find(req.key)?);

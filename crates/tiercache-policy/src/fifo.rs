@@ -26,10 +26,6 @@ impl Eviction for Fifo {
         self.queue.map.prefetch(key);
     }
 
-    fn prefetch_hits(&self, keys: &[Key]) {
-        crate::index::prefetch_hits(&self.queue.map, &self.queue.arena, keys, false);
-    }
-
     #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
         self.queue.find(req.key).map(|node| self.queue.arena.get(node).size)

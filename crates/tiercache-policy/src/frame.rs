@@ -44,14 +44,6 @@ pub trait Eviction {
     #[inline]
     fn prefetch(&self, _key: Key) {}
 
-    /// A hint that `keys`, all resident, will be hit soon, in this order (a batch of hits the
-    /// engine is about to tell): prefetch what those hits touch. Changes nothing.
-    fn prefetch_hits(&self, keys: &[Key]) {
-        for &key in keys {
-            self.prefetch(key);
-        }
-    }
-
     /// The stored size of a resident key, without touching its state.
     fn peek(&self, key: Key) -> Option<u32>;
 
@@ -172,10 +164,6 @@ impl<E: Eviction> Policy for SingleTier<E> {
     #[inline]
     fn prefetch(&self, key: Key) {
         self.eviction.prefetch(key);
-    }
-
-    fn prefetch_hits(&self, keys: &[Key]) {
-        self.eviction.prefetch_hits(keys);
     }
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {

@@ -60,7 +60,16 @@ impl KeyIndex {
     /// Asks the CPU to bring `key`'s home slot into cache. No effect on contents.
     #[inline]
     pub fn prefetch(&self, key: u64) {
-        prefetch_line(&self.slots[self.home(key)] as *const Slot as *const u8);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let slot: *const Slot = &self.slots[self.home(key)];
+            // SAFETY: a prefetch is a hint; it never faults and reads nothing into the program.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(slot as *const i8, std::arch::x86_64::_MM_HINT_T0)
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = key;
     }
 
     /// The slot holding `key`, or the empty slot ending its probe run.
@@ -146,39 +155,6 @@ impl KeyIndex {
         self.len = 0;
         for slot in old.into_iter().filter(|s| s.value != EMPTY) {
             self.insert(slot.key, slot.value);
-        }
-    }
-}
-
-/// Hints that the cache line at `at` will be read soon. Changes nothing.
-#[inline]
-pub fn prefetch_line(at: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults and reads nothing into the program.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(at as *const i8, std::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
-/// Hints what a batch of hits will touch, round by round: the keys' index slots, then their
-/// nodes, then (with `links`) the nodes linked to them, which a move in the list rewrites. The
-/// misses of each round overlap, where one hit after another would take them one by one.
-pub fn prefetch_hits(map: &KeyIndex, arena: &crate::list::Arena, keys: &[u64], links: bool) {
-    for &key in keys {
-        map.prefetch(key);
-    }
-    for &key in keys {
-        if let Some(node) = map.get(key) {
-            arena.prefetch(node);
-        }
-    }
-    if links {
-        for &key in keys {
-            if let Some(node) = map.get(key) {
-                arena.prefetch_links(node);
-            }
         }
     }
 }

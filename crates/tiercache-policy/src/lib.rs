@@ -96,15 +96,6 @@ pub trait Policy {
     #[inline]
     fn prefetch(&self, _key: Key) {}
 
-    /// A hint that `keys`, all resident, will be hit soon, in this order (a batch of hits the
-    /// engine is about to tell): a policy may prefetch what those hits touch. It must not
-    /// change any state a decision depends on.
-    fn prefetch_hits(&self, keys: &[Key]) {
-        for &key in keys {
-            self.prefetch(key);
-        }
-    }
-
     /// Where a resident key is and its stored size, without touching any state.
     fn peek(&self, key: Key) -> Option<(TierId, u32)>;
 

@@ -75,23 +75,6 @@ impl Arena {
         self.free.push(index);
     }
 
-    /// Hints that node `index` will be read or written soon. Changes nothing.
-    #[inline]
-    pub fn prefetch(&self, index: u32) {
-        if let Some(node) = self.nodes.get(index as usize) {
-            crate::index::prefetch_line(node as *const Node as *const u8);
-        }
-    }
-
-    /// Hints that the nodes linked to node `index` will be written soon (unlinking it does).
-    #[inline]
-    pub fn prefetch_links(&self, index: u32) {
-        if let Some(node) = self.nodes.get(index as usize) {
-            self.prefetch(node.prev);
-            self.prefetch(node.next);
-        }
-    }
-
     #[inline]
     pub fn get(&self, index: u32) -> &Node {
         &self.nodes[index as usize]

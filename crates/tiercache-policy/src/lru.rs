@@ -26,10 +26,6 @@ impl Eviction for Lru {
         self.queue.map.prefetch(key);
     }
 
-    fn prefetch_hits(&self, keys: &[Key]) {
-        crate::index::prefetch_hits(&self.queue.map, &self.queue.arena, keys, true);
-    }
-
     #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
         let node = self.queue.find(req.key)?;

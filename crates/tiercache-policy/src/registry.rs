@@ -433,10 +433,6 @@ impl Policy for AnyPolicy {
         dispatch!(self, p => p.prefetch(key))
     }
 
-    fn prefetch_hits(&self, keys: &[tiercache_core::Key]) {
-        dispatch!(self, p => p.prefetch_hits(keys))
-    }
-
     #[inline]
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         dispatch!(self, p => p.decide(req, out))

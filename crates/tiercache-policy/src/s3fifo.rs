@@ -193,10 +193,6 @@ impl Eviction for S3Fifo {
         self.map.prefetch(key);
     }
 
-    fn prefetch_hits(&self, keys: &[Key]) {
-        crate::index::prefetch_hits(&self.map, &self.arena, keys, false);
-    }
-
     #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
         let node = self.arena.get_mut(self.map.get(req.key)?);
