@@ -358,7 +358,7 @@ impl Storage {
         assert!(offset + at + bytes <= mapping.len(), "slot {slot} past the mapping");
         // SAFETY: inside the mapping (asserted above), and exclusively ours (see above). The
         // mapping outlives the slice (held by `self`).
-        let slot_bytes =
+        let target =
             unsafe { std::slice::from_raw_parts_mut(mapping.as_mut_ptr().add(offset + at), bytes) };
         match self {
             Storage::Dram { lens, .. } => {
@@ -367,10 +367,10 @@ impl Storage {
                     "a value of {} bytes in a {bytes}-byte slot",
                     value.len()
                 );
-                slot_bytes[..value.len()].copy_from_slice(value);
+                target[..value.len()].copy_from_slice(value);
                 lens[slot as usize] = value.len() as u32;
             }
-            _ => encode(slot_bytes, key, value),
+            _ => encode(target, key, value),
         }
         true
     }
