@@ -365,7 +365,9 @@ impl Stripe {
         thread_local! {
             static STRIPE: Stripe = Stripe::claim();
         }
-        STRIPE.with(|s| s.0)
+        // None as well while the thread's locals are being torn down (a cache read from
+        // another thread-local's destructor).
+        STRIPE.try_with(|s| s.0).ok().flatten()
     }
 }
 
