@@ -63,6 +63,7 @@ pub struct CacheBuilder {
     write_behind: Option<usize>,
     size_classes: u8,
     unlocked_hits: bool,
+    write_faults: Option<(usize, u64)>,
 }
 
 impl CacheBuilder {
@@ -91,6 +92,7 @@ impl CacheBuilder {
             write_behind: None,
             size_classes: 1,
             unlocked_hits: true,
+            write_faults: None,
         }
     }
 
@@ -110,6 +112,16 @@ impl CacheBuilder {
     pub fn lower_tier(mut self, kind: TierKind, capacity_bytes: u64, policy: PolicyConfig) -> Self {
         self.tiers.truncate(1);
         self.tiers.push(TierSpec { kind, capacity_bytes, policy, profile: None });
+        self
+    }
+
+    /// Fault injection: every `every`-th write to tier `tier` (0 upper, 1 lower; a file or
+    /// flash tier) fails with an I/O error and writes nothing, as a failing device's would, to
+    /// see what the cache does over one. A block whose write failed is dropped (the policy
+    /// told) and counted in `io_errors`; the caller's operation still succeeds, since its data
+    /// is in the backing store.
+    pub fn fail_writes(mut self, tier: usize, every: u64) -> Self {
+        self.write_faults = Some((tier, every));
         self
     }
 
@@ -291,6 +303,19 @@ impl CacheBuilder {
             let reason = format!("{} threads; at most {WRITERS_MAX}", self.writers());
             return Err(EngineError::config("write_behind", reason));
         }
+        if let Some((tier, every)) = self.write_faults {
+            let reason = match self.tiers.get(tier) {
+                None => Some(format!("there is no tier {tier}")),
+                Some(spec) if !spec.kind.is_io() => {
+                    Some(format!("tier {tier} is memory, whose writes cannot fail"))
+                }
+                Some(_) if every == 0 => Some("every 0th write is no write".to_string()),
+                Some(_) => None,
+            };
+            if let Some(reason) = reason {
+                return Err(EngineError::config("fail_writes", reason));
+            }
+        }
         if let Some(tier) = self.missing_emulated_tier {
             return Err(EngineError::config(
                 "emulate",
@@ -382,12 +407,16 @@ impl CacheBuilder {
             .tiers
             .iter()
             .zip(&per_shard)
-            .map(|(tier, n)| {
+            .enumerate()
+            .map(|(i, (tier, n))| {
                 let slot_bytes = tier.kind.slot_bytes(self.block_size, self.chunks());
                 let slots = (n + tier.kind.slack_slots()) * self.shards as u64;
                 let mut medium = Medium::open(&tier.kind, slots, slot_bytes, self.chunks())?;
                 if let Some(profile) = &tier.profile {
                     medium.emulate(profile.clone());
+                }
+                if let Some((_, every)) = self.write_faults.filter(|(t, _)| *t == i) {
+                    medium.fail_writes(every);
                 }
                 Ok(medium)
             })

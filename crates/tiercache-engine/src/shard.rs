@@ -304,7 +304,8 @@ impl Shard {
     /// Overwrites a resident key's block: in place on memory tiers; into a fresh slot on file
     /// and flash tiers, whose blocks a running read may hold, and wherever a read handle pins
     /// the slot or the value changed size class.
-    fn overwrite(&mut self, key: Key, data: &[u8]) -> Result<(), EngineError> {
+    /// False if the write failed (see `store_or_fail`): the caller drops the key.
+    fn overwrite(&mut self, key: Key, data: &[u8]) -> bool {
         let old = self.places[&key];
         let tier = old.tier as usize;
         let mut place = Place::new(old.tier, old.slot);
@@ -317,10 +318,28 @@ impl Shard {
         if old.staged {
             self.staging.remove(&key);
         }
-        let place = self.store(place, key, data)?;
-        self.places.insert(key, place);
-        self.stats.updates += 1;
-        Ok(())
+        let written = self.store_or_fail(place, key, data);
+        self.stats.updates += written as u64;
+        written
+    }
+
+    /// Writes a block into `place` and records it as `key`'s. False if the write failed (an
+    /// I/O error of a file or flash tier), counted in `io_errors`: the place is recorded all
+    /// the same, unreadable, for the caller to drop once the decision's other actions are
+    /// done, so that the policy hears of it and stays in step. The caller's data is safe in the
+    /// backing store; the cache just does not keep it.
+    fn store_or_fail(&mut self, place: Place, key: Key, data: &[u8]) -> bool {
+        match self.store(place, key, data) {
+            Ok(stored) => {
+                self.places.insert(key, stored);
+                true
+            }
+            Err(_) => {
+                self.stats.io_errors += 1;
+                self.places.insert(key, place);
+                false
+            }
+        }
     }
 
     /// The size class of a block of `size` bytes: the smallest that holds it.
@@ -429,18 +448,22 @@ impl Shard {
                     self.stats.inserts += 1;
                     let mut place = Place::new(tier.0, slot);
                     match value {
-                        Some(data) => place = self.store(place, key, data)?,
+                        Some(data) => {
+                            if !self.store_or_fail(place, key, data) {
+                                lost.push(key);
+                            }
+                        }
                         None => {
                             self.loads += 1;
                             load = Some(self.loads);
                             place.filling = load;
+                            self.places.insert(key, place);
                         }
                     }
-                    self.places.insert(key, place);
                 }
                 Action::Update { key: k, .. } => {
-                    if let Some(data) = value {
-                        self.overwrite(k, data)?;
+                    if value.is_some_and(|data| !self.overwrite(k, data)) {
+                        lost.push(k);
                     }
                 }
                 Action::Move { key: k, from, to, size } => {
@@ -454,7 +477,8 @@ impl Shard {
                 }
             }
         }
-        // A block that failed its checksum on the way down is dropped, and the policy told.
+        // A block that failed its checksum on the way down, or whose write failed, is dropped,
+        // and the policy told.
         for k in lost {
             self.drop_key(k);
         }
@@ -489,9 +513,14 @@ impl Shard {
                 }
                 None => self.regions[from.index()].read(old.slot, key, &mut scratch),
             };
-            match read {
-                Ok(len) => {
-                    new = self.write_block(new, key, &scratch[..len])?;
+            match read.map(|len| (len, self.write_block(new, key, &scratch[..len]))) {
+                Ok((_, Err(_))) => {
+                    // The tier's write failed: dropped like a block that did not check out.
+                    self.stats.io_errors += 1;
+                    good = false;
+                }
+                Ok((len, Ok(written))) => {
+                    new = written;
                     if to > from {
                         self.stats.demotions += 1;
                         self.stats.bytes_demoted += len as u64;
@@ -575,15 +604,19 @@ impl Shard {
 
     /// Overwrites a resident key's block (write-around's write hit).
     pub fn apply_update(&mut self, key: Key, data: &[u8]) -> Result<(), EngineError> {
-        self.overwrite(key, data)
+        if !self.overwrite(key, data) {
+            self.drop_key(key);
+        }
+        Ok(())
     }
 
     /// Fills a slot reserved by read-through `load`, if it is still waiting for it.
     pub fn fill(&mut self, key: Key, load: u64, data: &[u8]) -> Result<(), EngineError> {
         match self.places.get(&key) {
             Some(place) if place.filling == Some(load) => {
-                let place = self.store(Place { filling: None, ..*place }, key, data)?;
-                self.places.insert(key, place);
+                if !self.store_or_fail(Place { filling: None, ..*place }, key, data) {
+                    self.drop_key(key);
+                }
                 Ok(())
             }
             _ => Ok(()),

@@ -63,6 +63,33 @@ impl TierKind {
     }
 }
 
+/// Fault injection, to see what a cache over a failing device does: every `every`-th write to
+/// a file or flash tier fails with an I/O error, as a failing device's would, and writes
+/// nothing.
+pub struct WriteFaults {
+    every: u64,
+    writes: std::sync::atomic::AtomicU64,
+}
+
+impl WriteFaults {
+    pub fn new(every: u64) -> WriteFaults {
+        WriteFaults { every: every.max(1), writes: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// Counts a write; the error it fails with if it is one to fail.
+    fn strike(&self, path: &Path) -> Result<(), EngineError> {
+        let n = self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if n.is_multiple_of(self.every) {
+            return Err(EngineError::Io {
+                path: path.to_path_buf(),
+                action: "cannot write a block",
+                source: std::io::Error::other("injected write fault"),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// A read that found no usable block.
 #[derive(Debug)]
 pub enum ReadFault {
@@ -79,6 +106,7 @@ pub struct Medium {
     /// Chunks a page may be split into (1 without size classes).
     chunks: u32,
     emulator: Option<Arc<Emulator>>,
+    faults: Option<Arc<WriteFaults>>,
     /// Something the user should know about how the medium runs (a fallback taken).
     pub warning: Option<String>,
 }
@@ -149,8 +177,15 @@ impl Medium {
             slot_bytes,
             chunks,
             emulator: None,
+            faults: None,
             warning,
         })
+    }
+
+    /// Makes every `every`-th write to this medium fail (file and flash tiers; see
+    /// [`WriteFaults`]).
+    pub fn fail_writes(&mut self, every: u64) {
+        self.faults = Some(Arc::new(WriteFaults::new(every)));
     }
 
     /// Makes every region of this medium behave like `profile`.
@@ -199,6 +234,7 @@ impl Medium {
             page_class: vec![0; count as usize],
             slack: self.kind.slack_slots(),
             emulator: self.emulator.clone(),
+            faults: self.faults.clone(),
             spare: Vec::new(),
             published: None,
         })
@@ -256,6 +292,7 @@ pub struct Staged {
     /// CRC32C of the value (flash blocks keep it in DRAM).
     crc: u32,
     emulator: Option<Arc<Emulator>>,
+    faults: Option<Arc<WriteFaults>>,
 }
 
 impl Staged {
@@ -266,6 +303,9 @@ impl Staged {
 
     /// Writes the block (as the tier's device profile would, if emulated).
     pub fn run(&self) -> Result<(), EngineError> {
+        if let Some(faults) = &self.faults {
+            faults.strike(&self.path)?;
+        }
         let write = || {
             self.file.write_all_at(&self.buf.as_slice()[..self.written], self.at).map_err(
                 |source| EngineError::Io {
@@ -389,6 +429,7 @@ pub struct Region {
     /// Slots beyond the policy's capacity (see `TierKind::slack_slots`).
     slack: u64,
     emulator: Option<Arc<Emulator>>,
+    faults: Option<Arc<WriteFaults>>,
     /// Buffers for reads done with the shard unlocked, reused.
     spare: Vec<IoBuf>,
     /// The slots as readers without the lock see them, when hits are served that way.
@@ -490,6 +531,7 @@ impl Region {
             len: value.len() as u32,
             crc,
             emulator: self.emulator.clone(),
+            faults: self.faults.clone(),
         })
     }
 
@@ -619,6 +661,16 @@ impl Region {
             return Ok(());
         }
         let at = slot as u64 * self.slot_bytes as u64;
+        if let Some(faults) = &self.faults {
+            let path = match &self.storage {
+                Storage::Direct(direct) => direct.path(),
+                Storage::File { path, .. } => path,
+                Storage::Dram { .. } | Storage::Mapped { .. } => {
+                    unreachable!("memory tiers return above")
+                }
+            };
+            faults.strike(path)?;
+        }
         match &mut self.storage {
             Storage::Direct(direct) => direct.write(slot, key, value),
             Storage::File { file, offset, path, scratch } => {

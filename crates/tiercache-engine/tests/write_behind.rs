@@ -125,3 +125,76 @@ fn dropping_the_cache_writes_everything_staged_first() {
     }
     std::fs::remove_file(path).unwrap();
 }
+
+/// A tier whose writes fail (every third, injected): blocks whose write failed are dropped and
+/// counted, the policy stays in step (a drop it was not told of would trip its bookkeeping),
+/// no caller sees an error, and no read returns anything but the latest value or a miss. On
+/// the caller's thread and behind it, on a single failing tier and under DRAM (demotions).
+#[test]
+fn failing_tier_writes_drop_blocks_never_data() {
+    let cases = [
+        ("fail-file-sync", false, false, 0),
+        ("fail-file-behind", false, false, 2),
+        ("fail-flash-behind", true, false, 2),
+        ("fail-flash-under-dram", true, true, 0),
+        ("fail-flash-under-dram-behind", true, true, 2),
+    ];
+    for (name, flash, two_tiers, behind) in cases {
+        let path = scratch(name);
+        let kind = match flash {
+            true => TierKind::Flash { path: path.clone() },
+            false => TierKind::File { path: path.clone() },
+        };
+        let builder =
+            CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).shards(2).write_behind(behind);
+        let (builder, failing) = match two_tiers {
+            true => (
+                builder.capacity_bytes(8 * BLOCK as u64).lower_tier(
+                    kind,
+                    24 * BLOCK as u64,
+                    PolicyConfig::Lru,
+                ),
+                1,
+            ),
+            false => (builder.tier(kind).capacity_bytes(32 * BLOCK as u64), 0),
+        };
+        let cache = builder.fail_writes(failing, 3).build().unwrap();
+        let mut latest = vec![0u64; KEYS as usize];
+        let mut rng = SeededRng::new(5);
+        let mut buf = vec![0u8; BLOCK];
+        let mut check = |cache: &tiercache_engine::Cache, key: u64, latest: &[u64]| {
+            if let Some(len) = cache.get(key, &mut buf) {
+                assert_eq!(version_of(key, &buf[..len]), latest[key as usize], "{name}: key {key}");
+            }
+        };
+        for _ in 0..3000 {
+            let key = rng.below(KEYS);
+            if rng.below(10) < 6 {
+                latest[key as usize] += 1;
+                cache.put(key, &value(key, latest[key as usize])).unwrap();
+            } else {
+                check(&cache, key, &latest);
+            }
+        }
+        cache.flush();
+        for key in 0..KEYS {
+            check(&cache, key, &latest);
+        }
+        let stats = cache.stats();
+        let (used, slots) = cache.occupancy();
+        assert!(stats.io_errors > 100 && stats.hits > 100, "{name}: {stats:?}");
+        assert_eq!(stats.writes_dropped + stats.checksum_failures, 0, "{name}: {stats:?}");
+        assert!(used <= slots, "{name}: {used} of {slots}");
+        if behind > 0 {
+            assert!(stats.writes_behind > 0, "{name}: {stats:?}");
+        }
+    }
+    // Only file and flash tiers can be made to fail, and only tiers that exist.
+    for (builder, says) in [
+        (CacheBuilder::new(PolicyConfig::Lru).fail_writes(0, 3), "memory"),
+        (CacheBuilder::new(PolicyConfig::Lru).fail_writes(1, 3), "no tier 1"),
+    ] {
+        let e = builder.build().err().expect("refused").to_string();
+        assert!(e.contains("fail_writes") && e.contains(says), "{e}");
+    }
+}
