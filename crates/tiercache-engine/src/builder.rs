@@ -425,30 +425,17 @@ impl CacheBuilder {
         let io_tier = self.tiers.iter().any(|t| t.kind.is_io());
         let behind = (writers > 0 && io_tier).then(|| Arc::new(WriteBehind::default()));
         let mut shards = Vec::with_capacity(self.shards);
-        // Hits without the lock need a policy whose hits are quiet (checked per shard below),
-        // no periodic work, no controller timing tier reads, and a memory upper tier whose
-        // slots can be published (not emulated, no size classes).
+        // Hits without the lock need a policy whose hits are quiet (asked of the first shard's
+        // below; all shards run the same policy), no periodic work, no controller timing tier
+        // reads, and a memory upper tier whose slots can be published (not emulated, no size
+        // classes).
         let unlocked_hits = self.unlocked_hits
             && !self.tiers.iter().any(|t| t.policy.uses_time())
             && !self.measured()
             && self.tiers[0].profile.is_none()
             && !self.tiers[0].kind.is_io()
-            && self.size_classes == 1
-            && self.policy(&per_shard, self.seed)?.quiet_hits();
-        let sets = match unlocked_hits {
-            true => {
-                let slots = (per_shard[0] + self.tiers[0].kind.slack_slots()) as usize;
-                let sets = crate::optimistic::Sets::new(self.shards, slots).map_err(|source| {
-                    EngineError::Io {
-                        path: "<unlocked hits>".into(),
-                        action: "cannot allocate the table of published blocks",
-                        source,
-                    }
-                })?;
-                Some(sets)
-            }
-            false => None,
-        };
+            && self.size_classes == 1;
+        let mut sets = None;
         let mut tables = Vec::new();
         for i in 0..self.shards as u64 {
             let seed = self.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -461,7 +448,20 @@ impl CacheBuilder {
                 })
                 .collect::<Result<_, _>>()?;
             let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions, self.block_size);
-            if let Some(sets) = &sets {
+            if unlocked_hits && shard.policy.quiet_hits() {
+                if sets.is_none() {
+                    let slots = (per_shard[0] + self.tiers[0].kind.slack_slots()) as usize;
+                    let made =
+                        crate::optimistic::Sets::new(self.shards, slots).map_err(|source| {
+                            EngineError::Io {
+                                path: "<unlocked hits>".into(),
+                                action: "cannot allocate the table of published blocks",
+                                source,
+                            }
+                        })?;
+                    sets = Some(made);
+                }
+                let sets = sets.as_ref().expect("made above");
                 tables.extend(shard.publish((sets, i as usize)));
             }
             shard.behind = behind.clone().map(|queue| (queue, i as usize));

@@ -52,7 +52,7 @@ pub const BATCH: usize = 16;
 /// while the slot is being written) and the slot plus one (low half; 0 when the way holds no
 /// block).
 #[derive(Clone, Copy)]
-struct Way<'a> {
+pub struct Way<'a> {
     key: &'a AtomicU64,
     state: &'a AtomicU64,
     len: &'a AtomicU32,
@@ -194,28 +194,28 @@ impl SlotTable {
     }
 
     /// Starts writing `key`'s block into `slot` (under the shard's lock). If `key` is
-    /// published in `slot` (an overwrite in place), readers stop taking it until `end_write`;
-    /// any other slot of `key` was vacated first.
-    pub fn begin_write(&self, slot: u32, key: Key) {
-        if let Some(way) = self.way_of(key, Some(slot)) {
-            let state = way.state.load(Ordering::Relaxed);
-            way.state.store(state + SEQ_ONE, Ordering::Relaxed);
-            // Orders the odd number before the writes that follow: a reader that sees any of
-            // them sees the odd number on its second read (it reads with an acquire fence
-            // between).
-            fence(Ordering::Release);
-        }
+    /// published in `slot` (an overwrite in place), readers stop taking it until `end_write`,
+    /// which is given the way returned; any other slot of `key` was vacated first.
+    pub fn begin_write(&self, slot: u32, key: Key) -> Option<Way<'_>> {
+        let way = self.way_of(key, Some(slot))?;
+        let state = way.state.load(Ordering::Relaxed);
+        way.state.store(state + SEQ_ONE, Ordering::Relaxed);
+        // Orders the odd number before the writes that follow: a reader that sees any of them
+        // sees the odd number on its second read (it reads with an acquire fence between).
+        fence(Ordering::Release);
+        Some(way)
     }
 
-    /// Ends a write begun with `begin_write`: `slot` now holds `len` bytes for `key`,
-    /// published if its set has a way for it.
-    pub fn end_write(&self, slot: u32, key: Key, len: usize) {
-        if let Some(way) = self.way_of(key, Some(slot)) {
-            let state = way.state.load(Ordering::Relaxed);
-            way.len.store(len as u32, Ordering::Relaxed);
-            way.state.store(state + SEQ_ONE, Ordering::Release);
-        } else {
-            self.publish(slot, key, len);
+    /// Ends a write begun with `begin_write` (`way` what it returned): `slot` now holds `len`
+    /// bytes for `key`, published if its set has a way for it.
+    pub fn end_write(&self, way: Option<Way<'_>>, slot: u32, key: Key, len: usize) {
+        match way {
+            Some(way) => {
+                let state = way.state.load(Ordering::Relaxed);
+                way.len.store(len as u32, Ordering::Relaxed);
+                way.state.store(state + SEQ_ONE, Ordering::Release);
+            }
+            None => self.publish(slot, key, len),
         }
     }
 
@@ -441,14 +441,11 @@ impl HitLog {
     pub fn take(&self, shard: usize, every: bool, mut each: impl FnMut(&[Hit])) {
         let waiting = &self.waiting[shard].0;
         // Read first: most lockings find nothing flagged, and a read keeps the line shared.
-        let mut flagged = match waiting.load(Ordering::Relaxed) {
-            0 if !every => return,
+        let flagged = match waiting.load(Ordering::Relaxed) {
             0 => 0,
             _ => waiting.swap(0, Ordering::Relaxed),
         };
-        if every {
-            flagged = u64::MAX >> (64 - self.stripes);
-        }
+        let mut flagged = if every { u64::MAX >> (64 - self.stripes) } else { flagged };
         let mut hits = [Hit::default(); BATCH];
         while flagged != 0 {
             let stripe = flagged.trailing_zeros() as usize;

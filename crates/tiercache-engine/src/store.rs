@@ -652,9 +652,9 @@ impl Region {
     fn write_now(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
         let span = self.span(slot);
         if let Some(table) = &self.published {
-            table.begin_write(slot, key);
+            let way = table.begin_write(slot, key);
             self.storage.write_memory(span, slot, key, value);
-            table.end_write(slot, key, value.len());
+            table.end_write(way, slot, key, value.len());
             return Ok(());
         }
         if self.storage.write_memory(span, slot, key, value) {

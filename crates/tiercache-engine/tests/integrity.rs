@@ -25,6 +25,17 @@ fn value(key: u64, version: u64) -> Vec<u8> {
     common::value(key, version, BLOCK)
 }
 
+/// An LRU cache of `blocks` blocks of `BLOCK` bytes on `tier`, over `shards` shards.
+fn lru_on(tier: TierKind, shards: usize, blocks: u64) -> Cache {
+    CacheBuilder::new(PolicyConfig::Lru)
+        .tier(tier)
+        .block_size(BLOCK)
+        .shards(shards)
+        .capacity_bytes(blocks * BLOCK as u64)
+        .build()
+        .unwrap()
+}
+
 fn version_of(key: u64, bytes: &[u8]) -> u64 {
     assert_eq!(bytes.len(), BLOCK, "key {key}: a value of the wrong length");
     common::version_of(key, bytes)
@@ -169,13 +180,7 @@ fn concurrent_readers_and_writers_never_see_stale_or_torn_data() {
 fn hits_without_the_lock_are_never_torn_by_writes_in_place() {
     let keys = 8u64;
     for tier in [TierKind::Dram, TierKind::Mapped { path: scratch("unlocked.mem") }] {
-        let cache = CacheBuilder::new(PolicyConfig::Lru)
-            .tier(tier.clone())
-            .block_size(BLOCK)
-            .shards(2)
-            .capacity_bytes(64 * BLOCK as u64)
-            .build()
-            .unwrap();
+        let cache = lru_on(tier.clone(), 2, 64);
         let completed: Vec<AtomicU64> = (0..keys).map(|_| AtomicU64::new(1)).collect();
         for key in 0..keys {
             cache.put(key, &value(key, 1)).unwrap();
@@ -224,13 +229,7 @@ fn flipped_bits_on_slow_memory_and_flash_are_misses_never_data() {
         } else {
             TierKind::File { path: path.clone() }
         };
-        let cache = CacheBuilder::new(PolicyConfig::Lru)
-            .tier(tier)
-            .block_size(BLOCK)
-            .shards(1)
-            .capacity_bytes(64 * BLOCK as u64)
-            .build()
-            .unwrap();
+        let cache = lru_on(tier, 1, 64);
         for key in 0..64 {
             assert!(cache.put(key, &value(key, 1)).unwrap().cached);
         }
@@ -491,13 +490,7 @@ fn the_flash_tier_uses_direct_io_checks_blocks_and_refuses_misaligned_blocks() {
 #[test]
 fn read_handles_pin_their_block_until_dropped() {
     for tier in [TierKind::Dram, TierKind::Mapped { path: scratch("handles.mem") }] {
-        let cache = CacheBuilder::new(PolicyConfig::Lru)
-            .tier(tier.clone())
-            .block_size(BLOCK)
-            .shards(1)
-            .capacity_bytes(8 * BLOCK as u64)
-            .build()
-            .unwrap();
+        let cache = lru_on(tier.clone(), 1, 8);
         cache.put(1, &value(1, 1)).unwrap();
         let held = cache.get_ref(1).expect("a hit");
         // Overwritten, then evicted by a stream of other keys, while held: the handle keeps
