@@ -6,7 +6,7 @@
 //!
 //! ```toml
 //! [workload]
-//! trace = "../../shared/traces/cloudPhysicsIO.vscsi"   # relative to this file
+//! trace = "../data/cloudPhysicsIO.vscsi.zst"   # relative to this file
 //! block_size = "4KiB"
 //!
 //! [cache]

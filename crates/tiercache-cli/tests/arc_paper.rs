@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::{shared_trace, sim_json};
+use common::{data_trace, sim_json};
 
 fn hit_ratio_percent(trace: &str, policy: &str, pages: u64) -> f64 {
-    let path = shared_trace(trace);
+    let path = data_trace(trace);
     let pages = pages.to_string();
     let args = [
         "--trace",

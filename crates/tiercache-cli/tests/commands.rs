@@ -5,7 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{shared_trace, sim_blocks, sim_json, tiercache, tiercache_fails};
+use common::{data_trace, sim_blocks, sim_json, tiercache, tiercache_fails};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tiercache-cli-{}", std::process::id()));
@@ -32,7 +32,7 @@ fn demo_compares_policies_and_belady_wins() {
 
 #[test]
 fn sim_reports_reads_writes_and_writes_csv() {
-    let trace = shared_trace("msr_hm_0_first1000.csv");
+    let trace = data_trace("msr_hm_0_first1000.csv.zst");
     let csv = scratch("report.csv");
     let args = [
         "--trace",
@@ -69,7 +69,7 @@ fn sim_reports_reads_writes_and_writes_csv() {
 
 #[test]
 fn sweep_writes_csv_svg_and_png() {
-    let trace = shared_trace("cloudPhysicsIO.oracleGeneral.bin");
+    let trace = data_trace("cloudPhysicsIO.oracleGeneral.bin.zst");
     let out = scratch("sweep");
     let stdout = tiercache(&[
         "sweep",
@@ -148,7 +148,7 @@ fn trace_gen_convert_and_stats_agree() {
 fn lru_hit_ratio_equals_the_reuse_distance_histogram() {
     // Mattson's stack property, two independent computations: LRU of 2^k objects hits exactly
     // the requests whose reuse distance is below 2^k.
-    let trace = shared_trace("cloudPhysicsIO.txt");
+    let trace = data_trace("cloudPhysicsIO.txt.zst");
     let path = trace.to_str().unwrap();
     let stats: serde_json::Value =
         serde_json::from_str(&tiercache(&["trace", "stats", "--trace", path, "--json"])).unwrap();
@@ -183,7 +183,7 @@ fn bad_input_gets_clear_errors() {
         "1MiB",
     ]);
     assert!(e.contains("/no/such/trace.csv") && e.contains("cannot open"), "{e}");
-    let trace = shared_trace("msr_hm_0_first1000.csv");
+    let trace = data_trace("msr_hm_0_first1000.csv.zst");
     let t = trace.to_str().unwrap();
     let e = tiercache_fails(&["sim", "--trace", t, "--policy", "lru2", "--capacity", "1MiB"]);
     assert!(e.contains("lru2") && e.contains("known policies"), "{e}");
@@ -319,7 +319,7 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
 
 #[test]
 fn sim_runs_two_tier_placements_and_counts_moves() {
-    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let trace = data_trace("cloudPhysicsIO.vscsi.zst");
     let t = trace.to_str().unwrap();
     let run = |placement: &str| {
         sim_blocks(t, "lru", "500", &["--lower-capacity", "2000", "--placement", placement])
@@ -370,7 +370,7 @@ fn profiles_list_show_and_load_from_toml() {
 
 #[test]
 fn sim_runs_open_cas_modes() {
-    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let trace = data_trace("cloudPhysicsIO.vscsi.zst");
     let t = trace.to_str().unwrap();
     let run = |mode: &str| sim_blocks(t, "lru", "4000", &["--mode", mode]);
     let (wt, wb, wa, pt) = (run("wt"), run("wb"), run("wa"), run("pt"));
@@ -397,7 +397,7 @@ fn sim_runs_open_cas_modes() {
 
 #[test]
 fn sim_in_virtual_time_reports_throughput_and_devices() {
-    let trace = shared_trace("msr_hm_0_first1000.csv");
+    let trace = data_trace("msr_hm_0_first1000.csv.zst");
     let t = trace.to_str().unwrap();
     let run = |clients: &str| {
         sim_blocks(
@@ -457,7 +457,7 @@ fn experiments_run_from_one_toml_file() {
 
 #[test]
 fn sim_runs_hibachi_and_its_hybrid_lru_baseline_on_two_tiers() {
-    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let trace = data_trace("cloudPhysicsIO.vscsi.zst");
     let t = trace.to_str().unwrap();
     for policy in ["hibachi", "hybrid-lru", "hybrid-arc", "hibachi:seq_threshold=4"] {
         let r = sim_blocks(t, policy, "1024", &["--lower-capacity", "1024"]);
@@ -473,7 +473,7 @@ fn sim_runs_hibachi_and_its_hybrid_lru_baseline_on_two_tiers() {
 
 #[test]
 fn sim_runs_a_hierarchy_of_three_tiers_in_counts_and_in_virtual_time() {
-    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let trace = data_trace("cloudPhysicsIO.vscsi.zst");
     let t = trace.to_str().unwrap();
     let base = [
         "--trace",
@@ -556,7 +556,7 @@ fn model_orthus_writes_figure_3_as_csv() {
 
 #[test]
 fn sim_runs_behind_nvcache_admission() {
-    let trace = shared_trace("cloudPhysicsIO.vscsi");
+    let trace = data_trace("cloudPhysicsIO.vscsi.zst");
     let t = trace.to_str().unwrap();
     let run = |nvcache: &str| sim_blocks(t, "lru", "20000", &["--nvcache", nvcache]);
     let (always, obp) = (run("alloc-read-write"), run("obp:0.1"));

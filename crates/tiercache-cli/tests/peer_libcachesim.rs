@@ -19,9 +19,9 @@ mod common;
 use std::collections::HashMap;
 use std::process::Command;
 
-use common::{shared_trace, sim_json};
+use common::{data_trace, sim_json};
 
-const TRACE: &str = "cloudPhysicsIO.oracleGeneral.bin";
+const TRACE: &str = "cloudPhysicsIO.oracleGeneral.bin.zst";
 const BYTES: [u64; 4] = [16 << 20, 64 << 20, 256 << 20, 1 << 30];
 const OBJECTS: [u64; 4] = [500, 2000, 8000, 20000];
 
@@ -29,7 +29,7 @@ type Peer = HashMap<String, HashMap<String, (f64, f64)>>;
 
 fn peer(unit: &str, capacities: &[u64]) -> Peer {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/peer_libcachesim.py");
-    let trace = shared_trace(TRACE);
+    let trace = data_trace(TRACE);
     let mut command = Command::new("python3");
     command.arg(script).arg(&trace).arg(unit);
     command.args(capacities.iter().map(|c| c.to_string()));
@@ -50,7 +50,7 @@ fn peer(unit: &str, capacities: &[u64]) -> Peer {
 }
 
 fn ours(policy: &str, unit: &str, capacity: u64) -> (f64, f64) {
-    let trace = shared_trace(TRACE);
+    let trace = data_trace(TRACE);
     let capacity = capacity.to_string();
     let args = [
         "--trace",

@@ -14,8 +14,8 @@ use tiercache_workload::{TraceOptions, TraceReader};
 const BLOCK: usize = 4096;
 
 fn trace() -> Vec<Request> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces/cloudPhysicsIO.vscsi");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/cloudPhysicsIO.vscsi.zst");
     let options = TraceOptions { block_size: Some(BLOCK as u32), ..TraceOptions::default() };
     TraceReader::open(&path, &options).unwrap().map(|r| r.unwrap()).collect()
 }

@@ -18,15 +18,18 @@ const SIZES_MIB: [u64; 4] = [8, 32, 128, 256];
 const LAT_RAM_NS: f64 = 50.0;
 const LAT_HDD_NS: f64 = 10e6;
 
-/// The shared traces: `$TIERCACHE_TRACES`, or `../shared/traces` beside the checkout.
-fn traces_dir() -> Option<PathBuf> {
+/// The CloudPhysics trace of the repository's test data: in `$TIERCACHE_DATA`, in `data/` of the
+/// working directory, or in the checkout this binary was built from.
+fn cloudphysics_trace() -> Option<PathBuf> {
     let candidates = [
-        std::env::var_os("TIERCACHE_TRACES").map(PathBuf::from),
-        Some(PathBuf::from("../shared/traces")),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")),
+        std::env::var_os("TIERCACHE_DATA").map(PathBuf::from),
+        Some(PathBuf::from("data")),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data")),
     ];
-    candidates.into_iter().flatten().find(|p| p.join("cloudPhysicsIO.vscsi").exists())
+    candidates.into_iter().flatten().map(|dir| dir.join(CLOUDPHYSICS)).find(|p| p.exists())
 }
+
+const CLOUDPHYSICS: &str = "cloudPhysicsIO.vscsi.zst";
 
 fn options(policy: &str, total_blocks: u64) -> RunOptions {
     let half = Capacity::objects((total_blocks / 2).max(1));
@@ -62,9 +65,8 @@ fn read_hit_rate(r: &SimReport, tier: usize) -> f64 {
 pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     let synthetic_requests = lab.scale.requests(2_000_000);
     let mut workloads: Vec<(String, Vec<Request>)> = Vec::new();
-    match traces_dir() {
-        Some(dir) => {
-            let path = dir.join("cloudPhysicsIO.vscsi");
+    match cloudphysics_trace() {
+        Some(path) => {
             lab.step(format!("reading {}", path.display()));
             let options = TraceOptions { format: TraceFormat::parse("auto", None)?, block_size: Some(4096), skip_bad: false };
             let mut requests: Vec<Request> = TraceReader::open(&path, &options)?.collect::<Result<_, _>>()?;
@@ -74,8 +76,8 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             workloads.push(("cloudPhysicsIO (4 KiB blocks)".into(), requests));
         }
         None => lab.setup(
-            "The shared traces were not found (set TIERCACHE_TRACES or put ../shared/traces beside \
-             the checkout): the cloudPhysicsIO rows are left out.",
+            "The test data's cloudPhysicsIO.vscsi.zst was not found (run from the checkout, or set \
+             TIERCACHE_DATA to its data/ folder): the cloudPhysicsIO rows are left out.",
         ),
     }
     workloads.push((

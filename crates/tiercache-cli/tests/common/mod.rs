@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-pub fn shared_trace(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces").join(name);
-    assert!(path.exists(), "{} is missing: CI keeps ../shared beside the checkout", path.display());
+/// A trace of the repository's test data (`data/`, with its provenance in `data/README.md`).
+pub fn data_trace(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name);
+    assert!(path.exists(), "{} is missing from the repository's test data", path.display());
     path
 }
 
