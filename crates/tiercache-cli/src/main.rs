@@ -65,10 +65,12 @@ pub struct TraceArgs {
     /// Trace file (.zst, .gz, .xz, .bz2 are decompressed on the fly).
     #[arg(long)]
     pub trace: PathBuf,
-    /// auto, msr, systor, oracle-general, vscsi, csv, txt, arc-lis.
+    /// auto, msr, systor, tencent-cbs, alibaba-block, twitter, oracle-general, vscsi, csv, txt,
+    /// arc-lis (auto never guesses tencent-cbs, alibaba-block or twitter: name them).
     #[arg(long, default_value = "auto")]
     pub format: String,
-    /// Columns of a --format csv trace, e.g. 'time=1,key=2,size=3,op=4,header=true'.
+    /// Columns of a --format csv trace, e.g. 'time=1,key=2,size=3,op=4,header=true'; also
+    /// time_unit, addr_unit, size_unit, volume, key_size, delim, default_size, text_keys.
     #[arg(long)]
     pub csv_spec: Option<String>,
     /// Split byte-range requests into aligned blocks of this size (e.g. 4096, 4KiB).

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use tiercache_core::{format_size, parse_size, Request};
 use tiercache_workload::gen::ycsb::{Ycsb, YcsbConfig, YcsbWorkload};
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
-use tiercache_workload::stats::{ReuseHistogram, StatsBuilder, TraceStats};
+use tiercache_workload::stats::{ReuseHistogram, StatsBuilder, TraceStats, VolumeStats};
 use tiercache_workload::writer::{write_oracle_general, CsvWriter};
 use tiercache_workload::TraceReader;
 
@@ -181,7 +181,10 @@ fn size32(text: &str) -> anyhow::Result<u32> {
 
 fn stats(trace: &TraceArgs, json: bool) -> anyhow::Result<()> {
     let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
-    let mut builder = StatsBuilder::default();
+    let mut builder = match reader.info().volumes {
+        true => StatsBuilder::by_volume(),
+        false => StatsBuilder::default(),
+    };
     let mut progress = Progress::new("reading", None);
     let mut n = 0u64;
     for item in reader.by_ref() {
@@ -243,4 +246,36 @@ fn print_stats(s: &TraceStats, info: &tiercache_workload::TraceInfo) {
         println!("  {:>12} .. {:<12} {:>12} {:>10.2}%", lo, hi, count, pct(cumulative, s.requests));
     }
     println!("  {:>12}    {:<12} {:>12}", "first use", "", s.reuse.cold);
+    print_volumes(&s.volumes);
+}
+
+/// Volumes shown in the text report, the busiest first; `--json` has them all.
+const VOLUMES_SHOWN: usize = 20;
+
+fn print_volumes(volumes: &[VolumeStats]) {
+    if volumes.is_empty() {
+        return;
+    }
+    let mut busiest: Vec<&VolumeStats> = volumes.iter().collect();
+    busiest.sort_by_key(|v| (std::cmp::Reverse(v.requests), v.volume));
+    println!();
+    println!("{} volumes, the busiest first:", volumes.len());
+    println!(
+        "  {:>8} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "volume", "requests", "reads", "writes", "unique keys", "footprint"
+    );
+    for v in busiest.iter().take(VOLUMES_SHOWN) {
+        println!(
+            "  {:>8} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            v.volume,
+            v.requests,
+            v.reads,
+            v.writes,
+            v.unique_keys,
+            format_size(v.footprint_bytes)
+        );
+    }
+    if volumes.len() > VOLUMES_SHOWN {
+        println!("  ... and {} more (all of them with --json)", volumes.len() - VOLUMES_SHOWN);
+    }
 }

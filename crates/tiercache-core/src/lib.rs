@@ -20,6 +20,8 @@ pub use capacity::{format_size, parse_size, Capacity, Unit};
 pub use device::{DeviceProfile, Direction};
 pub use error::CoreError;
 pub use hash::{fnv1a_64, KeyBuildHasher, KeyHasher, KeyMap, KeySet};
-pub use request::{annotate_next_access, scsi_op, Key, Op, Request, NEVER};
+pub use request::{
+    annotate_next_access, scsi_op, split_volume_key, volume_key, Key, Op, Request, NEVER,
+};
 pub use rng::SeededRng;
 pub use signal::Interval;

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::limits::{VOLUME_ADDRESS_BITS, VOLUME_BITS};
+
 /// A cache key: an object id, or a block number in a block view.
 pub type Key = u64;
 
@@ -33,13 +35,17 @@ impl Op {
         }
     }
 
-    /// Parses the spellings traces use: `R`/`W`, `Read`/`Write`, `get`/`set`, SCSI opcodes.
+    /// Parses the spellings traces use: `R`/`W`, `Read`/`Write`, SCSI opcodes, and the memcached
+    /// commands of Twitter's traces (Yang et al., OSDI'20), as that paper counts reads and writes:
+    /// `get` and `gets` read; `set`, `add`, `replace`, `cas`, `append`, `prepend`, `incr` and
+    /// `decr` write; `delete` deletes.
     pub fn parse(text: &str) -> Option<Op> {
         let t = text.trim();
         let lower = t.to_ascii_lowercase();
         match lower.as_str() {
             "r" | "read" | "get" | "gets" | "0" | "rs" => Some(Op::Read),
             "w" | "write" | "set" | "put" | "update" | "1" | "ws" => Some(Op::Write),
+            "add" | "replace" | "cas" | "append" | "prepend" | "incr" | "decr" => Some(Op::Write),
             "d" | "delete" | "del" | "trim" | "discard" | "remove" => Some(Op::Delete),
             "lookup" => Some(Op::Lookup),
             _ => scsi_opcode(&lower),
@@ -91,6 +97,19 @@ impl Request {
 
 const _: () = assert!(std::mem::size_of::<Request>() <= 32);
 
+/// The key of `address` on `volume` in a trace with a volume column: the volume in the top
+/// [`VOLUME_BITS`] bits, the address below, so requests of two volumes never share a key and a
+/// block view can split the address and keep the volume. `None` when either does not fit.
+pub fn volume_key(volume: u64, address: u64) -> Option<Key> {
+    let fits = volume < 1 << VOLUME_BITS && address < 1 << VOLUME_ADDRESS_BITS;
+    fits.then_some(volume << VOLUME_ADDRESS_BITS | address)
+}
+
+/// The volume and the address of a key made by [`volume_key`].
+pub fn split_volume_key(key: Key) -> (u64, u64) {
+    (key >> VOLUME_ADDRESS_BITS, key & ((1 << VOLUME_ADDRESS_BITS) - 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +124,21 @@ mod tests {
         assert_eq!(Op::parse("trim"), Some(Op::Delete));
         assert_eq!(Op::parse("sync"), None);
         assert_eq!(Op::parse("35"), None);
+        for write in ["set", "add", "replace", "cas", "append", "prepend", "incr", "decr"] {
+            assert_eq!(Op::parse(write), Some(Op::Write), "{write}");
+        }
+        assert_eq!((Op::parse("gets"), Op::parse("delete")), (Some(Op::Read), Some(Op::Delete)));
+    }
+
+    #[test]
+    fn volume_keys_keep_volumes_apart() {
+        let key = volume_key(3, 12345).unwrap();
+        assert_eq!(split_volume_key(key), (3, 12345));
+        assert_ne!(volume_key(1, 7), volume_key(2, 7));
+        let last = (1 << VOLUME_ADDRESS_BITS) - 1;
+        assert_eq!(split_volume_key(volume_key((1 << VOLUME_BITS) - 1, last).unwrap()).1, last);
+        assert_eq!(volume_key(1 << VOLUME_BITS, 0), None);
+        assert_eq!(volume_key(0, 1 << VOLUME_ADDRESS_BITS), None);
     }
 }
 

@@ -1,10 +1,12 @@
 //! The block view: splits each byte-range request into the aligned fixed-size blocks it
 //! touches, the unit block caches work in. A request at byte `a` of `n` bytes becomes requests
 //! for blocks `a / B ..= (a + n - 1) / B`, each of `B` bytes, with the original time and op.
-//! A zero-length request touches the one block that holds its offset.
+//! A zero-length request touches the one block that holds its offset. Keys of a trace with a
+//! volume column are volume keys: the address is split within its volume, and each block keeps
+//! its volume, so volumes never share a block.
 
 use tiercache_core::limits::{BLOCKS_PER_REQUEST_MAX, BLOCK_SIZE_MAX};
-use tiercache_core::Request;
+use tiercache_core::{split_volume_key, volume_key, Request};
 
 use crate::error::TraceError;
 
@@ -12,13 +14,21 @@ pub struct BlockView<I> {
     inner: I,
     block_bytes: u64,
     address_unit: u64,
-    pending: Option<(Request, u64, u64)>,
+    /// Whether keys are volume keys.
+    volumes: bool,
+    /// The request being split, its volume, and its next and end blocks.
+    pending: Option<(Request, u64, u64, u64)>,
 }
 
 impl<I: Iterator<Item = Result<Request, TraceError>>> BlockView<I> {
     /// `address_unit` is the bytes per key unit of the inner stream (1 for byte offsets, 512 for
-    /// sector numbers).
-    pub fn new(inner: I, block_bytes: u32, address_unit: u32) -> Result<BlockView<I>, TraceError> {
+    /// sector numbers); `volumes` says its keys are volume keys.
+    pub fn new(
+        inner: I,
+        block_bytes: u32,
+        address_unit: u32,
+        volumes: bool,
+    ) -> Result<BlockView<I>, TraceError> {
         if block_bytes == 0 || block_bytes as u64 > BLOCK_SIZE_MAX {
             return Err(TraceError::BadOption(format!(
                 "--block-size must be 1 B to {BLOCK_SIZE_MAX} B, got {block_bytes}"
@@ -28,15 +38,17 @@ impl<I: Iterator<Item = Result<Request, TraceError>>> BlockView<I> {
             inner,
             block_bytes: block_bytes as u64,
             address_unit: address_unit as u64,
+            volumes,
             pending: None,
         })
     }
 
     fn split(&mut self, req: Request) -> Result<(), TraceError> {
-        let start = req.key.checked_mul(self.address_unit).ok_or_else(|| {
+        let (volume, address) = if self.volumes { split_volume_key(req.key) } else { (0, req.key) };
+        let start = address.checked_mul(self.address_unit).ok_or_else(|| {
             TraceError::BadOption(format!(
-                "address {} x {} overflows 64 bits",
-                req.key, self.address_unit
+                "address {address} x {} overflows 64 bits",
+                self.address_unit
             ))
         })?;
         let end = start.saturating_add(req.size.max(1) as u64);
@@ -47,7 +59,12 @@ impl<I: Iterator<Item = Result<Request, TraceError>>> BlockView<I> {
                 req.size
             )));
         }
-        self.pending = Some((req, first, last + 1));
+        if self.volumes && volume_key(volume, last).is_none() {
+            return Err(TraceError::BadOption(format!(
+                "block {last} of volume {volume} is past the last block number a volume key holds"
+            )));
+        }
+        self.pending = Some((req, volume, first, last + 1));
         Ok(())
     }
 }
@@ -58,12 +75,16 @@ impl<I: Iterator<Item = Result<Request, TraceError>>> Iterator for BlockView<I> 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some((template, next, end)) = &mut self.pending {
+            if let Some((template, volume, next, end)) = &mut self.pending {
                 if *next < *end {
                     let block = *next;
                     *next += 1;
+                    let key = match self.volumes {
+                        true => volume_key(*volume, block).expect("checked by split"),
+                        false => block,
+                    };
                     let size = self.block_bytes as u32;
-                    return Some(Ok(Request::new(template.time_us, block, size, template.op)));
+                    return Some(Ok(Request::new(template.time_us, key, size, template.op)));
                 }
                 self.pending = None;
             }
@@ -85,7 +106,7 @@ mod tests {
     use tiercache_core::Op;
 
     fn blocks(reqs: Vec<Request>, block: u32, unit: u32) -> Vec<(u64, u32)> {
-        let view = BlockView::new(reqs.into_iter().map(Ok), block, unit).unwrap();
+        let view = BlockView::new(reqs.into_iter().map(Ok), block, unit, false).unwrap();
         view.map(|r| r.unwrap()).map(|r| (r.key, r.size)).collect()
     }
 
@@ -104,14 +125,27 @@ mod tests {
 
     #[test]
     fn keeps_time_and_op() {
-        let view =
-            BlockView::new(vec![Ok(Request::new(77, 0, 8192, Op::Write))].into_iter(), 4096, 1)
-                .unwrap();
+        let view = BlockView::new(
+            vec![Ok(Request::new(77, 0, 8192, Op::Write))].into_iter(),
+            4096,
+            1,
+            false,
+        )
+        .unwrap();
         assert!(view.map(|r| r.unwrap()).all(|r| r.time_us == 77 && r.op == Op::Write));
     }
 
     #[test]
     fn refuses_bad_block_sizes() {
-        assert!(BlockView::new(std::iter::empty(), 0, 1).is_err());
+        assert!(BlockView::new(std::iter::empty(), 0, 1, false).is_err());
+    }
+
+    #[test]
+    fn volumes_keep_their_blocks_apart() {
+        // Sectors 8..24 (bytes 4096..12288) on volumes 1 and 2: blocks 1 and 2 of each.
+        let reqs = [1, 2].map(|v| Ok(Request::read(volume_key(v, 8).unwrap(), 8192)));
+        let view = BlockView::new(reqs.into_iter(), 4096, 512, true).unwrap();
+        let got: Vec<(u64, u64)> = view.map(|r| split_volume_key(r.unwrap().key)).collect();
+        assert_eq!(got, vec![(1, 1), (1, 2), (2, 1), (2, 2)]);
     }
 }

@@ -12,7 +12,8 @@ pub enum TraceError {
     #[error("{}: {unit} {position}: field '{field}': {reason}", path.display())]
     Malformed { path: PathBuf, unit: &'static str, position: u64, field: String, reason: String },
     #[error("{}: cannot tell the trace format from the name or the first line; \
-             pass --format (msr, oracle-general, vscsi, csv, txt, arc-lis)", path.display())]
+             pass --format (msr, systor, tencent-cbs, alibaba-block, twitter, oracle-general, vscsi, \
+             csv, txt, arc-lis)", path.display())]
     UnknownFormat { path: PathBuf },
     #[error("{}: a block view needs keys that are addresses, but {format} keys are object ids", path.display())]
     NoAddresses { path: PathBuf, format: &'static str },
@@ -20,8 +21,19 @@ pub enum TraceError {
     BadSpec { spec: String, reason: String },
     #[error("bad option: {0}")]
     BadOption(String),
+    #[error("{}: the trace holds no requests{}", path.display(), skipped_note(*skipped))]
+    Empty { path: PathBuf, skipped: u64 },
+    #[error("{}: {reason}; is this the right --format?", path.display())]
+    WrongFormat { path: PathBuf, reason: String },
     #[error("{}: cannot write trace: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
+}
+
+fn skipped_note(skipped: u64) -> String {
+    match skipped {
+        0 => String::new(),
+        n => format!(" ({n} malformed records were skipped)"),
+    }
 }
 
 impl TraceError {

@@ -39,6 +39,13 @@ pub fn inner_name(path: &Path) -> String {
     }
 }
 
+/// The length of an uncompressed regular file, which a binary reader checks against its record
+/// size; `None` for a compressed file or anything else (a pipe, a device).
+pub fn plain_file_bytes(path: &Path) -> Option<u64> {
+    let metadata = std::fs::metadata(path).ok()?;
+    (Compression::of(path) == Compression::None && metadata.is_file()).then_some(metadata.len())
+}
+
 /// Opens `path` for buffered reading of its decompressed bytes.
 pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, TraceError> {
     let open_err = |source| TraceError::Open { path: path.to_path_buf(), source };

@@ -7,7 +7,7 @@ use tiercache_core::Request;
 
 use crate::block::BlockView;
 use crate::error::TraceError;
-use crate::formats::csv::{CsvReader, CsvSpec};
+use crate::formats::csv::CsvReader;
 use crate::formats::lis::{LisReader, LIS_BLOCK_BYTES};
 use crate::formats::oracle::OracleReader;
 use crate::formats::vscsi::{VscsiReader, SECTOR_BYTES};
@@ -35,6 +35,9 @@ pub struct TraceInfo {
     /// Bytes per key unit when keys are addresses (before any block view).
     pub address_unit: Option<u32>,
     pub block_size: Option<u32>,
+    /// Whether keys are volume keys (`tiercache_core::volume_key`): the trace has a volume
+    /// column.
+    pub volumes: bool,
 }
 
 /// Requests a reader can hand over in batches, so the per-request cost of reading is a decode
@@ -84,6 +87,8 @@ pub struct TraceReader {
     buffered_at: usize,
     /// An error met after some good requests of a batch; reported after them.
     pending_error: Option<TraceError>,
+    /// Requests handed out so far: a trace that ends before the first is an error.
+    delivered: u64,
 }
 
 impl TraceReader {
@@ -93,34 +98,31 @@ impl TraceReader {
             None => TraceFormat::detect(path)?,
         };
         let reader = open(path)?;
-        let (has_time, address_unit) = match &format {
-            TraceFormat::Msr => (true, CsvSpec::msr().addr_unit),
-            TraceFormat::Systor => (true, CsvSpec::systor().addr_unit),
-            TraceFormat::Txt => (false, None),
-            TraceFormat::Csv(spec) => (spec.time.is_some(), spec.addr_unit),
-            TraceFormat::OracleGeneral => (true, None),
-            TraceFormat::Vscsi => (true, Some(SECTOR_BYTES)),
-            TraceFormat::ArcLis => (false, Some(LIS_BLOCK_BYTES)),
+        let spec = format.csv_spec();
+        let (has_time, address_unit, volumes) = match (&format, &spec) {
+            (_, Some(spec)) => (spec.time.is_some(), spec.addr_unit, spec.volume.is_some()),
+            (TraceFormat::Vscsi, None) => (true, Some(SECTOR_BYTES), false),
+            (TraceFormat::ArcLis, None) => (false, Some(LIS_BLOCK_BYTES), false),
+            // oracleGeneral: object ids, not addresses.
+            (_, None) => (true, None, false),
         };
-        let stream: Stream = match &format {
+        let stream: Stream = match (&format, spec) {
             // Decoded in batches, not one boxed iterator call a request: the format of large
             // converted and generated traces.
-            TraceFormat::OracleGeneral if options.block_size.is_none() => {
+            (_, Some(spec)) => Box::new(CsvReader::new(reader, path, spec)),
+            (TraceFormat::OracleGeneral, None) if options.block_size.is_none() => {
                 return Ok(TraceReader::new(
-                    Box::new(OracleReader::new(reader, path)),
+                    Box::new(OracleReader::new(reader, path)?),
                     path,
                     &format,
                     has_time,
                     options,
                 ))
             }
-            TraceFormat::OracleGeneral => Box::new(OracleReader::new(reader, path)),
-            TraceFormat::Msr => Box::new(CsvReader::new(reader, path, CsvSpec::msr())),
-            TraceFormat::Systor => Box::new(CsvReader::new(reader, path, CsvSpec::systor())),
-            TraceFormat::Txt => Box::new(CsvReader::new(reader, path, CsvSpec::txt())),
-            TraceFormat::Csv(spec) => Box::new(CsvReader::new(reader, path, spec.clone())),
-            TraceFormat::Vscsi => Box::new(VscsiReader::new(reader, path)),
-            TraceFormat::ArcLis => Box::new(LisReader::new(reader, path)),
+            (TraceFormat::OracleGeneral, None) => Box::new(OracleReader::new(reader, path)?),
+            (TraceFormat::Vscsi, None) => Box::new(VscsiReader::new(reader, path)),
+            // Every other format has a column spec.
+            (_, None) => Box::new(LisReader::new(reader, path)),
         };
         let source: Source = match options.block_size {
             None => Box::new(IterSource(stream)),
@@ -129,11 +131,12 @@ impl TraceReader {
                     path: path.to_path_buf(),
                     format: format.name(),
                 })?;
-                Box::new(IterSource(BlockView::new(stream, block, unit)?))
+                Box::new(IterSource(BlockView::new(stream, block, unit, volumes)?))
             }
         };
         let mut trace = TraceReader::new(source, path, &format, has_time, options);
         trace.info.address_unit = address_unit;
+        trace.info.volumes = volumes;
         Ok(trace)
     }
 
@@ -150,6 +153,7 @@ impl TraceReader {
             has_time,
             address_unit: None,
             block_size: options.block_size,
+            volumes: false,
         };
         TraceReader {
             source,
@@ -161,6 +165,7 @@ impl TraceReader {
             buffered: Vec::with_capacity(BATCH_REQUESTS),
             buffered_at: 0,
             pending_error: None,
+            delivered: 0,
         }
     }
 
@@ -180,7 +185,8 @@ impl TraceReader {
 
     /// Replaces `out` with the next batch of requests; an empty batch means the end. With
     /// `skip_bad`, malformed records are counted and skipped; otherwise the first one is the
-    /// error, reported after the good requests before it.
+    /// error, reported after the good requests before it. A trace that ends without a single
+    /// request is an error ([`TraceError::Empty`]).
     pub fn next_batch(&mut self, out: &mut Vec<Request>) -> Result<(), TraceError> {
         out.clear();
         if let Some(e) = self.pending_error.take() {
@@ -189,7 +195,13 @@ impl TraceReader {
         while !self.stopped && out.len() < BATCH_REQUESTS {
             let wanted = BATCH_REQUESTS - out.len();
             match self.source.fill(out, wanted) {
-                Ok(0) => break,
+                Ok(0) => {
+                    self.stopped = true;
+                    if self.delivered == 0 && out.is_empty() {
+                        let path = self.info.path.clone();
+                        return Err(TraceError::Empty { path, skipped: self.skipped });
+                    }
+                }
                 Ok(_) => {}
                 Err(e) if self.skip_bad && e.is_skippable() => {
                     self.skipped += 1;
@@ -204,6 +216,7 @@ impl TraceReader {
                 }
             }
         }
+        self.delivered += out.len() as u64;
         Ok(())
     }
 }

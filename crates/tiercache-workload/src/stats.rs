@@ -6,9 +6,10 @@
 //!
 //! Distances are counted exactly with a Fenwick tree over request positions that marks each
 //! key's latest request, so memory grows with the trace (one bit and four bytes a request).
+//! A trace with a volume column also gets counts per volume.
 
 use serde::Serialize;
-use tiercache_core::{KeyMap, Op, Request};
+use tiercache_core::{split_volume_key, KeyMap, Op, Request};
 
 /// Counts of requests with reuse distance in `[2^(i-1), 2^i)` (bucket 0 holds distance 0).
 #[derive(Clone, Debug, Default, Serialize)]
@@ -52,6 +53,22 @@ pub struct TraceStats {
     pub first_time_us: Option<u64>,
     pub last_time_us: Option<u64>,
     pub reuse: ReuseHistogram,
+    /// Counts per volume, by volume number, when the trace has a volume column.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<VolumeStats>,
+}
+
+/// One volume's share of a trace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct VolumeStats {
+    pub volume: u64,
+    pub requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub unique_keys: u64,
+    pub footprint_bytes: u64,
 }
 
 /// Fenwick tree over positions, growing by doubling.
@@ -109,9 +126,17 @@ pub struct StatsBuilder {
     stats: TraceStats,
     last_position: KeyMap<u64>,
     fenwick: Fenwick,
+    /// Per volume, when keys are volume keys.
+    volumes: Option<KeyMap<VolumeStats>>,
 }
 
 impl StatsBuilder {
+    /// A builder that also counts per volume: for traces whose keys are volume keys
+    /// (`TraceInfo::volumes`).
+    pub fn by_volume() -> StatsBuilder {
+        StatsBuilder { volumes: Some(KeyMap::default()), ..StatsBuilder::default() }
+    }
+
     pub fn add(&mut self, req: &Request) {
         let s = &mut self.stats;
         let position = s.requests;
@@ -124,7 +149,24 @@ impl StatsBuilder {
         };
         s.first_time_us.get_or_insert(req.time_us);
         s.last_time_us = Some(req.time_us);
-        match self.last_position.insert(req.key, position) {
+        let previous = self.last_position.insert(req.key, position);
+        if let Some(volumes) = &mut self.volumes {
+            let volume = split_volume_key(req.key).0;
+            let v = volumes
+                .entry(volume)
+                .or_insert_with(|| VolumeStats { volume, ..Default::default() });
+            v.requests += 1;
+            match req.op {
+                Op::Read | Op::Lookup => (v.reads += 1, v.read_bytes += req.size as u64),
+                Op::Write => (v.writes += 1, v.write_bytes += req.size as u64),
+                Op::Delete => ((), ()),
+            };
+            if previous.is_none() {
+                v.unique_keys += 1;
+                v.footprint_bytes += req.size as u64;
+            }
+        }
+        match previous {
             None => {
                 s.unique_keys += 1;
                 s.footprint_bytes += req.size as u64;
@@ -140,7 +182,11 @@ impl StatsBuilder {
         self.fenwick.set(position as usize, true);
     }
 
-    pub fn finish(self) -> TraceStats {
+    pub fn finish(mut self) -> TraceStats {
+        if let Some(volumes) = self.volumes {
+            self.stats.volumes = volumes.into_values().collect();
+            self.stats.volumes.sort_by_key(|v| v.volume);
+        }
         self.stats
     }
 }
@@ -160,6 +206,24 @@ mod tests {
         assert_eq!((s.requests, s.unique_keys, s.footprint_bytes), (6, 3, 30));
         assert_eq!(s.reuse.cold, 3);
         assert_eq!(s.reuse.buckets, vec![1, 0, 2]);
+    }
+
+    #[test]
+    fn counts_per_volume() {
+        let mut b = StatsBuilder::by_volume();
+        let on = |volume, address| tiercache_core::volume_key(volume, address).unwrap();
+        for (key, op) in [(on(2, 5), Op::Read), (on(0, 5), Op::Write), (on(2, 5), Op::Write)] {
+            b.add(&Request::new(0, key, 512, op));
+        }
+        let s = b.finish();
+        assert_eq!(s.unique_keys, 2);
+        let counts: Vec<_> = s
+            .volumes
+            .iter()
+            .map(|v| (v.volume, v.requests, v.reads, v.writes, v.unique_keys))
+            .collect();
+        assert_eq!(counts, vec![(0, 1, 0, 1, 1), (2, 2, 1, 1, 1)]);
+        assert_eq!(s.volumes[1].write_bytes, 512);
     }
 
     #[test]

@@ -1,29 +1,16 @@
 //! Every reader: requests written in its format read back unchanged (round trip), a malformed
 //! record names the file, the line or record and the field, `skip_bad` skips and counts, and
-//! the shared real traces read with the counts their provenance gives.
+//! the real traces of the repository's test data read with the counts their provenance gives.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+mod common;
 
-use tiercache_core::{Op, Request, NEVER};
+use std::path::Path;
+
+use common::{data, error_of, read_all, scratch, write_text};
+
+use tiercache_core::{volume_key, Op, Request, NEVER};
 use tiercache_workload::writer::{write_oracle_general, CsvWriter};
 use tiercache_workload::{CsvSpec, TraceFormat, TraceOptions, TraceReader};
-
-fn shared(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces").join(name)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tiercache-readers-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn read_all(path: &Path, format: Option<TraceFormat>) -> Result<Vec<Request>, String> {
-    let options = TraceOptions { format, ..TraceOptions::default() };
-    let reader = TraceReader::open(path, &options).map_err(|e| e.to_string())?;
-    reader.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())
-}
 
 fn sample() -> Vec<Request> {
     (0..500u64)
@@ -59,12 +46,6 @@ fn oracle_general_round_trip_keeps_next_access() {
     assert!(back.iter().any(|r| r.next_access != NEVER));
 }
 
-fn write_text(name: &str, text: &str) -> PathBuf {
-    let path = scratch(name);
-    std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
-    path
-}
-
 #[test]
 fn msr_round_trip() {
     let mut text = String::new();
@@ -93,7 +74,9 @@ fn systor_txt_and_generic_csv_round_trip() {
         generic += &format!("{};{};{};{}\n", r.size, r.key, r.time_us, op);
     }
     let systor_back = read_all(&write_text("rt_systor.csv", &systor), None).unwrap();
-    assert_eq!(systor_back, sample());
+    // The LUN is the volume: keys are volume keys of LUN 3.
+    let on_lun_3 = |r: Request| Request { key: volume_key(3, r.key).unwrap(), ..r };
+    assert_eq!(systor_back, sample().into_iter().map(on_lun_3).collect::<Vec<_>>());
     let txt_back = read_all(&write_text("rt.txt", &txt), None).unwrap();
     assert!(txt_back.iter().zip(sample()).all(|(a, b)| a.key == b.key && a.op == Op::Read));
     let spec = CsvSpec::parse("size=1,key=2,time=3,op=4,delim=semicolon").unwrap();
@@ -151,12 +134,6 @@ fn arc_lis_expands_lines_into_blocks() {
     assert_eq!(keys, vec![100, 101, 102, 7]);
 }
 
-fn error_of(name: &str, text: &[u8]) -> String {
-    let path = scratch(name);
-    std::fs::write(&path, text).unwrap();
-    read_all(&path, None).unwrap_err()
-}
-
 #[test]
 fn malformed_records_name_file_position_and_field() {
     let msr = "128166385295514663,hm,0,Write,9056014336,2048,2833\n128166385295514664,hm,0,Read,12x,512,1\n";
@@ -178,7 +155,10 @@ fn malformed_records_name_file_position_and_field() {
     let mut oracle = vec![0u8; 16];
     oracle.extend_from_slice(&(-1i64).to_le_bytes());
     oracle.extend_from_slice(&[0u8; 6]);
+    // A plain file's length tells at once; a compressed one's last record is found cut.
     let e = error_of("short.oracleGeneral.bin", &oracle);
+    assert!(e.contains("30 bytes is not a whole number of 24-byte"), "{e}");
+    let e = error_of("short.oracleGeneral.bin.zst", &zstd::encode_all(&oracle[..], 3).unwrap());
     assert!(e.contains("record 2") && e.contains("truncated: 6 of 24"), "{e}");
 
     let mut vscsi = vscsi_v1(&[(0x28, 1, 512, 0), (0x35, 2, 512, 1)]);
@@ -189,6 +169,8 @@ fn malformed_records_name_file_position_and_field() {
     assert!(e.contains("record 2") && e.contains("'cmd'") && e.contains("0x35"), "{e}");
     vscsi.truncate(40);
     let e = error_of("cut.vscsi", &vscsi);
+    assert!(e.contains("40 bytes is not a whole number of 32-byte vscsi records"), "{e}");
+    let e = error_of("cut.vscsi.zst", &zstd::encode_all(&vscsi[..], 3).unwrap());
     assert!(e.contains("record 2") && e.contains("truncated"), "{e}");
 
     let e =
@@ -236,7 +218,7 @@ fn missing_files_and_unknown_formats_are_clear() {
     let e = error_of("mystery.dat", b"1 2 3\n");
     assert!(e.contains("mystery.dat") && e.contains("--format"), "{e}");
     let options = TraceOptions { block_size: Some(4096), ..TraceOptions::default() };
-    let e = TraceReader::open(&shared("cloudPhysicsIO.oracleGeneral.bin"), &options)
+    let e = TraceReader::open(&data("cloudPhysicsIO.oracleGeneral.bin.zst"), &options)
         .err()
         .unwrap()
         .to_string();
@@ -244,10 +226,10 @@ fn missing_files_and_unknown_formats_are_clear() {
 }
 
 #[test]
-fn shared_cloudphysics_formats_agree() {
-    let vscsi = read_all(&shared("cloudPhysicsIO.vscsi"), None).unwrap();
-    let oracle = read_all(&shared("cloudPhysicsIO.oracleGeneral.bin"), None).unwrap();
-    let txt = read_all(&shared("cloudPhysicsIO.txt"), None).unwrap();
+fn cloudphysics_formats_agree() {
+    let vscsi = read_all(&data("cloudPhysicsIO.vscsi.zst"), None).unwrap();
+    let oracle = read_all(&data("cloudPhysicsIO.oracleGeneral.bin.zst"), None).unwrap();
+    let txt = read_all(&data("cloudPhysicsIO.txt.zst"), None).unwrap();
     assert_eq!((vscsi.len(), oracle.len(), txt.len()), (113_872, 113_872, 113_872));
     assert_eq!(vscsi.iter().filter(|r| r.op == Op::Read).count(), 46_974);
     assert_eq!(vscsi.iter().filter(|r| r.op == Op::Write).count(), 66_898);
@@ -260,7 +242,7 @@ fn shared_cloudphysics_formats_agree() {
     assert_eq!(distinct.len(), 48_974);
     // The libCacheSim CSV of the same trace, through a column spec.
     let spec = CsvSpec::parse("time=2,key=5,size=4,op=3,header=true,time_unit=s").unwrap();
-    let csv = read_all(&shared("cloudPhysicsIO.csv"), Some(TraceFormat::Csv(spec))).unwrap();
+    let csv = read_all(&data("cloudPhysicsIO.csv.zst"), Some(TraceFormat::Csv(spec))).unwrap();
     assert!(csv
         .iter()
         .zip(&vscsi)
@@ -268,20 +250,20 @@ fn shared_cloudphysics_formats_agree() {
 }
 
 #[test]
-fn shared_msr_and_systor_samples_read() {
-    let msr = read_all(&shared("msr_hm_0_first1000.csv"), None).unwrap();
+fn msr_and_systor_samples_read() {
+    let msr = read_all(&data("msr_hm_0_first1000.csv.zst"), None).unwrap();
     assert_eq!(msr.len(), 1000);
     assert_eq!(msr.iter().filter(|r| r.op == Op::Read).count(), 508);
     assert_eq!((msr[0].key, msr[0].size, msr[0].op), (9056014336, 2048, Op::Write));
     for name in ["systor17_traces_sample1000.csv.gz", "systor17_additional_sample1000.csv.gz"] {
-        assert_eq!(read_all(&shared(name), None).unwrap().len(), 999, "{name}");
+        assert_eq!(read_all(&data(name), None).unwrap().len(), 999, "{name}");
     }
 }
 
 #[test]
 fn block_view_over_a_real_trace() {
     let options = TraceOptions { block_size: Some(4096), ..TraceOptions::default() };
-    let reader = TraceReader::open(&shared("msr_hm_0_first1000.csv"), &options).unwrap();
+    let reader = TraceReader::open(&data("msr_hm_0_first1000.csv.zst"), &options).unwrap();
     let blocks: Vec<Request> = reader.map(|r| r.unwrap()).collect();
     assert!(blocks.len() >= 1000 && blocks.iter().all(|r| r.size == 4096));
     // The first request, 2048 bytes at 9056014336, sits inside block 2210941.

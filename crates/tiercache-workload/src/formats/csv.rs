@@ -1,16 +1,19 @@
-//! Delimited text traces described by a column spec, and the presets built on it: MSR Cambridge
-//! (Narayanan et al., "Write off-loading", FAST'08: `Timestamp,Hostname,DiskNumber,Type,Offset,
-//! Size,ResponseTime`, timestamps in 100 ns Windows ticks, offsets and sizes in bytes), SNIA
-//! SYSTOR'17 (`Timestamp,Response,IOType,LUN,Offset,Size`, seconds) and one key per line.
+//! Delimited text traces described by a column spec (the named formats built on it are in
+//! `presets.rs`).
 //!
 //! Spec syntax (columns count from 1, as in libCacheSim's csv options):
-//! `time=1,key=2,size=3,op=4,header=true,delim=comma,time_unit=us,addr_unit=512,default_size=1`.
-//! Keys are decimal, `0x` hex, or (with `text_keys=hash`, the default) any text, hashed with
-//! FNV-1a. Fields are not quoted; traces do not quote.
+//! `time=1,key=2,size=3,op=4,header=true,delim=comma,time_unit=us,addr_unit=512,size_unit=512,
+//! volume=5,key_size=6,default_size=1`. Keys are decimal, `0x` hex, or (with `text_keys=hash`,
+//! the default) any text, hashed with FNV-1a. Fields are not quoted; traces do not quote.
+//!
+//! With a volume column, requests on different volumes never share a key: the key is
+//! [`volume_key`] of the volume number and the address (a hashed text key keeps its low
+//! [`VOLUME_ADDRESS_BITS`] bits), and a block view splits the address within its volume.
 
 use std::path::Path;
 
-use tiercache_core::{fnv1a_64, Op, Request};
+use tiercache_core::limits::{VOLUME_ADDRESS_BITS, VOLUME_BITS};
+use tiercache_core::{fnv1a_64, volume_key, Op, Request};
 
 use super::lines::Lines;
 use crate::error::{Position, TraceError};
@@ -62,6 +65,12 @@ pub struct CsvSpec {
     pub time_unit: TimeUnit,
     /// Bytes per key unit when keys are addresses: 1 for byte offsets, 512 for sectors.
     pub addr_unit: Option<u32>,
+    /// Bytes per unit of the size column: 1 for bytes, 512 for sectors.
+    pub size_unit: u32,
+    /// A column added to the size (Twitter's key size, beside its value size).
+    pub key_size: Option<usize>,
+    /// A volume, LUN or device column (numbers): keys become volume keys.
+    pub volume: Option<usize>,
     /// Size of requests when there is no size column.
     pub default_size: u32,
     /// Hash keys that are not numbers instead of calling them malformed.
@@ -71,7 +80,7 @@ pub struct CsvSpec {
 }
 
 impl CsvSpec {
-    fn base(key: usize) -> CsvSpec {
+    pub(crate) fn base(key: usize) -> CsvSpec {
         CsvSpec {
             time: None,
             key,
@@ -81,56 +90,13 @@ impl CsvSpec {
             delimiter: Some(','),
             time_unit: TimeUnit::Micros,
             addr_unit: None,
+            size_unit: 1,
+            key_size: None,
+            volume: None,
             default_size: 1,
             hash_text_keys: true,
             names: Vec::new(),
         }
-    }
-
-    pub fn msr() -> CsvSpec {
-        let names =
-            ["Timestamp", "Hostname", "DiskNumber", "Type", "Offset", "Size", "ResponseTime"];
-        CsvSpec {
-            time: Some(0),
-            size: Some(5),
-            op: Some(3),
-            time_unit: TimeUnit::FileTime,
-            addr_unit: Some(1),
-            hash_text_keys: false,
-            names: names.iter().map(|n| n.to_string()).collect(),
-            ..CsvSpec::base(4)
-        }
-    }
-
-    pub fn systor() -> CsvSpec {
-        let names = ["Timestamp", "Response", "IOType", "LUN", "Offset", "Size"];
-        CsvSpec {
-            time: Some(0),
-            size: Some(5),
-            op: Some(2),
-            header: true,
-            time_unit: TimeUnit::Seconds,
-            addr_unit: Some(1),
-            hash_text_keys: false,
-            names: names.iter().map(|n| n.to_string()).collect(),
-            ..CsvSpec::base(4)
-        }
-    }
-
-    /// The CSV tiercache writes: `time_us,key,size,op` with a header.
-    pub fn tiercache() -> CsvSpec {
-        CsvSpec {
-            time: Some(0),
-            size: Some(2),
-            op: Some(3),
-            header: true,
-            hash_text_keys: false,
-            ..CsvSpec::base(1)
-        }
-    }
-
-    pub fn txt() -> CsvSpec {
-        CsvSpec { delimiter: None, names: vec!["key".into()], ..CsvSpec::base(0) }
     }
 
     /// Parses a spec such as `time=1,key=2,size=3,op=4,header=true`.
@@ -154,6 +120,10 @@ impl CsvSpec {
             };
             let number =
                 || value.parse::<u32>().map_err(|_| bad(format!("{name}={value}: not a number")));
+            let unit = || match number()? {
+                0 => Err(bad(format!("{name}=0: a unit is at least 1 byte"))),
+                bytes => Ok(bytes),
+            };
             match name {
                 "time" => out.time = Some(column()?),
                 "key" => key = Some(column()?),
@@ -179,9 +149,18 @@ impl CsvSpec {
                         bad(format!("time_unit={value}: use s, ms, us, ns or filetime"))
                     })?
                 }
-                "addr_unit" => out.addr_unit = Some(number()?.max(1)),
+                "addr_unit" => out.addr_unit = Some(unit()?),
+                "size_unit" => out.size_unit = unit()?,
+                "volume" => out.volume = Some(column()?),
+                "key_size" => out.key_size = Some(column()?),
                 "default_size" => out.default_size = number()?,
-                "text_keys" => out.hash_text_keys = value == "hash",
+                "text_keys" => {
+                    out.hash_text_keys = match value {
+                        "hash" => true,
+                        "number" => false,
+                        _ => return Err(bad(format!("text_keys={value}: use hash or number"))),
+                    }
+                }
                 other => return Err(bad(format!("unknown field '{other}'"))),
             }
         }
@@ -248,17 +227,31 @@ impl CsvReader {
                 return Err(at.malformed(&field, format!("'{key_text}' is not a number")));
             }
         };
-        let size = match spec.size {
-            None => spec.default_size,
-            Some(column) => {
-                let text = get(column, "size")?;
-                let field = spec.column_name(column, "size");
-                let value = parse_u64(text)
-                    .ok_or_else(|| at.malformed(&field, format!("'{text}' is not a number")))?;
-                u32::try_from(value)
-                    .map_err(|_| at.malformed(&field, format!("{value} is larger than 4 GiB")))?
-            }
+        let key = match spec.volume {
+            None => key,
+            Some(column) => Self::on_volume(spec, key, key_text, get(column, "volume")?, at)?,
         };
+        let mut size = match spec.size {
+            None => spec.default_size as u64,
+            Some(column) => Self::number(spec, get(column, "size")?, column, "size", at)?
+                .saturating_mul(spec.size_unit as u64),
+        };
+        if let Some(column) = spec.key_size {
+            size = size.saturating_add(Self::number(
+                spec,
+                get(column, "key_size")?,
+                column,
+                "key_size",
+                at,
+            )?);
+        }
+        let size = u32::try_from(size).map_err(|_| {
+            let column = spec.size.or(spec.key_size).unwrap_or(spec.key);
+            at.malformed(
+                &spec.column_name(column, "size"),
+                format!("{size} bytes is larger than 4 GiB"),
+            )
+        })?;
         let op = match spec.op {
             None => Op::Read,
             Some(column) => {
@@ -292,6 +285,47 @@ impl CsvReader {
             }
         };
         Ok(Request::new(time_us, key, size, op))
+    }
+
+    fn number(
+        spec: &CsvSpec,
+        text: &str,
+        column: usize,
+        role: &str,
+        at: &Position,
+    ) -> Result<u64, TraceError> {
+        parse_u64(text).ok_or_else(|| {
+            at.malformed(&spec.column_name(column, role), format!("'{text}' is not a number"))
+        })
+    }
+
+    /// The volume key of `key` on the volume named by `volume_text`.
+    fn on_volume(
+        spec: &CsvSpec,
+        key: u64,
+        key_text: &str,
+        volume_text: &str,
+        at: &Position,
+    ) -> Result<u64, TraceError> {
+        let column = spec.volume.expect("a volume column");
+        let volume = Self::number(spec, volume_text, column, "volume", at)?;
+        let address = match parse_u64(key_text) {
+            Some(address) => address,
+            // A hashed text key: its low bits are as good a hash as all of them.
+            None => key & ((1 << VOLUME_ADDRESS_BITS) - 1),
+        };
+        volume_key(volume, address).ok_or_else(|| {
+            if volume >> VOLUME_BITS != 0 {
+                let reason = format!("volume {volume} is past the last, 2^{VOLUME_BITS} - 1");
+                at.malformed(&spec.column_name(column, "volume"), reason)
+            } else {
+                let reason = format!(
+                    "address {address} on volume {volume} does not fit the {VOLUME_ADDRESS_BITS} \
+                     bits a volume's addresses have"
+                );
+                at.malformed(&spec.column_name(spec.key, "key"), reason)
+            }
+        })
     }
 }
 

@@ -4,6 +4,7 @@ pub mod csv;
 pub mod lines;
 pub mod lis;
 pub mod oracle;
+pub mod presets;
 pub mod vscsi;
 
 use std::io::BufRead;
@@ -13,14 +14,20 @@ use crate::error::TraceError;
 use crate::open::{inner_name, open};
 use csv::CsvSpec;
 
-/// A trace format. CSV-shaped formats (MSR Cambridge, SYSTOR'17, plain text) are presets of
-/// the generic column reader.
+/// A trace format. Text formats (MSR Cambridge, SYSTOR'17, Tencent CBS, Alibaba, Twitter,
+/// plain text) are presets of the generic column reader (`presets.rs`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceFormat {
     /// MSR Cambridge: `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`.
     Msr,
     /// SNIA SYSTOR'17: `Timestamp,Response,IOType,LUN,Offset,Size` with a header.
     Systor,
+    /// Tencent Cloud Block Storage: `Timestamp,Offset,Size,IOType,VolumeID`, in sectors.
+    TencentCbs,
+    /// Alibaba Cloud block storage: `device_id,opcode,offset,length,timestamp`.
+    AlibabaBlock,
+    /// Twitter's cache traces: `timestamp,key,key_size,value_size,client_id,operation,ttl`.
+    Twitter,
     /// libCacheSim's oracleGeneral binary: 24-byte records.
     OracleGeneral,
     /// VMware vscsi binary, versions 1 and 2.
@@ -34,7 +41,8 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
-    pub const NAMES: &'static str = "auto, msr, systor, oracle-general, vscsi, csv, txt, arc-lis";
+    pub const NAMES: &'static str = "auto, msr, systor, tencent-cbs, alibaba-block, twitter, \
+                                     oracle-general, vscsi, csv, txt, arc-lis";
 
     /// Parses a `--format` name; `csv` needs a column spec.
     pub fn parse(name: &str, csv_spec: Option<&str>) -> Result<Option<TraceFormat>, TraceError> {
@@ -42,6 +50,9 @@ impl TraceFormat {
             "auto" => return Ok(None),
             "msr" => TraceFormat::Msr,
             "systor" => TraceFormat::Systor,
+            "tencent-cbs" | "tencent" => TraceFormat::TencentCbs,
+            "alibaba-block" | "alibaba" => TraceFormat::AlibabaBlock,
+            "twitter" => TraceFormat::Twitter,
             "oracle-general" | "oraclegeneral" | "oracle" => TraceFormat::OracleGeneral,
             "vscsi" => TraceFormat::Vscsi,
             "txt" | "text" => TraceFormat::Txt,
@@ -68,12 +79,29 @@ impl TraceFormat {
         match self {
             TraceFormat::Msr => "msr",
             TraceFormat::Systor => "systor",
+            TraceFormat::TencentCbs => "tencent-cbs",
+            TraceFormat::AlibabaBlock => "alibaba-block",
+            TraceFormat::Twitter => "twitter",
             TraceFormat::OracleGeneral => "oracle-general",
             TraceFormat::Vscsi => "vscsi",
             TraceFormat::Csv(_) => "csv",
             TraceFormat::Txt => "txt",
             TraceFormat::ArcLis => "arc-lis",
         }
+    }
+
+    /// The column spec of a text format; `None` for the binary ones and `.lis`.
+    pub fn csv_spec(&self) -> Option<CsvSpec> {
+        Some(match self {
+            TraceFormat::Msr => CsvSpec::msr(),
+            TraceFormat::Systor => CsvSpec::systor(),
+            TraceFormat::TencentCbs => CsvSpec::tencent_cbs(),
+            TraceFormat::AlibabaBlock => CsvSpec::alibaba_block(),
+            TraceFormat::Twitter => CsvSpec::twitter(),
+            TraceFormat::Txt => CsvSpec::txt(),
+            TraceFormat::Csv(spec) => spec.clone(),
+            TraceFormat::OracleGeneral | TraceFormat::Vscsi | TraceFormat::ArcLis => return None,
+        })
     }
 
     /// Recognises a format from the file name, or from the first line of a `.csv`.

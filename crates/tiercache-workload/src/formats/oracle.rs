@@ -1,6 +1,10 @@
 //! libCacheSim's oracleGeneral binary format: no header, packed little-endian 24-byte records
 //! `u32 clock_time (s), u64 obj_id, u32 obj_size, i64 next_access_vtime`, where the last field is
 //! the 1-based position of the next request for the same object, or -1 when there is none.
+//!
+//! The format has no magic, so what a reader can check, it does, to refuse a file of another
+//! format: a plain file is a whole number of records, and every `next_access_vtime` points past
+//! its own record and not past the last one.
 
 use std::io::Read;
 use std::path::Path;
@@ -8,6 +12,7 @@ use std::path::Path;
 use tiercache_core::{Op, Request, NEVER};
 
 use crate::error::{Position, TraceError};
+use crate::open::plain_file_bytes;
 use crate::reader::RequestSource;
 
 pub const RECORD_BYTES: usize = 24;
@@ -68,32 +73,78 @@ impl Records {
 pub struct OracleReader {
     records: Records,
     position: Position,
+    /// Records in the file, when it is a plain file.
+    records_total: Option<u64>,
+    /// The furthest `next_access_vtime` seen and the record that holds it, checked at the end
+    /// when the file's length was not known.
+    furthest_next: (u64, u64),
 }
 
 impl OracleReader {
-    pub fn new(reader: Box<dyn Read + Send>, path: &Path) -> OracleReader {
-        OracleReader { records: Records::new(reader), position: Position::new(path, "record") }
+    pub fn new(reader: Box<dyn Read + Send>, path: &Path) -> Result<OracleReader, TraceError> {
+        let records_total = match plain_file_bytes(path) {
+            Some(bytes) if bytes % RECORD_BYTES as u64 != 0 => {
+                return Err(TraceError::WrongFormat {
+                    path: path.to_path_buf(),
+                    reason: format!(
+                        "{bytes} bytes is not a whole number of {RECORD_BYTES}-byte oracleGeneral \
+                         records ({} bytes over)",
+                        bytes % RECORD_BYTES as u64
+                    ),
+                })
+            }
+            bytes => bytes.map(|b| b / RECORD_BYTES as u64),
+        };
+        Ok(OracleReader {
+            records: Records::new(reader),
+            position: Position::new(path, "record"),
+            records_total,
+            furthest_next: (0, 0),
+        })
     }
-}
 
-impl OracleReader {
     #[inline]
-    fn decode(&self, record: &[u8; RECORD_BYTES]) -> Result<Request, TraceError> {
+    fn decode(&mut self, record: &[u8; RECORD_BYTES]) -> Result<Request, TraceError> {
         let time_s = u32::from_le_bytes(record[0..4].try_into().unwrap());
         let key = u64::from_le_bytes(record[4..12].try_into().unwrap());
         let size = u32::from_le_bytes(record[12..16].try_into().unwrap());
         let next_vtime = i64::from_le_bytes(record[16..24].try_into().unwrap());
+        let here = self.position.index;
         let next_access = match next_vtime {
             -1 => NEVER,
-            v if v >= 1 => v as u64 - 1,
+            v if v >= 1 && v as u64 > here => {
+                if let Some(total) = self.records_total.filter(|&total| v as u64 > total) {
+                    let reason = format!("{v} is past the last record, {total}");
+                    return Err(self.position.malformed("next_access_vtime", reason));
+                }
+                self.furthest_next = self.furthest_next.max((v as u64, here));
+                v as u64 - 1
+            }
             v => {
-                let reason = format!("{v} is neither -1 nor a 1-based request position");
+                let reason = format!(
+                    "{v} is neither -1 nor the 1-based position of a later request (this is {here})"
+                );
                 return Err(self.position.malformed("next_access_vtime", reason));
             }
         };
         let mut request = Request::new(time_s as u64 * 1_000_000, key, size, Op::Read);
         request.next_access = next_access;
         Ok(request)
+    }
+}
+
+impl OracleReader {
+    /// At the end: no request pointed past the last one.
+    fn check_end(&self) -> Result<(), TraceError> {
+        let count = self.position.index - 1;
+        let (furthest, from) = self.furthest_next;
+        if furthest > count {
+            let reason = format!(
+                "record {from}'s next_access_vtime is {furthest}, past the last record, {count}"
+            );
+            return Err(TraceError::WrongFormat { path: self.position.path.clone(), reason });
+        }
+        Ok(())
     }
 }
 
@@ -107,7 +158,10 @@ impl RequestSource for OracleReader {
                     let record = *record;
                     self.decode(&record)?
                 }
-                None => break,
+                None => {
+                    self.check_end()?;
+                    break;
+                }
             };
             out.push(request);
             added += 1;
@@ -124,7 +178,7 @@ impl Iterator for OracleReader {
         self.position.index += 1;
         let record: &[u8; RECORD_BYTES] = match self.records.next(&self.position) {
             Ok(Some(record)) => record,
-            Ok(None) => return None,
+            Ok(None) => return self.check_end().err().map(Err),
             Err(e) => return Some(Err(e)),
         };
         let record = *record;

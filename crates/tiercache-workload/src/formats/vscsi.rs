@@ -15,6 +15,7 @@ use tiercache_core::{scsi_op, Request};
 
 use super::oracle::Records;
 use crate::error::{Position, TraceError};
+use crate::open::plain_file_bytes;
 
 pub const SECTOR_BYTES: u32 = 512;
 
@@ -41,13 +42,26 @@ impl VscsiReader {
 
     fn detect(&mut self) -> Result<Version, TraceError> {
         let head = self.records.peek(16, &self.position)?;
-        if head.len() >= 16 && u16::from_le_bytes([head[14], head[15]]) >> 8 == 1 {
-            return Ok(Version::V1);
+        let (version, record_bytes) =
+            if head.len() >= 16 && u16::from_le_bytes([head[14], head[15]]) >> 8 == 1 {
+                (Version::V1, 32)
+            } else if head.len() >= 4 && u16::from_le_bytes([head[2], head[3]]) >> 8 == 2 {
+                (Version::V2, 40)
+            } else {
+                let reason = "the first record is neither vscsi version 1 nor 2";
+                return Err(self.position.malformed("ver", reason));
+            };
+        match plain_file_bytes(&self.position.path) {
+            Some(bytes) if bytes % record_bytes != 0 => Err(TraceError::WrongFormat {
+                path: self.position.path.clone(),
+                reason: format!(
+                    "{bytes} bytes is not a whole number of {record_bytes}-byte vscsi records \
+                     ({} bytes over)",
+                    bytes % record_bytes
+                ),
+            }),
+            _ => Ok(version),
         }
-        if head.len() >= 4 && u16::from_le_bytes([head[2], head[3]]) >> 8 == 2 {
-            return Ok(Version::V2);
-        }
-        Err(self.position.malformed("ver", "the first record is neither vscsi version 1 nor 2"))
     }
 
     fn decode(&self, r: &[u8]) -> Result<Request, TraceError> {
