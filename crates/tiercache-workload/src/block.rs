@@ -5,13 +5,17 @@
 //! volume column are volume keys: the address is split within its volume, and each block keeps
 //! its volume, so volumes never share a block.
 
+use std::path::Path;
 use tiercache_core::limits::{BLOCKS_PER_REQUEST_MAX, BLOCK_SIZE_MAX};
+
 use tiercache_core::{split_volume_key, volume_key, Request};
 
-use crate::error::TraceError;
+use crate::error::{Position, TraceError};
 
 pub struct BlockView<I> {
     inner: I,
+    /// The file and the index of the inner request, for errors.
+    position: Position,
     block_bytes: u64,
     address_unit: u64,
     /// Whether keys are volume keys.
@@ -22,12 +26,14 @@ pub struct BlockView<I> {
 
 impl<I: Iterator<Item = Result<Request, TraceError>>> BlockView<I> {
     /// `address_unit` is the bytes per key unit of the inner stream (1 for byte offsets, 512 for
-    /// sector numbers); `volumes` says its keys are volume keys.
+    /// sector numbers); `volumes` says its keys are volume keys; `path` names the trace in
+    /// errors.
     pub fn new(
         inner: I,
         block_bytes: u32,
         address_unit: u32,
         volumes: bool,
+        path: &Path,
     ) -> Result<BlockView<I>, TraceError> {
         if block_bytes == 0 || block_bytes as u64 > BLOCK_SIZE_MAX {
             return Err(TraceError::BadOption(format!(
@@ -36,6 +42,7 @@ impl<I: Iterator<Item = Result<Request, TraceError>>> BlockView<I> {
         }
         Ok(BlockView {
             inner,
+            position: Position::new(path, "request"),
             block_bytes: block_bytes as u64,
             address_unit: address_unit as u64,
             volumes,
@@ -46,23 +53,21 @@ impl<I: Iterator<Item = Result<Request, TraceError>>> BlockView<I> {
     fn split(&mut self, req: Request) -> Result<(), TraceError> {
         let (volume, address) = if self.volumes { split_volume_key(req.key) } else { (0, req.key) };
         let start = address.checked_mul(self.address_unit).ok_or_else(|| {
-            TraceError::BadOption(format!(
-                "address {address} x {} overflows 64 bits",
-                self.address_unit
-            ))
+            let reason = format!("address {address} x {} B overflows 64 bits", self.address_unit);
+            self.position.malformed("address", reason)
         })?;
         let end = start.saturating_add(req.size.max(1) as u64);
         let (first, last) = (start / self.block_bytes, (end - 1) / self.block_bytes);
         if last - first >= BLOCKS_PER_REQUEST_MAX {
-            return Err(TraceError::BadOption(format!(
-                "a request of {} bytes spans more than {BLOCKS_PER_REQUEST_MAX} blocks; use a larger --block-size",
+            let reason = format!(
+                "{} bytes span more than {BLOCKS_PER_REQUEST_MAX} blocks; use a larger --block-size",
                 req.size
-            )));
+            );
+            return Err(self.position.malformed("size", reason));
         }
         if self.volumes && volume_key(volume, last).is_none() {
-            return Err(TraceError::BadOption(format!(
-                "block {last} of volume {volume} is past the last block number a volume key holds"
-            )));
+            let reason = format!("block {last} of volume {volume} is past a volume's last block");
+            return Err(self.position.malformed("address", reason));
         }
         self.pending = Some((req, volume, first, last + 1));
         Ok(())
@@ -90,11 +95,15 @@ impl<I: Iterator<Item = Result<Request, TraceError>>> Iterator for BlockView<I> 
             }
             match self.inner.next()? {
                 Ok(req) => {
+                    self.position.index += 1;
                     if let Err(e) = self.split(req) {
                         return Some(Err(e));
                     }
                 }
-                Err(e) => return Some(Err(e)),
+                Err(e) => {
+                    self.position.index += 1;
+                    return Some(Err(e));
+                }
             }
         }
     }
@@ -106,7 +115,8 @@ mod tests {
     use tiercache_core::Op;
 
     fn blocks(reqs: Vec<Request>, block: u32, unit: u32) -> Vec<(u64, u32)> {
-        let view = BlockView::new(reqs.into_iter().map(Ok), block, unit, false).unwrap();
+        let view =
+            BlockView::new(reqs.into_iter().map(Ok), block, unit, false, Path::new("t")).unwrap();
         view.map(|r| r.unwrap()).map(|r| (r.key, r.size)).collect()
     }
 
@@ -130,6 +140,7 @@ mod tests {
             4096,
             1,
             false,
+            Path::new("t"),
         )
         .unwrap();
         assert!(view.map(|r| r.unwrap()).all(|r| r.time_us == 77 && r.op == Op::Write));
@@ -137,14 +148,14 @@ mod tests {
 
     #[test]
     fn refuses_bad_block_sizes() {
-        assert!(BlockView::new(std::iter::empty(), 0, 1, false).is_err());
+        assert!(BlockView::new(std::iter::empty(), 0, 1, false, Path::new("t")).is_err());
     }
 
     #[test]
     fn volumes_keep_their_blocks_apart() {
         // Sectors 8..24 (bytes 4096..12288) on volumes 1 and 2: blocks 1 and 2 of each.
         let reqs = [1, 2].map(|v| Ok(Request::read(volume_key(v, 8).unwrap(), 8192)));
-        let view = BlockView::new(reqs.into_iter(), 4096, 512, true).unwrap();
+        let view = BlockView::new(reqs.into_iter(), 4096, 512, true, Path::new("t")).unwrap();
         let got: Vec<(u64, u64)> = view.map(|r| split_volume_key(r.unwrap().key)).collect();
         assert_eq!(got, vec![(1, 1), (1, 2), (2, 1), (2, 2)]);
     }

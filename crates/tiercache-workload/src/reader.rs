@@ -131,7 +131,7 @@ impl TraceReader {
                     path: path.to_path_buf(),
                     format: format.name(),
                 })?;
-                Box::new(IterSource(BlockView::new(stream, block, unit, volumes)?))
+                Box::new(IterSource(BlockView::new(stream, block, unit, volumes, path)?))
             }
         };
         let mut trace = TraceReader::new(source, path, &format, has_time, options);

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{data, error_of, read_all, scratch, write_text};
+use common::{data, error_of, read_all, scratch, vscsi_v1, vscsi_v2, write_text};
 
 use tiercache_core::{volume_key, Op, Request, NEVER};
 use tiercache_workload::writer::{write_oracle_general, CsvWriter};
@@ -83,35 +83,6 @@ fn systor_txt_and_generic_csv_round_trip() {
     let generic_back =
         read_all(&write_text("rt_generic.csv", &generic), Some(TraceFormat::Csv(spec))).unwrap();
     assert_eq!(generic_back, sample());
-}
-
-fn vscsi_v1(records: &[(u16, u64, u32, u64)]) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for (i, &(cmd, lbn, len, ts)) in records.iter().enumerate() {
-        bytes.extend_from_slice(&(i as u32).to_le_bytes());
-        bytes.extend_from_slice(&len.to_le_bytes());
-        bytes.extend_from_slice(&1u32.to_le_bytes());
-        bytes.extend_from_slice(&cmd.to_le_bytes());
-        bytes.extend_from_slice(&0x0100u16.to_le_bytes());
-        bytes.extend_from_slice(&lbn.to_le_bytes());
-        bytes.extend_from_slice(&ts.to_le_bytes());
-    }
-    bytes
-}
-
-fn vscsi_v2(records: &[(u16, u64, u32, u64)]) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for (i, &(cmd, lbn, len, ts)) in records.iter().enumerate() {
-        bytes.extend_from_slice(&cmd.to_le_bytes());
-        bytes.extend_from_slice(&0x0200u16.to_le_bytes());
-        bytes.extend_from_slice(&(i as u32).to_le_bytes());
-        bytes.extend_from_slice(&len.to_le_bytes());
-        bytes.extend_from_slice(&1u32.to_le_bytes());
-        bytes.extend_from_slice(&lbn.to_le_bytes());
-        bytes.extend_from_slice(&ts.to_le_bytes());
-        bytes.extend_from_slice(&42u64.to_le_bytes());
-    }
-    bytes
 }
 
 #[test]

@@ -19,7 +19,8 @@ pub const RECORD_BYTES: usize = 24;
 
 /// Fixed-size binary records read from a large buffer, so a record costs a copy and not a call
 /// into the decompressor or the file. A partial record at the end of the file is an error that
-/// says how much of it there was.
+/// says how much of it there was. Every record, good or bad, is consumed once read: a reader
+/// that skips bad records always moves on.
 pub struct Records {
     reader: Box<dyn Read + Send>,
     buffer: Vec<u8>,
@@ -61,6 +62,8 @@ impl Records {
                 return Ok(None);
             }
             if available < N {
+                // Consumed, so that a reader skipping bad records moves on to the end.
+                self.start = self.end;
                 return Err(at.malformed("record", format!("truncated: {available} of {N} bytes")));
             }
         }

@@ -48,8 +48,9 @@ impl VscsiReader {
             } else if head.len() >= 4 && u16::from_le_bytes([head[2], head[3]]) >> 8 == 2 {
                 (Version::V2, 40)
             } else {
-                let reason = "the first record is neither vscsi version 1 nor 2";
-                return Err(self.position.malformed("ver", reason));
+                // Not a record to skip: without a version, no record of the file can be read.
+                let reason = "the first record is neither vscsi version 1 nor 2".to_string();
+                return Err(TraceError::WrongFormat { path: self.position.path.clone(), reason });
             };
         match plain_file_bytes(&self.position.path) {
             Some(bytes) if bytes % record_bytes != 0 => Err(TraceError::WrongFormat {

@@ -36,3 +36,34 @@ pub fn error_of(name: &str, text: &[u8]) -> String {
     std::fs::write(&path, text).unwrap();
     read_all(&path, None).unwrap_err()
 }
+
+/// vscsi version 1 records of `(cmd, lbn, len, ts)`.
+pub fn vscsi_v1(records: &[(u16, u64, u32, u64)]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for (i, &(cmd, lbn, len, ts)) in records.iter().enumerate() {
+        bytes.extend_from_slice(&(i as u32).to_le_bytes());
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&cmd.to_le_bytes());
+        bytes.extend_from_slice(&0x0100u16.to_le_bytes());
+        bytes.extend_from_slice(&lbn.to_le_bytes());
+        bytes.extend_from_slice(&ts.to_le_bytes());
+    }
+    bytes
+}
+
+/// vscsi version 2 records of `(cmd, lbn, len, ts)`.
+pub fn vscsi_v2(records: &[(u16, u64, u32, u64)]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for (i, &(cmd, lbn, len, ts)) in records.iter().enumerate() {
+        bytes.extend_from_slice(&cmd.to_le_bytes());
+        bytes.extend_from_slice(&0x0200u16.to_le_bytes());
+        bytes.extend_from_slice(&(i as u32).to_le_bytes());
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&lbn.to_le_bytes());
+        bytes.extend_from_slice(&ts.to_le_bytes());
+        bytes.extend_from_slice(&42u64.to_le_bytes());
+    }
+    bytes
+}
