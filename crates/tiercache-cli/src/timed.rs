@@ -29,15 +29,20 @@ pub fn run(args: &SimArgs, options: &RunOptions, clients: usize) -> anyhow::Resu
         }
     }
     let backing = profile(&args.backing_profile, "--backing-profile")?;
-    let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
-    let requests: Vec<Request> = reader.by_ref().collect::<Result<_, _>>()?;
-    let mut policy = tiercache_sim::build(options)?;
-    let options = TimedOptions {
+    let timed = TimedOptions {
         arrival_rate: args.arrival_rate,
         interval_us: ((args.interval_ms * 1000.0).round() as u64).max(1),
         ..TimedOptions::closed(clients, tiers, backing)
     };
-    let report = simulate_timed(&mut policy, &requests, &options);
+    // Before the trace is read: a run that could never end is refused at once.
+    timed
+        .validate()
+        .map_err(anyhow::Error::msg)
+        .context("virtual time (--arrival-rate, --clients)")?;
+    let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
+    let requests: Vec<Request> = reader.by_ref().collect::<Result<_, _>>()?;
+    let mut policy = tiercache_sim::build(options)?;
+    let report = simulate_timed(&mut policy, &requests, &timed);
     if let Some(path) = &args.csv {
         std::fs::write(path, series_csv(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -12,6 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::limits::{PROFILE_BANDWIDTH_GB_S, PROFILE_LATENCY_US_MAX, PROFILE_PARALLELISM_MAX};
+
 /// How a device serves operations.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -172,25 +174,27 @@ impl DeviceProfile {
 
     /// Checks that every number is usable; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
-        let positive = [
+        let name = &self.name;
+        let (low, high) = PROFILE_BANDWIDTH_GB_S;
+        for (field, value) in [
             ("read_bandwidth_gb_s", self.read_bandwidth_gb_s),
             ("write_bandwidth_gb_s", self.write_bandwidth_gb_s),
-        ];
-        for (field, value) in positive {
-            if !(value > 0.0 && value.is_finite()) {
+        ] {
+            if !(low..=high).contains(&value) {
                 return Err(format!(
-                    "profile '{}': {field} must be above 0, got {value}",
-                    self.name
+                    "profile '{name}': {field} must be {low} to {high}, got {value}"
                 ));
             }
         }
-        for (field, value) in
-            [("read_latency_us", self.read_latency_us), ("write_latency_us", self.write_latency_us)]
-        {
-            if !(value >= 0.0 && value.is_finite()) {
+        let latencies = [
+            ("read_latency_us", Some(self.read_latency_us)),
+            ("write_latency_us", Some(self.write_latency_us)),
+            ("sequential_latency_us", self.sequential_latency_us),
+        ];
+        for (field, value) in latencies {
+            if let Some(value) = value.filter(|v| !(0.0..=PROFILE_LATENCY_US_MAX).contains(v)) {
                 return Err(format!(
-                    "profile '{}': {field} must be 0 or more, got {value}",
-                    self.name
+                    "profile '{name}': {field} must be 0 to {PROFILE_LATENCY_US_MAX}, got {value}"
                 ));
             }
         }
@@ -199,14 +203,20 @@ impl DeviceProfile {
             ("read_share_eight_writers", self.read_share_eight_writers),
         ] {
             if !(value > 0.0 && value <= 1.0) {
-                return Err(format!(
-                    "profile '{}': {field} must be in (0, 1], got {value}",
-                    self.name
-                ));
+                return Err(format!("profile '{name}': {field} must be in (0, 1], got {value}"));
             }
         }
-        if self.parallelism == 0 {
-            return Err(format!("profile '{}': parallelism must be at least 1", self.name));
+        if !(1..=PROFILE_PARALLELISM_MAX).contains(&self.parallelism) {
+            return Err(format!(
+                "profile '{name}': parallelism must be 1 to {PROFILE_PARALLELISM_MAX}, got {}",
+                self.parallelism
+            ));
+        }
+        if !(self.cost_per_gb >= 0.0 && self.cost_per_gb.is_finite()) {
+            return Err(format!(
+                "profile '{name}': cost_per_gb must be 0 or more, got {}",
+                self.cost_per_gb
+            ));
         }
         Ok(())
     }
@@ -282,5 +292,21 @@ mod tests {
         p = DeviceProfile::preset("hdd").unwrap();
         p.parallelism = 0;
         assert!(p.validate().unwrap_err().contains("parallelism"));
+        // Absurd values that would allocate or sleep without bound are refused too.
+        type Edit = fn(&mut DeviceProfile);
+        let absurd: [(&str, Edit); 6] = [
+            ("parallelism", |p| p.parallelism = u32::MAX),
+            ("read_bandwidth_gb_s", |p| p.read_bandwidth_gb_s = 1e-300),
+            ("write_bandwidth_gb_s", |p| p.write_bandwidth_gb_s = f64::NAN),
+            ("read_latency_us", |p| p.read_latency_us = 1e30),
+            ("sequential_latency_us", |p| p.sequential_latency_us = Some(-1.0)),
+            ("cost_per_gb", |p| p.cost_per_gb = f64::INFINITY),
+        ];
+        for (field, edit) in absurd {
+            let mut p = DeviceProfile::preset("nvme").unwrap();
+            edit(&mut p);
+            let e = p.validate().unwrap_err();
+            assert!(e.contains(field) && e.contains("'nvme'"), "{field}: {e}");
+        }
     }
 }

@@ -24,6 +24,19 @@ pub const VOLUME_BITS: u32 = 20;
 /// Bits of such a key left for the address (or block number) within the volume.
 pub const VOLUME_ADDRESS_BITS: u32 = 64 - VOLUME_BITS;
 
+/// Device profiles: the ranges a modelled or emulated device may have. Past them a run would
+/// allocate without bound (parallelism) or sleep for centuries (bandwidth, latency).
+pub const PROFILE_PARALLELISM_MAX: u32 = 1 << 16;
+/// 1 MB/s and up; a model may make transfers all but free with a bandwidth near the top.
+pub const PROFILE_BANDWIDTH_GB_S: (f64, f64) = (1e-3, 1e12);
+/// 0 to 10 s, for one operation.
+pub const PROFILE_LATENCY_US_MAX: f64 = 1e7;
+
+/// Closed-loop clients of a run in virtual time (each holds a request slot).
+pub const CLIENTS_MAX: usize = 1 << 16;
+/// Open-loop arrival rate of a run in virtual time, requests per second (one a nanosecond).
+pub const ARRIVAL_RATE_MAX: f64 = 1e9;
+
 const _: () = assert!(BLOCK_SIZE_MAX <= OBJECT_SIZE_MAX);
 const _: () = assert!(VOLUME_BITS >= 16 && VOLUME_ADDRESS_BITS >= 40);
 const _: () = assert!(TIERS_MAX <= u8::MAX as usize);

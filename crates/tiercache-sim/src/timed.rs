@@ -17,6 +17,7 @@ use std::collections::BinaryHeap;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
+use tiercache_core::limits::{ARRIVAL_RATE_MAX, CLIENTS_MAX};
 use tiercache_core::{Action, Decision, DeviceProfile, Direction, Interval, Location, Op, Request};
 use tiercache_policy::{AnyPolicy, Policy};
 
@@ -172,6 +173,26 @@ pub struct TimedOptions {
 }
 
 impl TimedOptions {
+    /// Whether a run with these options can end: a rate above zero and finite, a bounded number
+    /// of clients. The error names the setting and its range.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(rate) = self.arrival_rate {
+            if !(rate > 0.0 && rate <= ARRIVAL_RATE_MAX) {
+                return Err(format!(
+                    "arrival_rate must be above 0 and at most {ARRIVAL_RATE_MAX} requests per \
+                     second, got {rate}"
+                ));
+            }
+        }
+        if !(1..=CLIENTS_MAX).contains(&self.clients) {
+            return Err(format!("clients must be 1 to {CLIENTS_MAX}, got {}", self.clients));
+        }
+        for profile in self.tiers.iter().chain([&self.backing]) {
+            profile.validate()?;
+        }
+        Ok(())
+    }
+
     pub fn closed(
         clients: usize,
         tiers: Vec<DeviceProfile>,
@@ -404,7 +425,10 @@ pub fn simulate_timed(
     };
     // Events: (time, kind, slot, stage); kind 0 is an arrival (open loop), 1 a stage.
     let mut events: BinaryHeap<Reverse<(u64, u8, usize, usize)>> = BinaryHeap::new();
-    let gap_ns = options.arrival_rate.map(|rate| (1e9 / rate.max(1e-9)).max(1.0) as u64);
+    if let Err(reason) = options.validate() {
+        panic!("simulate_timed needs options that pass TimedOptions::validate: {reason}");
+    }
+    let gap_ns = options.arrival_rate.map(|rate| (1e9 / rate).max(1.0) as u64);
     match gap_ns {
         Some(_) => events.push(Reverse((0, 0, 0, 0))),
         None => {
