@@ -71,9 +71,19 @@ pub struct BenchArgs {
     /// Make the flash tier behave like a device preset.
     #[arg(long)]
     pub flash_profile: Option<String>,
-    /// The backing file; created and filled to --working-set if shorter.
-    #[arg(long, default_value = "/tmp/tiercache-bench.backing")]
-    pub backing: PathBuf,
+    /// The backing file, which the bench writes: created and filled to --working-set. A file
+    /// that exists is refused unless --reuse-backing. Default: a new file in the temporary
+    /// directory, removed at the end.
+    #[arg(long)]
+    pub backing: Option<PathBuf>,
+    /// Let --backing name a file that exists (it is written, and extended if shorter than
+    /// --working-set); a symbolic link is still refused.
+    #[arg(long)]
+    pub reuse_backing: bool,
+    /// Overwrite a --slow-path or --flash-path that holds a file which is not a tier file
+    /// (without it, such a file is refused and left as it was).
+    #[arg(long)]
+    pub force: bool,
     /// The replacement policy, optionally with controllers joined by '+': 'nhc+lru',
     /// 'obp:0.1+s3fifo', 'interference:0.1+lru' (the same specs as --nhc and --nvcache).
     #[arg(long, default_value = "lru")]
@@ -158,11 +168,54 @@ struct Plan {
     done_ops: AtomicU64,
 }
 
+/// Most client threads a bench runs.
+const THREADS_MAX: usize = 1024;
+/// Longest measured run or warm-up, in seconds (a week).
+const SECONDS_MAX: f64 = 7.0 * 24.0 * 3600.0;
+
+/// The numbers of a bench that must be in range before anything is opened or spawned; each
+/// error names the option and its range.
+fn validate(args: &BenchArgs, block: usize) -> anyhow::Result<()> {
+    use tiercache_engine::builder::BLOCK_SIZE_MIN;
+    let block_max = tiercache_core::limits::BLOCK_SIZE_MAX as usize;
+    anyhow::ensure!(
+        (BLOCK_SIZE_MIN..=block_max).contains(&block) && block.is_multiple_of(BLOCK_SIZE_MIN),
+        "--block-size {} must be a multiple of {BLOCK_SIZE_MIN} B up to {}",
+        args.block_size,
+        format_size(block_max as u64)
+    );
+    anyhow::ensure!(
+        (1..=THREADS_MAX).contains(&args.threads),
+        "--threads must be 1 to {THREADS_MAX}, got {}",
+        args.threads
+    );
+    anyhow::ensure!(
+        args.duration > 0.0 && args.duration <= SECONDS_MAX,
+        "--duration must be above 0 and at most {SECONDS_MAX} seconds, got {}",
+        args.duration
+    );
+    anyhow::ensure!(
+        (0.0..=SECONDS_MAX).contains(&args.warmup),
+        "--warmup must be 0 to {SECONDS_MAX} seconds, got {}",
+        args.warmup
+    );
+    anyhow::ensure!(
+        args.measure_ms > 0.0 && args.measure_ms <= 3.6e6,
+        "--measure-ms must be above 0 and at most an hour, got {}",
+        args.measure_ms
+    );
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&args.read_ratio),
+        "--read-ratio must be in [0, 1], got {}",
+        args.read_ratio
+    );
+    Ok(())
+}
+
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
-    let block = parse_size(&args.block_size)? as usize;
+    let block = parse_size(&args.block_size).context("--block-size")? as usize;
+    validate(args, block)?;
     let working_set = parse_size(&args.working_set).context("--working-set")?;
-    anyhow::ensure!(args.threads >= 1, "--threads must be at least 1");
-    anyhow::ensure!((0.0..=1.0).contains(&args.read_ratio), "--read-ratio must be in [0, 1]");
     let blocks = working_set / block as u64;
     anyhow::ensure!(blocks >= 1, "--working-set {} holds no {block}-byte block", args.working_set);
     let distribution = match args.dist.as_str() {
@@ -172,6 +225,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         other => anyhow::bail!("--dist {other}: use uniform, zipf or hotspot"),
     };
     let tiers = tiers(args)?;
+    for (kind, bytes) in &tiers {
+        anyhow::ensure!(
+            *bytes >= (block * args.threads) as u64,
+            "the {} tier of {} holds fewer than one {block}-byte block per thread",
+            tier_name(kind),
+            format_size(*bytes)
+        );
+    }
     let plan = Plan {
         block,
         blocks,
@@ -179,12 +240,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         stop_after_ops: args.ops.as_deref().map(parse_size).transpose()?,
         done_ops: AtomicU64::new(0),
     };
-    prepare_backing(&args.backing, blocks * block as u64)?;
+    // The policy is checked before the backing file is made.
+    PolicySpec::parse(&args.policy)?;
+    let backing = Backing::prepare(args, blocks * block as u64)?;
     let report = if args.raw {
         raw::run(args, &plan, &tiers[0].0, tiers[0].1)?
     } else {
-        cached(args, &plan, &tiers)?
+        cached(args, &plan, &tiers, &backing.path)?
     };
+    drop(backing);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -225,18 +289,73 @@ fn tiers(args: &BenchArgs) -> anyhow::Result<Vec<(TierKind, u64)>> {
     Ok(tiers)
 }
 
-/// Creates the backing file, or extends it, to `bytes` of recognisable data.
-fn prepare_backing(path: &std::path::Path, bytes: u64) -> anyhow::Result<()> {
-    use std::io::Write;
-    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+/// The file the bench writes through the cache: one it made (and removes, when it chose the
+/// path) or, with --reuse-backing, one the user named.
+struct Backing {
+    path: PathBuf,
+    remove: bool,
+}
+
+impl Backing {
+    fn prepare(args: &BenchArgs, bytes: u64) -> anyhow::Result<Backing> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let (path, remove) = match &args.backing {
+            Some(path) => (path.clone(), false),
+            None => {
+                static RUNS: AtomicU64 = AtomicU64::new(0);
+                let name = format!(
+                    "tiercache-bench-{}-{}.backing",
+                    std::process::id(),
+                    RUNS.fetch_add(1, Ordering::Relaxed)
+                );
+                (std::env::temp_dir().join(name), true)
+            }
+        };
+        // A new file is created exclusively (never through a link someone left at the path);
+        // an existing one only with --reuse-backing, and never through a link.
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).mode(0o600);
+        let file = match options.clone().create_new(true).open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && !args.reuse_backing => {
+                anyhow::bail!(
+                    "the backing file {} exists, and the bench writes its backing file: name a \
+                     new one, or pass --reuse-backing to let it write this one",
+                    path.display()
+                )
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                options.custom_flags(libc::O_NOFOLLOW).open(&path).with_context(|| {
+                    format!("cannot open the backing file {} (a link?)", path.display())
+                })?
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot create the backing file {}", path.display()))
+            }
+        };
+        let backing = Backing { path, remove };
+        fill(&file, &backing.path, bytes)?;
+        Ok(backing)
+    }
+}
+
+impl Drop for Backing {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Extends `file` to `bytes` of recognisable data.
+fn fill(mut file: &std::fs::File, path: &std::path::Path, bytes: u64) -> anyhow::Result<()> {
+    use std::io::{Seek, Write};
+    let existing = file.metadata()?.len();
     if existing >= bytes {
         return Ok(());
     }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("cannot create the backing file {}", path.display()))?;
+    file.seek(std::io::SeekFrom::End(0))?;
     let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i % 253) as u8).collect();
     let mut progress = Progress::new("preparing backing file", Some(bytes));
     let mut written = existing;
@@ -290,10 +409,18 @@ where
                 let handles: Vec<_> = (0..args.threads)
                     .map(|t| {
                         let op = &op;
-                        s.spawn(move || thread_loop(args, plan, t, measured, deadline, op))
+                        std::thread::Builder::new()
+                            .name(format!("bench-{t}"))
+                            .spawn_scoped(s, move || {
+                                thread_loop(args, plan, t, measured, deadline, op)
+                            })
+                            .with_context(|| format!("cannot start bench thread {t}"))
                     })
                     .collect();
-                handles.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
+                handles
+                    .into_iter()
+                    .map(|h| h.and_then(|h| h.join().expect("bench thread panicked")))
+                    .collect()
             });
         let seconds = start.elapsed().as_secs_f64();
         let mut reads = latency::histogram();
@@ -395,13 +522,19 @@ fn either<'a>(
     }
 }
 
-fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::Result<BenchReport> {
+fn cached(
+    args: &BenchArgs,
+    plan: &Plan,
+    tiers: &[(TierKind, u64)],
+    backing: &std::path::Path,
+) -> anyhow::Result<BenchReport> {
     let (tier, tier_bytes) = (&tiers[0].0, tiers[0].1);
     let policy = PolicySpec::parse(&args.policy)?;
     let mut builder = CacheBuilder::new(policy.base)
         .admission(AdmissionConfig::parse_chain(&args.admission)?)
         .tier(tier.clone())
-        .capacity_bytes(tier_bytes);
+        .capacity_bytes(tier_bytes)
+        .overwrite_foreign_files(args.force);
     let nvcache = either(&policy.nvcache, &args.nvcache, "--nvcache")?;
     if let Some(spec) = nvcache {
         let config = tiercache_policy::nvcache::NvcacheConfig::parse(spec).context("--nvcache")?;
@@ -447,7 +580,7 @@ fn cached(args: &BenchArgs, plan: &Plan, tiers: &[(TierKind, u64)]) -> anyhow::R
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
-    let mut file = CachedFile::open(&args.backing, cache, WriteMode::parse(&args.write_mode)?)?;
+    let mut file = CachedFile::open(backing, cache, WriteMode::parse(&args.write_mode)?)?;
     if let Some(name) = &args.backing_profile {
         let profile =
             DeviceProfile::load(name).map_err(anyhow::Error::msg).context("--backing-profile")?;
@@ -594,6 +727,7 @@ mod raw {
     use std::os::unix::fs::FileExt;
 
     use tiercache_engine::direct::AlignedBuf;
+    use tiercache_engine::tierfile::{self, Geometry};
 
     use super::*;
 
@@ -609,8 +743,8 @@ mod raw {
         let per_thread = (slots / args.threads as u64).max(1);
         let (reads, writes, seconds) = match tier {
             TierKind::Dram | TierKind::Mapped { .. } => {
-                let mut memory =
-                    Memory::open(tier, per_thread * args.threads as u64 * block as u64)?;
+                let bytes = per_thread * args.threads as u64 * block as u64;
+                let mut memory = Memory::open(tier, bytes, block, args.force)?;
                 let stripes = memory.stripes(args.threads);
                 drive(args, plan, |t, op, key, buf| {
                     let stripe = &stripes[t];
@@ -629,8 +763,10 @@ mod raw {
             TierKind::File { path } | TierKind::Flash { path } => {
                 // Direct I/O with aligned buffers, as the flash tier does (buffered where the
                 // file system refuses it, as there too).
-                let (file, warning) =
-                    tiercache_engine::direct::open_direct(path, slots * block as u64)?;
+                // The same tier file as the cache's: made or taken only as it allows, locked.
+                let geometry = Geometry { slot_bytes: block as u32, slots };
+                let _locked = tierfile::open(path, geometry, args.force)?;
+                let (file, warning) = tiercache_engine::direct::open_direct(path)?;
                 if let Some(w) = warning {
                     eprintln!("note: {w}");
                 }
@@ -638,7 +774,7 @@ mod raw {
                     .map(|_| std::sync::Mutex::new(AlignedBuf::new(block)))
                     .collect();
                 drive(args, plan, |t, op, key, buf| {
-                    let at = (key % slots) * block as u64;
+                    let at = tierfile::HEADER_BYTES + (key % slots) * block as u64;
                     let mut aligned = buffers[t].lock().expect("one thread per buffer");
                     match op {
                         Op::Read => {
@@ -661,7 +797,11 @@ mod raw {
     /// Process memory or a mapped file, held open for the run.
     enum Memory {
         Dram(memmap2::MmapMut),
-        Mapped(memmap2::MmapMut),
+        /// The mapping of a tier file's slots, and the file, locked while it is held.
+        Mapped {
+            mapping: memmap2::MmapMut,
+            _locked: std::fs::File,
+        },
     }
 
     /// A thread's stripe: its start address.
@@ -671,19 +811,20 @@ mod raw {
     unsafe impl Send for Stripe {}
 
     impl Memory {
-        fn open(tier: &TierKind, bytes: u64) -> anyhow::Result<Memory> {
+        fn open(tier: &TierKind, bytes: u64, block: usize, force: bool) -> anyhow::Result<Memory> {
             Ok(match tier {
                 TierKind::Mapped { path } => {
-                    let file = std::fs::OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .create(true)
-                        .truncate(false)
-                        .open(path)
-                        .with_context(|| format!("cannot open {}", path.display()))?;
-                    file.set_len(bytes)?;
-                    // SAFETY: the benchmark owns the file for the run; nothing else maps it.
-                    Memory::Mapped(unsafe { memmap2::MmapMut::map_mut(&file)? })
+                    let slots = bytes / block as u64;
+                    let file =
+                        tierfile::open(path, Geometry { slot_bytes: block as u32, slots }, force)?;
+                    // SAFETY: the file is locked for this run; nothing else maps it.
+                    let mapping = unsafe {
+                        memmap2::MmapOptions::new()
+                            .offset(tierfile::HEADER_BYTES)
+                            .len(bytes as usize)
+                            .map_mut(&file)?
+                    };
+                    Memory::Mapped { mapping, _locked: file }
                 }
                 _ => {
                     // As the cache's DRAM tier holds its blocks: anonymous memory with huge
@@ -700,7 +841,7 @@ mod raw {
         fn stripes(&mut self, threads: usize) -> Vec<Stripe> {
             let bytes: &mut [u8] = match self {
                 Memory::Dram(v) => v,
-                Memory::Mapped(m) => m,
+                Memory::Mapped { mapping, .. } => mapping,
             };
             let per = bytes.len() / threads;
             (0..threads).map(|t| Stripe(bytes[t * per..].as_mut_ptr())).collect()

@@ -53,12 +53,13 @@ fn words(table: &toml::Table, skip: &[&str], out: &mut Vec<String>) -> anyhow::R
             continue;
         }
         let flag = format!("--{}", key.replace('_', "-"));
+        // `--flag=value`, so that a value such as -5 reaches the option's own check.
         match value {
             toml::Value::Boolean(true) => out.push(flag),
             toml::Value::Boolean(false) => {}
-            toml::Value::String(s) => out.extend([flag, s.clone()]),
-            toml::Value::Integer(i) => out.extend([flag, i.to_string()]),
-            toml::Value::Float(f) => out.extend([flag, f.to_string()]),
+            toml::Value::String(s) => out.push(format!("{flag}={s}")),
+            toml::Value::Integer(i) => out.push(format!("{flag}={i}")),
+            toml::Value::Float(f) => out.push(format!("{flag}={f}")),
             // A repeatable option: `tier = ["1GiB:lru", "8GiB:fifo"]`.
             toml::Value::Array(items) => {
                 for item in items {
@@ -68,7 +69,7 @@ fn words(table: &toml::Table, skip: &[&str], out: &mut Vec<String>) -> anyhow::R
                             item.type_str()
                         )
                     };
-                    out.extend([flag.clone(), s.clone()]);
+                    out.push(format!("{flag}={s}"));
                 }
             }
             other => anyhow::bail!(
@@ -81,16 +82,29 @@ fn words(table: &toml::Table, skip: &[&str], out: &mut Vec<String>) -> anyhow::R
 }
 
 /// Generates the `[workload.generate]` trace once into the temp directory; returns its path.
+/// The trace is written under a name of this process's and renamed into place only when
+/// whole, so a run killed halfway leaves no truncated trace for the next run to trip on.
 fn generated_trace(table: &toml::Table) -> anyhow::Result<PathBuf> {
     let key = tiercache_core::fnv1a_64(table.to_string().as_bytes());
-    let path = std::env::temp_dir().join(format!("tiercache-experiment-{key:016x}.csv.zst"));
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("tiercache-experiment-{key:016x}.csv.zst"));
     if !path.exists() {
+        let partial = dir.join(format!(
+            "tiercache-experiment-{key:016x}.{}.partial.csv.zst",
+            std::process::id()
+        ));
         let mut argv = vec!["experiment".to_string()];
         words(table, &[], &mut argv)?;
-        argv.extend(["--output".to_string(), path.display().to_string()]);
+        argv.push(format!("--output={}", partial.display()));
         let args = GenOnly::try_parse_from(&argv)
             .map_err(|e| anyhow::anyhow!("[workload.generate]: {e}"))?;
-        crate::trace::generate(&args.generate)?;
+        let generated = crate::trace::generate(&args.generate);
+        if let Err(e) = generated {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
+        std::fs::rename(&partial, &path)
+            .with_context(|| format!("cannot move the generated trace to {}", path.display()))?;
     }
     Ok(path)
 }

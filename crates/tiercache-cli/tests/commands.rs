@@ -239,6 +239,7 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
         "--json",
         "--backing",
         b,
+        "--reuse-backing",
     ];
     let tiers: [Vec<&str>; 4] = [
         vec!["--dram", "1MiB"],
@@ -311,6 +312,7 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
         "1MiB",
         "--backing",
         b,
+        "--reuse-backing",
         "--working-set",
         "2MiB",
     ]);
@@ -644,6 +646,7 @@ fn bench_runs_the_controllers_through_policy() {
             "--json",
             "--backing",
             backing.to_str().unwrap(),
+            "--reuse-backing",
             "--policy",
             policy,
         ];

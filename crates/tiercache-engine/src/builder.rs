@@ -64,6 +64,7 @@ pub struct CacheBuilder {
     size_classes: u8,
     unlocked_hits: bool,
     write_faults: Option<(usize, u64)>,
+    overwrite_foreign_files: bool,
 }
 
 impl CacheBuilder {
@@ -93,7 +94,16 @@ impl CacheBuilder {
             size_classes: 1,
             unlocked_hits: true,
             write_faults: None,
+            overwrite_foreign_files: false,
         }
+    }
+
+    /// Lets a tier path that holds a file which is not a tier file (no tier header) be
+    /// overwritten; without it such a file is refused and never written (see
+    /// [`crate::tierfile`]).
+    pub fn overwrite_foreign_files(mut self, on: bool) -> Self {
+        self.overwrite_foreign_files = on;
+        self
     }
 
     /// The medium of the first (upper) tier.
@@ -362,7 +372,41 @@ impl CacheBuilder {
             }
             per_shard.push(slots);
         }
+        self.check_footprint(&per_shard)?;
         Ok(per_shard)
+    }
+
+    /// Refuses a configuration whose DRAM (a DRAM tier's blocks and every tier's metadata)
+    /// would not fit in this machine's memory, before any of it is allocated.
+    fn check_footprint(&self, per_shard: &[u64]) -> Result<(), EngineError> {
+        let Some(physical) = crate::footprint::physical_memory_bytes() else {
+            return Ok(());
+        };
+        let names = ["capacity_bytes", "lower_tier.capacity_bytes"];
+        let mut total = 0u64;
+        for ((tier, n), setting) in self.tiers.iter().zip(per_shard).zip(names) {
+            let slots = (n + tier.kind.slack_slots()) * self.shards as u64;
+            let per_slot = crate::footprint::slot_bytes(&tier.kind, self.chunks());
+            let data = match tier.kind {
+                TierKind::Dram => tier.kind.slot_bytes(self.block_size, self.chunks()) as u64,
+                _ => 0,
+            };
+            total = total.saturating_add(slots.saturating_mul(per_slot + data));
+            if total > physical {
+                let reason = format!(
+                    "{} bytes in {}-byte blocks is {slots} slots, whose DRAM ({per_slot} bytes of \
+                     metadata each{}) brings the cache to about {} GiB, more than this \
+                     machine's {} GiB",
+                    tier.capacity_bytes,
+                    self.block_size,
+                    if data > 0 { " and the block itself" } else { "" },
+                    total >> 30,
+                    physical >> 30,
+                );
+                return Err(EngineError::config(setting, reason));
+            }
+        }
+        Ok(())
     }
 
     fn policy(&self, per_shard: &[u64], seed: u64) -> Result<AnyPolicy, EngineError> {
@@ -411,7 +455,13 @@ impl CacheBuilder {
             .map(|(i, (tier, n))| {
                 let slot_bytes = tier.kind.slot_bytes(self.block_size, self.chunks());
                 let slots = (n + tier.kind.slack_slots()) * self.shards as u64;
-                let mut medium = Medium::open(&tier.kind, slots, slot_bytes, self.chunks())?;
+                let mut medium = Medium::open(
+                    &tier.kind,
+                    slots,
+                    slot_bytes,
+                    self.chunks(),
+                    self.overwrite_foreign_files,
+                )?;
                 if let Some(profile) = &tier.profile {
                     medium.emulate(profile.clone());
                 }

@@ -62,27 +62,26 @@ impl Drop for AlignedBuf {
     }
 }
 
-/// Opens (creating) `path` for direct I/O and sizes it; falls back to buffered I/O where the
-/// file system refuses `O_DIRECT`, returning the warning to report.
-pub fn open_direct(path: &Path, bytes: u64) -> Result<(File, Option<String>), EngineError> {
+/// Opens the tier file `path` (made and sized by [`crate::tierfile::open`]) for direct I/O;
+/// falls back to buffered I/O where the file system refuses `O_DIRECT`, returning the warning
+/// to report.
+pub fn open_direct(path: &Path) -> Result<(File, Option<String>), EngineError> {
     let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
     let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
+    options.read(true).write(true);
     let direct = options.clone().custom_flags(libc::O_DIRECT).open(path);
     let (file, warning) = match direct {
         Ok(file) => (file, None),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            let file =
-                options.open(path).map_err(|e| io("cannot open or create the tier file", e))?;
+            let file = options.open(path).map_err(|e| io("cannot open the tier file", e))?;
             let note = format!(
                 "{}: the file system refuses direct I/O; the flash tier uses buffered I/O",
                 path.display()
             );
             (file, Some(note))
         }
-        Err(e) => return Err(io("cannot open or create the tier file", e)),
+        Err(e) => return Err(io("cannot open the tier file", e)),
     };
-    file.set_len(bytes).map_err(|e| io("cannot size the tier file", e))?;
     Ok((file, warning))
 }
 
@@ -102,6 +101,9 @@ struct SlotMeta {
     crc: u32,
     written: bool,
 }
+
+/// DRAM the metadata of one flash slot takes.
+pub(crate) const SLOT_META_BYTES: usize = std::mem::size_of::<SlotMeta>();
 
 /// One shard's run of blocks on the flash tier.
 pub struct DirectSlots {

@@ -31,11 +31,13 @@ pub mod direct;
 pub mod emulate;
 pub mod error;
 pub mod file;
+pub mod footprint;
 pub mod latency;
 pub mod optimistic;
 pub mod shard;
 pub mod stats;
 pub mod store;
+pub mod tierfile;
 
 pub use builder::{CacheBuilder, TierSpec};
 pub use cache::{BlockRef, Cache, CacheCore, PutOutcome, ReadOutcome};

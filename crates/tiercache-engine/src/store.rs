@@ -5,7 +5,7 @@
 //! (`crate::optimistic`): they copy a slot while it may be written, and throw the copy away
 //! when the slot's sequence number says a write overlapped it.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use crate::direct::{open_direct, AlignedBuf, DirectSlots};
 use crate::emulate::Emulator;
 use crate::error::EngineError;
 use crate::optimistic::{Sets, SlotTable};
+use crate::tierfile;
 use tiercache_core::Direction;
 
 /// The medium of a tier.
@@ -109,30 +110,31 @@ pub struct Medium {
     faults: Option<Arc<WriteFaults>>,
     /// Something the user should know about how the medium runs (a fallback taken).
     pub warning: Option<String>,
-}
-
-fn open_sized(path: &Path, bytes: u64) -> Result<File, EngineError> {
-    let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| io("cannot open or create the tier file", e))?;
-    file.set_len(bytes).map_err(|e| io("cannot size the tier file", e))?;
-    Ok(file)
+    /// The tier file, locked for this cache while the medium lives (`tierfile`).
+    _locked: Option<File>,
+    /// Bytes before the first slot: the tier file's header.
+    base: u64,
 }
 
 impl Medium {
+    /// Opens the tier: DRAM is allocated; a mapped, file or flash tier's file is made or taken
+    /// as `tierfile` allows (a foreign file only when `overwrite`), locked, and sized.
     pub fn open(
         kind: &TierKind,
         slots: u64,
         slot_bytes: usize,
         chunks: u32,
+        overwrite: bool,
     ) -> Result<Medium, EngineError> {
         let bytes = slots * slot_bytes as u64;
         let mut warning = None;
+        let geometry = tierfile::Geometry { slot_bytes: slot_bytes as u32, slots };
+        let locked = match kind {
+            TierKind::Dram => None,
+            TierKind::Mapped { path } | TierKind::File { path } | TierKind::Flash { path } => {
+                Some(tierfile::open(path, geometry, overwrite)?)
+            }
+        };
         let (mapping, file) = match kind {
             TierKind::Dram => {
                 // Anonymous memory, page-aligned, touched only through raw slot slices so a
@@ -152,24 +154,34 @@ impl Medium {
                 (Some(Arc::new(MmapRaw::from(mapping))), None)
             }
             TierKind::Flash { path } => {
-                let (file, note) = open_direct(path, bytes)?;
+                let (file, note) = open_direct(path)?;
                 warning = note;
                 (None, Some(Arc::new(file)))
             }
             TierKind::Mapped { path } => {
-                let file = open_sized(path, bytes)?;
-                let mapping =
-                    MmapOptions::new().len(bytes as usize).map_raw(&file).map_err(|source| {
-                        EngineError::Io {
-                            path: path.clone(),
-                            action: "cannot map the tier file",
-                            source,
-                        }
-                    })?;
+                let file = locked.as_ref().expect("a tier file");
+                let length = (tierfile::HEADER_BYTES + bytes) as usize;
+                let mapping = MmapOptions::new().len(length).map_raw(file).map_err(|source| {
+                    EngineError::Io {
+                        path: path.clone(),
+                        action: "cannot map the tier file",
+                        source,
+                    }
+                })?;
                 (Some(Arc::new(mapping)), None)
             }
-            TierKind::File { path } => (None, Some(Arc::new(open_sized(path, bytes)?))),
+            TierKind::File { path } => {
+                let file = locked.as_ref().expect("a tier file").try_clone().map_err(|source| {
+                    EngineError::Io {
+                        path: path.clone(),
+                        action: "cannot open the tier file",
+                        source,
+                    }
+                })?;
+                (None, Some(Arc::new(file)))
+            }
         };
+        let base = if locked.is_some() { tierfile::HEADER_BYTES } else { 0 };
         Ok(Medium {
             kind: kind.clone(),
             mapping,
@@ -179,6 +191,8 @@ impl Medium {
             emulator: None,
             faults: None,
             warning,
+            _locked: locked,
+            base,
         })
     }
 
@@ -196,7 +210,7 @@ impl Medium {
     /// The region of slots `first..first + count` for one shard. Regions of one medium must be
     /// disjoint: the cache hands each slot range out once.
     pub fn region(&self, first: u64, count: u64) -> Result<Region, EngineError> {
-        let offset = first * self.slot_bytes as u64;
+        let offset = self.base + first * self.slot_bytes as u64;
         let bytes = (count * self.slot_bytes as u64) as usize;
         let storage = match (&self.kind, &self.mapping, &self.file) {
             (TierKind::Mapped { .. }, Some(mapping), _) => {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tiercache_core::SeededRng;
+use tiercache_engine::tierfile::HEADER_BYTES;
 use tiercache_engine::{Cache, CacheBuilder, EngineError, TierKind};
 use tiercache_policy::PolicyConfig;
 
@@ -239,7 +240,7 @@ fn flipped_bits_on_slow_memory_and_flash_are_misses_never_data() {
         let mut rng = SeededRng::new(9);
         let corrupted: Vec<u64> = (0..64).filter(|s| s % 3 == 0).collect();
         for slot in &corrupted {
-            let at = slot * slot_bytes + rng.below(slot_bytes);
+            let at = HEADER_BYTES + slot * slot_bytes + rng.below(slot_bytes);
             let mut byte = [0u8];
             file.read_exact_at(&mut byte, at).unwrap();
             byte[0] ^= 1 << rng.below(8);
@@ -289,7 +290,7 @@ fn flipped_bits_in_a_lower_tier_are_misses_never_data() {
     let slot_bytes = (BLOCK + 24) as u64;
     let corrupted = (0..48u64).filter(|s| s % 3 == 0).count() as u64;
     for slot in (0..48u64).filter(|s| s % 3 == 0) {
-        let at = slot * slot_bytes + 30;
+        let at = HEADER_BYTES + slot * slot_bytes + 30;
         let mut byte = [0u8];
         file.read_exact_at(&mut byte, at).unwrap();
         file.write_all_at(&[byte[0] ^ 0x10], at).unwrap();
@@ -317,7 +318,7 @@ fn build_err(builder: CacheBuilder) -> String {
 fn bad_configurations_name_the_setting_or_the_file() {
     let lru = || CacheBuilder::new(PolicyConfig::Lru);
     let e = build_err(lru().tier(TierKind::Mapped { path: "/nonexistent/dir/slow.mem".into() }));
-    assert!(e.contains("/nonexistent/dir/slow.mem") && e.contains("cannot open"), "{e}");
+    assert!(e.contains("/nonexistent/dir/slow.mem") && e.contains("cannot create"), "{e}");
     let e = build_err(lru().tier(TierKind::File { path: scratch("") }));
     assert!(e.contains("cannot open"), "{e}");
     let e = build_err(lru().capacity_bytes(4096).shards(16));
@@ -448,11 +449,16 @@ fn the_flash_tier_uses_direct_io_checks_blocks_and_refuses_misaligned_blocks() {
     // (At most slack-minus-two blocks are in flight per shard; past that a put writes in place.)
     assert!(cache.stats().writes_behind > 0);
     let slots = 16 + tiercache_engine::shard::IO_SLACK_SLOTS;
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), slots * 4096, "headerless, aligned blocks");
+    let length = std::fs::metadata(&path).unwrap().len();
+    assert_eq!(
+        length,
+        HEADER_BYTES + slots * 4096,
+        "a header page, then headerless, aligned blocks"
+    );
     // Corrupt blocks 3 and 7 on the device.
     let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
     for slot in [3u64, 7] {
-        file.write_all_at(&[0xAB], slot * 4096 + 100).unwrap();
+        file.write_all_at(&[0xAB], HEADER_BYTES + slot * 4096 + 100).unwrap();
     }
     let mut buf = vec![0u8; 4096];
     let mut good = 0;
