@@ -49,16 +49,22 @@ pub fn copy_value(value: &[u8], out: &mut [u8]) -> usize {
     value.len()
 }
 
+/// The header of `value` stored for `key`.
+pub fn header(key: u64, value: &[u8]) -> [u8; HEADER_BYTES] {
+    let mut header = [0u8; HEADER_BYTES];
+    header[8..16].copy_from_slice(&key.to_le_bytes());
+    header[16..20].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    let crc = crc32c_parts(&header[8..], value);
+    header[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+    header[4..8].copy_from_slice(&crc.to_le_bytes());
+    header
+}
+
 /// Writes header and value into `slot` (which is `HEADER_BYTES + capacity` long).
 pub fn encode(slot: &mut [u8], key: u64, value: &[u8]) {
     assert!(HEADER_BYTES + value.len() <= slot.len(), "value larger than its slot");
-    slot[8..16].copy_from_slice(&key.to_le_bytes());
-    slot[16..20].copy_from_slice(&(value.len() as u32).to_le_bytes());
-    slot[20..24].copy_from_slice(&0u32.to_le_bytes());
+    slot[..HEADER_BYTES].copy_from_slice(&header(key, value));
     slot[HEADER_BYTES..HEADER_BYTES + value.len()].copy_from_slice(value);
-    let crc = crc32c(&slot[8..HEADER_BYTES + value.len()]);
-    slot[0..4].copy_from_slice(&MAGIC.to_le_bytes());
-    slot[4..8].copy_from_slice(&crc.to_le_bytes());
     debug_assert_eq!(decode(slot, key).map(|v| v.len()), Ok(value.len()));
 }
 

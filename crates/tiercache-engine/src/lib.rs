@@ -22,6 +22,7 @@
 //! writes (demotions, admitted misses) are done behind the caller by write-behind threads,
 //! the block served from a DRAM copy until it lands (see [`behind`]).
 
+pub mod atomic_bytes;
 pub mod behind;
 pub mod block;
 pub mod builder;

@@ -14,7 +14,9 @@
 //!   key's sequence number odd, write the slot, and make it even again; a block that leaves
 //!   its slot is unpublished first. A reader copies the value between two reads of the
 //!   sequence number and keeps the copy only if it did not change and the way still names the
-//!   key (a seqlock). Anything unusual (a key not published, a write under way, a checksum that
+//!   key (a seqlock). Both sides copy the bytes as byte-wise atomics (`atomic_bytes`), so a
+//!   read racing a write is defined behaviour, and the reader copies to its stack first: the
+//!   caller's buffer receives only a copy that checked out. Anything unusual (a key not published, a write under way, a checksum that
 //!   fails on a mapped tier) falls back to the locked path, which deals with it as before.
 //! - **Telling the policy.** The hit is appended to the calling thread's ring for the shard
 //!   (a [`HitLog`]: one writer per ring, so no atomic read-modify-write per hit). The rings
@@ -43,6 +45,10 @@ use crate::block::{crc32c_parts, HEADER_BYTES};
 /// Ways per set: three keys, each with its slot, length and sequence number, in one 64-byte
 /// cache line, so a lookup reads one line.
 const WAYS: usize = 3;
+
+/// The largest block (with its header) read without the lock: it is copied to the stack
+/// first, checked, and only then to the caller. Larger blocks take the lock.
+pub const SCRATCH_BYTES: usize = 16 << 10;
 
 /// Hits a batch holds before it is committed. BP-Wrapper commits batches of 64 on one lock;
 /// here a batch is per shard, and shards are many, so batches are smaller.
@@ -142,8 +148,8 @@ pub struct SlotTable {
 }
 
 // SAFETY: `base` points into `_mapping` and `sets` into `_sets`, both living as long as the
-// table. The bytes behind `base` are only read here, with every read validated by the seqlock
-// before it is used (see `SlotTable::read`); the sets are all atomics.
+// table. The bytes behind `base` are only read here, as byte-wise atomics, and a copy is used
+// only once the seqlock validates it (see `SlotTable::read`); the sets are all atomics.
 unsafe impl Send for SlotTable {}
 unsafe impl Sync for SlotTable {}
 
@@ -197,13 +203,18 @@ impl SlotTable {
     /// published in `slot` (an overwrite in place), readers stop taking it until `end_write`,
     /// which is given the way returned; any other slot of `key` was vacated first.
     pub fn begin_write(&self, slot: u32, key: Key) -> Option<Way<'_>> {
-        let way = self.way_of(key, Some(slot))?;
-        let state = way.state.load(Ordering::Relaxed);
-        way.state.store(state + SEQ_ONE, Ordering::Relaxed);
-        // Orders the odd number before the writes that follow: a reader that sees any of them
-        // sees the odd number on its second read (it reads with an acquire fence between).
+        let way = self.way_of(key, Some(slot));
+        if let Some(way) = way {
+            let state = way.state.load(Ordering::Relaxed);
+            way.state.store(state + SEQ_ONE, Ordering::Relaxed);
+        }
+        // Orders what came before (this way's odd number, or the `vacate` of the key that had
+        // the slot before) before the slot's bytes written next: a reader whose copy sees any
+        // of them sees that state on its second read (it reads with an acquire fence between)
+        // and drops the copy. Without it, on arm64 a reader of the slot's previous key could
+        // take the new key's bytes as its own.
         fence(Ordering::Release);
-        Some(way)
+        way
     }
 
     /// Ends a write begun with `begin_write` (`way` what it returned): `slot` now holds `len`
@@ -228,7 +239,10 @@ impl SlotTable {
         let free = |way: &Way| way.state.load(Ordering::Relaxed) as u32 == 0;
         let Some(way) = set.ways().find(free) else { return };
         let state = way.state.load(Ordering::Relaxed);
-        way.key.store(key, Ordering::Relaxed);
+        // Release: a reader that finds the new key (acquire) then reads this way's emptied
+        // state or a newer one, not the state of the key it held before (on arm64, a relaxed
+        // store here let a reader pair the new key with the old key's slot).
+        way.key.store(key, Ordering::Release);
         way.len.store(len as u32, Ordering::Relaxed);
         way.state.store(((state >> 32) + 2) << 32 | (slot as u64 + 1), Ordering::Release);
     }
@@ -249,55 +263,62 @@ impl SlotTable {
 
     /// Copies `key`'s value into `out` without the lock; returns its length, or `None` if the
     /// block could not be read this way (not published, being written, moved, a mapped block
-    /// that did not check out, or `out` too small to check it): the caller takes the lock.
+    /// that did not check out, larger than [`SCRATCH_BYTES`], or `out` too small): the caller
+    /// takes the lock. `out` is written only with a value that checked out: on `None` it
+    /// holds what it held before.
     #[inline]
     pub fn read(&self, key: Key, out: &mut [u8]) -> Option<usize> {
         let set = self.set_of(key);
-        let way = set.ways().find(|w| w.key.load(Ordering::Relaxed) == key)?;
+        // Acquire: a way re-keyed to `key` was emptied first (`publish`), so its state read
+        // below is the emptied one or newer, never the previous key's slot.
+        let way = set.ways().find(|w| w.key.load(Ordering::Acquire) == key)?;
         let state = way.state.load(Ordering::Acquire);
         let len = way.len.load(Ordering::Relaxed) as usize;
         let slot = (state as u32).checked_sub(1)?;
-        let capacity = self.slot_bytes - if self.headers { HEADER_BYTES } else { 0 };
-        if (state >> 32) & 1 == 1 || slot >= self.slots || len > capacity {
+        let header = if self.headers { HEADER_BYTES } else { 0 };
+        let copied = header + len;
+        if (state >> 32) & 1 == 1
+            || slot >= self.slots
+            || copied > self.slot_bytes
+            || copied > SCRATCH_BYTES
+            || out.len() < len
+        {
             return None;
         }
-        // SAFETY: the slot lies inside the table's memory (checked above). The bytes may be
-        // written by the shard's lock holder while they are copied: this is a seqlock's read,
-        // as the Linux kernel's and crossbeam's `AtomicCell` do it. The copy goes into `out`
-        // (or a local header), never into anything typed by it, and is used only if the way
-        // is unchanged afterwards, that is, if no write overlapped it. Rust has no atomic
-        // memcpy yet (RFC 3301); copying word by word with relaxed atomic loads runs at 2.2M
-        // 4 KiB blocks/s on this machine against memcpy's 5.1M, which would give away what
-        // this path is for.
-        let slot_start = unsafe { self.base.add(slot as usize * self.slot_bytes) };
-        if self.headers {
-            if out.len() < len {
-                return None;
-            }
-            let mut header = [0u8; HEADER_BYTES];
-            unsafe {
-                std::ptr::copy_nonoverlapping(slot_start, header.as_mut_ptr(), HEADER_BYTES);
-                let value = slot_start.add(HEADER_BYTES);
-                std::ptr::copy_nonoverlapping(value, out.as_mut_ptr(), len);
-            }
-            // The block's own header and checksum, checked on the copy: a corrupted block
-            // fails here and is found, counted and dropped by the locked path.
-            let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4"));
-            let stored_key = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
-            if stored_key != key
-                || word(16) as usize != len
-                || crc32c_parts(&header[8..], &out[..len]) != word(4)
-            {
-                return None;
-            }
-        } else {
-            let n = len.min(out.len());
-            unsafe { std::ptr::copy_nonoverlapping(slot_start, out.as_mut_ptr(), n) };
-        }
+        // The copy goes to a scratch buffer first, and to `out` only once the seqlock says no
+        // write overlapped it: a torn copy never reaches the caller.
+        let mut scratch = [std::mem::MaybeUninit::<u8>::uninit(); SCRATCH_BYTES];
+        // SAFETY: the slot lies inside the table's memory (checked above), `copied` bytes of
+        // it fit the slot and the scratch. The shard's lock holder may be storing to them
+        // meanwhile: both sides are byte-wise atomic (`atomic_bytes`), so the race is defined,
+        // and the copy is used only if the way is unchanged afterwards (the acquire fence
+        // below pairs with the release fence of `begin_write`).
+        let bytes = unsafe {
+            let slot_start = self.base.add(slot as usize * self.slot_bytes);
+            crate::atomic_bytes::load(slot_start, scratch.as_mut_ptr().cast(), copied);
+            std::slice::from_raw_parts(scratch.as_ptr().cast::<u8>(), copied)
+        };
         fence(Ordering::Acquire);
         let unchanged =
             way.state.load(Ordering::Relaxed) == state && way.key.load(Ordering::Relaxed) == key;
-        unchanged.then_some(len)
+        if !unchanged {
+            return None;
+        }
+        let value = &bytes[header..];
+        if self.headers {
+            // The block's own header and checksum, checked on the copy: a corrupted block
+            // fails here and is found, counted and dropped by the locked path.
+            let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4"));
+            let stored_key = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+            if stored_key != key
+                || word(16) as usize != len
+                || crc32c_parts(&bytes[8..HEADER_BYTES], value) != word(4)
+            {
+                return None;
+            }
+        }
+        out[..len].copy_from_slice(value);
+        Some(len)
     }
 }
 

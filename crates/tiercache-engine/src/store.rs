@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
 
+use crate::atomic_bytes;
 use crate::block::{copy_value, decode, encode, BlockFault, HEADER_BYTES};
 use crate::direct::{open_direct, AlignedBuf, DirectSlots};
 use crate::emulate::Emulator;
@@ -393,9 +394,9 @@ enum Storage {
 impl Storage {
     /// Stores `value` for `key` in `slot`, which spans `bytes` bytes at `at` in the region,
     /// on a memory tier; false on other tiers. The caller holds the shard's lock (`&mut`) and
-    /// writes only slots no read handle pins, so no other reference to these bytes exists.
-    /// (Readers without the lock may be copying them through a raw pointer; they discard that
-    /// copy, see `optimistic`.)
+    /// writes only slots no read handle pins. Readers without the lock may be copying these
+    /// bytes (see `optimistic`), so they are stored as byte-wise atomics through a raw pointer,
+    /// and no reference to them is made.
     fn write_memory(
         &mut self,
         (at, bytes): (usize, usize),
@@ -410,10 +411,9 @@ impl Storage {
             Storage::File { .. } | Storage::Direct(_) => return false,
         };
         assert!(offset + at + bytes <= mapping.len(), "slot {slot} past the mapping");
-        // SAFETY: inside the mapping (asserted above), and exclusively ours (see above). The
-        // mapping outlives the slice (held by `self`).
-        let target =
-            unsafe { std::slice::from_raw_parts_mut(mapping.as_mut_ptr().add(offset + at), bytes) };
+        // SAFETY: inside the mapping (asserted above), which outlives this call (held by
+        // `self`).
+        let target = unsafe { mapping.as_mut_ptr().add(offset + at) };
         match self {
             Storage::Dram { lens, .. } => {
                 assert!(
@@ -421,10 +421,20 @@ impl Storage {
                     "a value of {} bytes in a {bytes}-byte slot",
                     value.len()
                 );
-                target[..value.len()].copy_from_slice(value);
+                // SAFETY: `value.len()` bytes from `target` lie in the slot (asserted), and
+                // only the lock holder writes them.
+                unsafe { atomic_bytes::store(value.as_ptr(), target, value.len()) };
                 lens[slot as usize] = value.len() as u32;
             }
-            _ => encode(target, key, value),
+            _ => {
+                assert!(HEADER_BYTES + value.len() <= bytes, "value larger than its slot");
+                let header = crate::block::header(key, value);
+                // SAFETY: header and value lie in the slot (asserted); as above.
+                unsafe {
+                    atomic_bytes::store(header.as_ptr(), target, HEADER_BYTES);
+                    atomic_bytes::store(value.as_ptr(), target.add(HEADER_BYTES), value.len());
+                }
+            }
         }
         true
     }
