@@ -22,29 +22,50 @@
 //! writes (demotions, admitted misses) are done behind the caller by write-behind threads,
 //! the block served from a DRAM copy until it lands (see [`behind`]).
 
+// The lock-free hit path, which `--cfg loom` builds alone to model-check it (see `sync`).
 pub mod atomic_bytes;
-pub mod behind;
 pub mod block;
-pub mod builder;
-pub mod cache;
-pub mod clock;
-pub mod direct;
-pub mod emulate;
-pub mod error;
-pub mod file;
-pub mod footprint;
-pub mod latency;
 pub mod optimistic;
+mod sync;
+
+// The rest of the engine.
+#[cfg(not(loom))]
+pub mod behind;
+#[cfg(not(loom))]
+pub mod builder;
+#[cfg(not(loom))]
+pub mod cache;
+#[cfg(not(loom))]
+pub mod clock;
+#[cfg(not(loom))]
+pub mod direct;
+#[cfg(not(loom))]
+pub mod emulate;
+#[cfg(not(loom))]
+pub mod error;
+#[cfg(not(loom))]
+pub mod file;
+#[cfg(not(loom))]
+pub mod footprint;
+#[cfg(not(loom))]
+pub mod latency;
+#[cfg(not(loom))]
 pub mod shard;
+#[cfg(not(loom))]
 pub mod stats;
+#[cfg(not(loom))]
 pub mod store;
+#[cfg(not(loom))]
 pub mod tierfile;
 
-pub use builder::{CacheBuilder, TierSpec};
-pub use cache::{BlockRef, Cache, CacheCore, PutOutcome, ReadOutcome};
-pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use error::EngineError;
-pub use file::{CachedFile, WriteMode};
-pub use latency::{LatencySnapshot, Percentiles};
-pub use stats::StatsSnapshot;
-pub use store::TierKind;
+#[cfg(not(loom))]
+pub use {
+    builder::{CacheBuilder, TierSpec},
+    cache::{BlockRef, Cache, CacheCore, PutOutcome, ReadOutcome},
+    clock::{Clock, ManualClock, MonotonicClock},
+    error::EngineError,
+    file::{CachedFile, WriteMode},
+    latency::{LatencySnapshot, Percentiles},
+    stats::StatsSnapshot,
+    store::TierKind,
+};

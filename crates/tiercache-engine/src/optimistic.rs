@@ -33,12 +33,13 @@
 //! `AnyPolicy::quiet_hits`. Read handles (`get_ref`) pin their slot, which is shard state, and
 //! still take the lock.
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+#[cfg(not(loom))]
 use memmap2::MmapRaw;
 use tiercache_core::Key;
+
+use crate::sync::{fence, AtomicBool, AtomicU32, AtomicU64, Cell, Ordering};
 
 use crate::block::{crc32c_parts, HEADER_BYTES};
 
@@ -47,12 +48,20 @@ use crate::block::{crc32c_parts, HEADER_BYTES};
 const WAYS: usize = 3;
 
 /// The largest block (with its header) read without the lock: it is copied to the stack
-/// first, checked, and only then to the caller. Larger blocks take the lock.
+/// first, checked, and only then to the caller. Larger blocks take the lock. (Small under
+/// loom, whose threads run on small stacks.)
+#[cfg(not(loom))]
 pub const SCRATCH_BYTES: usize = 16 << 10;
+#[cfg(loom)]
+pub const SCRATCH_BYTES: usize = 64;
 
 /// Hits a batch holds before it is committed. BP-Wrapper commits batches of 64 on one lock;
-/// here a batch is per shard, and shards are many, so batches are smaller.
+/// here a batch is per shard, and shards are many, so batches are smaller. (Two under loom,
+/// so that its models fill and wrap rings in a few steps.)
+#[cfg(not(loom))]
 pub const BATCH: usize = 16;
+#[cfg(loom)]
+pub const BATCH: usize = 2;
 
 /// One key's published block, a way of a set. `state` is the sequence number (high half; odd
 /// while the slot is being written) and the slot plus one (low half; 0 when the way holds no
@@ -73,6 +82,16 @@ struct Set {
 }
 
 impl Set {
+    /// A set with every way empty (all atomics 0), as anonymous memory starts out.
+    #[cfg(loom)]
+    fn empty() -> Set {
+        Set {
+            keys: std::array::from_fn(|_| AtomicU64::new(0)),
+            states: std::array::from_fn(|_| AtomicU64::new(0)),
+            lens: std::array::from_fn(|_| AtomicU32::new(0)),
+        }
+    }
+
     #[inline]
     fn ways(&self) -> impl Iterator<Item = Way<'_>> {
         (0..WAYS).map(|i| Way { key: &self.keys[i], state: &self.states[i], len: &self.lens[i] })
@@ -85,17 +104,31 @@ const SEQ_ONE: u64 = 1 << 32;
 /// gives them: a hit reads one set at random, and with 4 KiB pages most would also miss the
 /// TLB (one mapping, so that its size reaches a huge page).
 pub struct Sets {
+    #[cfg(not(loom))]
     memory: memmap2::MmapMut,
     /// Where the first set starts in `memory`: at a huge-page boundary.
+    #[cfg(not(loom))]
     start: usize,
+    /// Under loom, whose atomics are objects of their own, a plain allocation of empty sets.
+    #[cfg(loom)]
+    sets: Box<[Set]>,
     count: usize,
 }
 
 /// The huge-page size the sets are aligned to (x86-64 and most arm64 kernels).
+#[cfg(not(loom))]
 const HUGE_PAGE: usize = 2 << 20;
 
 impl Sets {
     /// Sets for `shards` tables of `slots` slots each.
+    #[cfg(loom)]
+    pub fn new(shards: usize, slots: usize) -> std::io::Result<Arc<Sets>> {
+        let count = shards * Sets::per_table(slots);
+        Ok(Arc::new(Sets { sets: (0..count).map(|_| Set::empty()).collect(), count }))
+    }
+
+    /// Sets for `shards` tables of `slots` slots each.
+    #[cfg(not(loom))]
     pub fn new(shards: usize, slots: usize) -> std::io::Result<Arc<Sets>> {
         let count = shards * Sets::per_table(slots);
         let bytes = count * std::mem::size_of::<Set>();
@@ -116,6 +149,12 @@ impl Sets {
         slots.next_power_of_two()
     }
 
+    #[cfg(loom)]
+    fn as_ptr(&self) -> *const Set {
+        self.sets.as_ptr()
+    }
+
+    #[cfg(not(loom))]
     fn as_ptr(&self) -> *const Set {
         // Anonymous memory is zeroed, and `start` page-aligned: all-zero sets (every way empty,
         // its atomics 0) at an alignment beyond `Set`'s 64 bytes.
@@ -138,27 +177,77 @@ pub struct SlotTable {
     sets: *const Set,
     set_mask: usize,
     _sets: Arc<Sets>,
-    base: *const u8,
+    memory: SlotMemory,
     slot_bytes: usize,
     slots: u32,
     /// Blocks carry a header and checksum (mapped tiers), checked on the copy.
     headers: bool,
+}
+
+// SAFETY: `sets` points into `_sets`, living as long as the table; the sets are all atomics.
+// The slots' bytes are only read here, as byte-wise atomics, and a copy is used only once the
+// seqlock validates it (see `SlotTable::read`).
+unsafe impl Send for SlotTable {}
+unsafe impl Sync for SlotTable {}
+
+/// The bytes of a table's slots: a run of the tier's mapping.
+#[cfg(not(loom))]
+#[derive(Clone)]
+struct SlotMemory {
+    base: *const u8,
     /// Keeps the memory `base` points into mapped.
     _mapping: Arc<MmapRaw>,
 }
 
-// SAFETY: `base` points into `_mapping` and `sets` into `_sets`, both living as long as the
-// table. The bytes behind `base` are only read here, as byte-wise atomics, and a copy is used
-// only once the seqlock validates it (see `SlotTable::read`); the sets are all atomics.
-unsafe impl Send for SlotTable {}
-unsafe impl Sync for SlotTable {}
+#[cfg(not(loom))]
+impl SlotMemory {
+    /// Copies `len` bytes at `at` to `dst` as byte-wise atomics.
+    ///
+    /// # Safety
+    /// `at..at + len` lies in the table's slots; `dst..dst + len` is writable and private.
+    #[inline]
+    unsafe fn load(&self, at: usize, dst: *mut u8, len: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { crate::atomic_bytes::load(self.base.add(at), dst, len) }
+    }
+}
+
+/// Under loom, the slots are words of loom atomics, which the model's writer stores to (its
+/// reads and writes are then part of what loom explores).
+#[cfg(loom)]
+#[derive(Clone)]
+pub struct SlotMemory {
+    pub words: Arc<[AtomicU64]>,
+}
+
+#[cfg(loom)]
+impl SlotMemory {
+    /// Copies `len` bytes at `at` (a multiple of 8) to `dst`, a relaxed load a word.
+    unsafe fn load(&self, at: usize, dst: *mut u8, len: usize) {
+        assert_eq!(at % 8, 0, "the model's slots start on words");
+        for (i, word) in self.words[at / 8..].iter().take(len.div_ceil(8)).enumerate() {
+            let bytes = word.load(Ordering::Relaxed).to_le_bytes();
+            let n = (len - i * 8).min(8);
+            // SAFETY: inside `dst..dst + len`.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(i * 8), n) };
+        }
+    }
+
+    /// The model's writer: `bytes` (a multiple of 8 long) at `at`, a relaxed store a word.
+    pub fn store(&self, at: usize, bytes: &[u8]) {
+        for (i, chunk) in bytes.chunks(8).enumerate() {
+            let word = u64::from_le_bytes(chunk.try_into().expect("whole words"));
+            self.words[at / 8 + i].store(word, Ordering::Relaxed);
+        }
+    }
+}
 
 impl SlotTable {
-    /// A table over `slots` slots of `slot_bytes` each, starting at `offset` in `mapping`.
     /// Table `shard` of `sets`, over `slots` slots of `slot_bytes` each starting at `offset`
     /// in `mapping`.
+    #[cfg(not(loom))]
     pub fn new(
-        (sets, shard): (&Arc<Sets>, usize),
+        sets: (&Arc<Sets>, usize),
         mapping: Arc<MmapRaw>,
         offset: usize,
         slots: usize,
@@ -166,19 +255,44 @@ impl SlotTable {
         headers: bool,
     ) -> SlotTable {
         assert!(offset + slots * slot_bytes <= mapping.len(), "slot table past its mapping");
+        // SAFETY: inside the mapping (asserted above).
+        let base = unsafe { mapping.as_ptr().add(offset) };
+        let memory = SlotMemory { base, _mapping: mapping };
+        SlotTable::over(sets, memory, slots, slot_bytes, headers)
+    }
+
+    /// Table `shard` of `sets` over the slots of `memory`.
+    #[cfg(loom)]
+    pub fn new(
+        sets: (&Arc<Sets>, usize),
+        memory: SlotMemory,
+        slots: usize,
+        slot_bytes: usize,
+        headers: bool,
+    ) -> SlotTable {
+        assert!(slots * slot_bytes <= memory.words.len() * 8, "slot table past its memory");
+        SlotTable::over(sets, memory, slots, slot_bytes, headers)
+    }
+
+    fn over(
+        (sets, shard): (&Arc<Sets>, usize),
+        memory: SlotMemory,
+        slots: usize,
+        slot_bytes: usize,
+        headers: bool,
+    ) -> SlotTable {
         assert!(slots < u32::MAX as usize, "slot numbers fit in 32 bits");
         let count = Sets::per_table(slots);
         assert!((shard + 1) * count <= sets.count, "table {shard} past its sets");
         SlotTable {
-            // SAFETY: inside the mapping and the sets (asserted above).
-            base: unsafe { mapping.as_ptr().add(offset) },
-            slot_bytes,
-            slots: slots as u32,
-            headers,
+            // SAFETY: inside the sets (asserted above).
             sets: unsafe { sets.as_ptr().add(shard * count) },
             set_mask: count - 1,
             _sets: sets.clone(),
-            _mapping: mapping,
+            memory,
+            slot_bytes,
+            slots: slots as u32,
+            headers,
         }
     }
 
@@ -294,8 +408,8 @@ impl SlotTable {
         // and the copy is used only if the way is unchanged afterwards (the acquire fence
         // below pairs with the release fence of `begin_write`).
         let bytes = unsafe {
-            let slot_start = self.base.add(slot as usize * self.slot_bytes);
-            crate::atomic_bytes::load(slot_start, scratch.as_mut_ptr().cast(), copied);
+            let at = slot as usize * self.slot_bytes;
+            self.memory.load(at, scratch.as_mut_ptr().cast(), copied);
             std::slice::from_raw_parts(scratch.as_ptr().cast::<u8>(), copied)
         };
         fence(Ordering::Acquire);
@@ -341,7 +455,7 @@ struct Ring {
     tail: AtomicU32,
     /// Hits told to the policy (written by the shard's lock holder).
     head: AtomicU32,
-    hits: [UnsafeCell<Hit>; BATCH],
+    hits: [Cell<Hit>; BATCH],
 }
 
 // SAFETY: slot `i % BATCH` of `hits` is written only by the stripe's one thread, while
@@ -371,7 +485,13 @@ const STRIPES_MAX: usize = 64;
 /// `STRIPES_MAX` are taken by live threads.
 pub struct Stripe(Option<usize>);
 
+#[cfg(not(loom))]
 static CLAIMED: [AtomicBool; STRIPES_MAX] = [const { AtomicBool::new(false) }; STRIPES_MAX];
+
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref CLAIMED: [AtomicBool; STRIPES_MAX] = std::array::from_fn(|_| AtomicBool::new(false));
+}
 
 impl Stripe {
     fn claim() -> Stripe {
@@ -383,7 +503,12 @@ impl Stripe {
     /// The calling thread's stripe.
     #[inline]
     fn mine() -> Option<usize> {
+        #[cfg(not(loom))]
         thread_local! {
+            static STRIPE: Stripe = Stripe::claim();
+        }
+        #[cfg(loom)]
+        loom::thread_local! {
             static STRIPE: Stripe = Stripe::claim();
         }
         // None as well while the thread's locals are being torn down (a cache read from
@@ -392,6 +517,9 @@ impl Stripe {
     }
 }
 
+// (Not under loom, whose statics are gone when a model's last thread-locals drop; each model
+// execution starts with every stripe free anyway.)
+#[cfg(not(loom))]
 impl Drop for Stripe {
     fn drop(&mut self) {
         if let Some(i) = self.0 {
@@ -418,7 +546,7 @@ impl HitLog {
         let ring = || Ring {
             tail: AtomicU32::new(0),
             head: AtomicU32::new(0),
-            hits: std::array::from_fn(|_| UnsafeCell::default()),
+            hits: std::array::from_fn(|_| Cell::default()),
         };
         HitLog {
             stripes,
@@ -441,7 +569,7 @@ impl HitLog {
         }
         // SAFETY: this thread is the ring's only writer (it holds the stripe), and the slot
         // is free: the reader released it (its head is past it) or never reached it.
-        unsafe { *ring.hits[tail as usize % BATCH].get() = hit };
+        unsafe { ring.hits[tail as usize % BATCH].set(hit) };
         ring.tail.store(tail.wrapping_add(1), Ordering::Release);
         // A ring that was empty is flagged (once per batch, not per hit: the flags' line is
         // written by every lock holder). A ring the lock holder found grown while it took it
@@ -478,7 +606,7 @@ impl HitLog {
             for (i, hit) in hits[..n].iter_mut().enumerate() {
                 // SAFETY: slots from head to tail were published by the release store of tail
                 // (acquired above), and the writer leaves them until head moves past.
-                *hit = unsafe { *ring.hits[head.wrapping_add(i as u32) as usize % BATCH].get() };
+                *hit = unsafe { ring.hits[head.wrapping_add(i as u32) as usize % BATCH].get() };
             }
             ring.head.store(tail, Ordering::Release);
             if ring.tail.load(Ordering::Relaxed) != tail {
@@ -489,5 +617,128 @@ impl HitLog {
                 each(&hits[..n]);
             }
         }
+    }
+}
+
+/// The model of the hit path: loom runs each scenario over every interleaving (up to a bound
+/// on preemptions) and every outcome its weak memory model allows. Run with
+/// `RUSTFLAGS="--cfg loom" cargo test -p tiercache-engine --lib --release model`.
+#[cfg(all(test, loom))]
+mod model {
+    use super::*;
+    use loom::sync::Mutex;
+
+    const SLOT_BYTES: usize = 16;
+
+    /// A table of two 16-byte slots without headers (a DRAM tier's), and its memory.
+    fn table() -> (SlotTable, SlotMemory) {
+        let sets = Sets::new(1, 2).unwrap();
+        let memory = SlotMemory { words: (0..4).map(|_| AtomicU64::new(0)).collect() };
+        (SlotTable::new((&sets, 0), memory.clone(), 2, SLOT_BYTES, false), memory)
+    }
+
+    fn model(scenario: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(scenario);
+    }
+
+    /// The lock holder's write of `key`'s `value` into `slot`, as `Region::write` does it.
+    fn write(table: &SlotTable, memory: &SlotMemory, slot: u32, key: Key, value: u8) {
+        let way = table.begin_write(slot, key);
+        memory.store(slot as usize * SLOT_BYTES, &[value; SLOT_BYTES]);
+        table.end_write(way, slot, key, SLOT_BYTES);
+    }
+
+    /// A read without the lock: a whole value (one of `allowed`), or nothing with `out`
+    /// untouched.
+    fn read_checked(table: &SlotTable, key: Key, allowed: &[u8]) {
+        let mut out = [0xEEu8; SLOT_BYTES];
+        match table.read(key, &mut out) {
+            Some(len) => {
+                assert_eq!(len, SLOT_BYTES);
+                assert!(
+                    allowed.iter().any(|&v| out == [v; SLOT_BYTES]),
+                    "key {key} read {out:?}, not one of its values {allowed:?}"
+                );
+            }
+            None => assert_eq!(out, [0xEE; SLOT_BYTES], "a failed read wrote the buffer"),
+        }
+    }
+
+    #[test]
+    fn an_overwrite_in_place_is_read_whole_or_not_at_all() {
+        model(|| {
+            let (table, memory) = table();
+            write(&table, &memory, 0, 7, 1);
+            let (t, m) = (table.clone(), memory.clone());
+            let writer = loom::thread::spawn(move || write(&t, &m, 0, 7, 2));
+            read_checked(&table, 7, &[1, 2]);
+            writer.join().unwrap();
+            read_checked(&table, 7, &[2]);
+        });
+    }
+
+    /// Two keys of one set, so that the way `a` leaves is the one `b` takes.
+    fn same_set_keys(table: &SlotTable) -> (Key, Key) {
+        let a = 1;
+        let set = table.set_of(a);
+        let b = (2..).find(|&k| std::ptr::eq(table.set_of(k), set)).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn a_reader_never_takes_a_block_of_another_key() {
+        model(|| {
+            let (table, memory) = table();
+            let (a, b) = same_set_keys(&table);
+            let c = b + 1_000_003;
+            write(&table, &memory, 0, a, 1);
+            // The lock holder: `a` leaves slot 0; `b` is written to slot 1 (its way is the one
+            // `a` left); `c` is written to slot 0.
+            let (t, m) = (table.clone(), memory.clone());
+            let writer = loom::thread::spawn(move || {
+                t.vacate(0, a);
+                write(&t, &m, 1, b, 2);
+                write(&t, &m, 0, c, 3);
+            });
+            let t = table.clone();
+            let reader = loom::thread::spawn(move || read_checked(&t, b, &[2]));
+            read_checked(&table, a, &[1]);
+            writer.join().unwrap();
+            reader.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn every_hit_recorded_is_told_once_in_order() {
+        model(|| {
+            let log = std::sync::Arc::new(HitLog::new(1));
+            let told = std::sync::Arc::new(Mutex::new(Vec::new()));
+            // The shard's lock holder: takes whatever is flagged.
+            let (l, t) = (log.clone(), told.clone());
+            let holder = loom::thread::spawn(move || {
+                let mut told = t.lock().unwrap();
+                l.take(0, false, |hits| told.extend(hits.iter().map(|h| h.key)));
+            });
+            // A thread hitting: on a full ring it commits every ring under the lock first.
+            for key in 1..=3 {
+                let hit = Hit { key, len: 0, ns: 0 };
+                loop {
+                    match log.record(0, hit) {
+                        Recorded::Yes => break,
+                        Recorded::Full => {
+                            let mut told = told.lock().unwrap();
+                            log.take(0, true, |hits| told.extend(hits.iter().map(|h| h.key)));
+                        }
+                        Recorded::NoStripe => unreachable!("a model thread has a stripe"),
+                    }
+                }
+            }
+            holder.join().unwrap();
+            let mut told = told.lock().unwrap();
+            log.take(0, true, |hits| told.extend(hits.iter().map(|h| h.key)));
+            assert_eq!(*told, vec![1, 2, 3]);
+        });
     }
 }
