@@ -8,6 +8,10 @@ the median of each and the ratio of the medians (and the lowest and highest rati
 pairs, to show the spread).
 
     scripts/bench_hits.py [--repeat 5] [--duration 3] [--policy lru] [--slow-path FILE]
+                          [--baseline OTHER_TIERCACHE_BINARY]
+
+With --baseline, the cache runs of another build (an earlier commit's, say) alternate with this
+build's and the raw runs, and the table adds its column: a change's cost, measured side by side.
 
 Needs a release build: `cargo build --release -p tiercache-cli`.
 """
@@ -23,15 +27,18 @@ ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "target" / "release" / "tiercache"
 
 
-def run(tier_args, threads, raw, args):
+def run(tier_args, threads, raw, args, binary=BINARY):
     command = [
-        str(BINARY), "bench", *tier_args,
+        str(binary), "bench", *tier_args,
         "--working-set", "32MiB", "--read-ratio", "1",
         "--duration", str(args.duration), "--threads", str(threads),
         "--policy", args.policy, "--json",
     ]
     if raw:
         command.append("--raw")
+    if binary == BINARY and "--slow-path" in tier_args:
+        # The tier file is rewritten by each run (the baseline may write another layout).
+        command.append("--force")
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return json.loads(out)["ops_per_second"]
 
@@ -42,6 +49,7 @@ def main():
     parser.add_argument("--duration", type=float, default=3.0)
     parser.add_argument("--policy", default="lru")
     parser.add_argument("--slow-path", default="/dev/shm/tiercache-bench-hits")
+    parser.add_argument("--baseline", help="another tiercache binary to alternate with")
     args = parser.parse_args()
     if not BINARY.exists():
         sys.exit(f"{BINARY} is missing: run `cargo build --release -p tiercache-cli` first")
@@ -49,22 +57,33 @@ def main():
         ("DRAM", ["--dram", "64MiB"]),
         ("mapped", ["--slow-path", args.slow_path, "--slow-size", "64MiB"]),
     ]
-    print(f"policy {args.policy}, {args.repeat} alternating pairs of {args.duration} s runs")
+    print(f"policy {args.policy}, {args.repeat} alternating rounds of {args.duration} s runs")
+    baseline_head = f" {'baseline ops/s':>14} {'baseline/raw':>12}" if args.baseline else ""
     print(f"{'tier':<8} {'threads':>7} {'cache ops/s':>13} {'raw ops/s':>13} "
-          f"{'cache/raw':>9} {'pairs min-max':>15}")
+          f"{'cache/raw':>9} {'pairs min-max':>15}{baseline_head}")
+    baseline_path = f"{args.slow_path}-baseline"
     try:
         for name, tier_args in tiers:
             for threads in (1, 2):
-                cache, raw = [], []
+                cache, raw, base = [], [], []
                 for _ in range(args.repeat):
                     cache.append(run(tier_args, threads, False, args))
+                    if args.baseline:
+                        # Its own tier file: the baseline may not know this build's header.
+                        other = [baseline_path if a == args.slow_path else a for a in tier_args]
+                        base.append(run(other, threads, False, args, args.baseline))
                     raw.append(run(tier_args, threads, True, args))
                 ratios = [c / r for c, r in zip(cache, raw)]
                 c, r = statistics.median(cache), statistics.median(raw)
-                print(f"{name:<8} {threads:>7} {c:>13,.0f} {r:>13,.0f} {c / r:>9.0%} "
-                      f"{min(ratios):>7.0%}-{max(ratios):.0%}", flush=True)
+                line = (f"{name:<8} {threads:>7} {c:>13,.0f} {r:>13,.0f} {c / r:>9.0%} "
+                        f"{min(ratios):>7.0%}-{max(ratios):.0%}")
+                if base:
+                    b = statistics.median(base)
+                    line += f" {b:>14,.0f} {b / r:>12.0%}"
+                print(line, flush=True)
     finally:
         Path(args.slow_path).unlink(missing_ok=True)
+        Path(baseline_path).unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ mod common;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
-use common::{sim_json, tiercache, tiercache_fails};
+use common::{sim_blocks, tiercache, tiercache_fails};
 
 const BLOCK: u64 = 4096;
 const SECTOR: u64 = 512;
@@ -86,20 +86,7 @@ fn lru_hits(lines: &[Line], key: impl Fn(u64, u64) -> (u64, u64)) -> (u64, u64) 
 }
 
 fn run(trace: &str, format: &[&str]) -> serde_json::Value {
-    let capacity = CAPACITY_BLOCKS.to_string();
-    let mut args = vec!["--trace", trace];
-    args.extend_from_slice(format);
-    args.extend_from_slice(&[
-        "--block-size",
-        "4KiB",
-        "--unit",
-        "objects",
-        "--policy",
-        "lru",
-        "--capacity",
-        &capacity,
-    ]);
-    sim_json(&args)
+    sim_blocks(trace, "lru", &CAPACITY_BLOCKS.to_string(), format)
 }
 
 #[test]

@@ -32,6 +32,9 @@ pub enum AdmissionConfig {
 
 const KNOWN: &str = "always, prob:P, second-hit[:N], size:BYTES";
 
+/// Most keys a second-hit filter remembers (its ring grows as keys arrive, up to this).
+pub const GHOST_KEYS_MAX: u64 = 1 << 32;
+
 impl AdmissionConfig {
     /// Parses a chain such as `size:1MiB+second-hit`.
     pub fn parse_chain(spec: &str) -> Result<Vec<AdmissionConfig>, PolicyError> {
@@ -62,8 +65,9 @@ impl AdmissionConfig {
                         parse_size(t).map_err(|e| PolicyError::bad(name, "N", e.to_string()))?,
                     ),
                 };
-                if ghost_keys == Some(0) {
-                    return Err(PolicyError::bad(name, "N", "must be at least 1"));
+                if let Some(n) = ghost_keys.filter(|n| !(1..=GHOST_KEYS_MAX).contains(n)) {
+                    let reason = format!("must be 1 to {GHOST_KEYS_MAX} keys, got {n}");
+                    return Err(PolicyError::bad(name, "N", reason));
                 }
                 Ok(AdmissionConfig::SecondHit { ghost_keys })
             }
@@ -87,16 +91,18 @@ impl AdmissionConfig {
     }
 }
 
-/// A ring of recently missed keys with a set for membership.
+/// A ring of recently missed keys with a set for membership. The ring grows as keys arrive,
+/// up to `capacity`: memory follows what was seen, not what was asked for.
 struct GhostKeys {
     ring: Vec<u64>,
+    capacity: usize,
     next: usize,
     members: KeySet,
 }
 
 impl GhostKeys {
     fn new(capacity: usize) -> GhostKeys {
-        GhostKeys { ring: Vec::with_capacity(capacity), next: 0, members: KeySet::default() }
+        GhostKeys { ring: Vec::new(), capacity, next: 0, members: KeySet::default() }
     }
 
     /// True if the key missed recently; otherwise remembers it.
@@ -104,7 +110,7 @@ impl GhostKeys {
         if self.members.contains(&key) {
             return true;
         }
-        if self.ring.len() < self.ring.capacity() {
+        if self.ring.len() < self.capacity {
             self.ring.push(key);
         } else {
             let old = std::mem::replace(&mut self.ring[self.next], key);
@@ -224,5 +230,16 @@ mod tests {
         assert!(err.contains("[0, 1]"), "{err}");
         let err = AdmissionConfig::parse_chain("bloom").unwrap_err().to_string();
         assert!(err.contains("bloom") && err.contains("second-hit"), "{err}");
+        // Found by fuzzing: a ghost of 10^14 keys was allocated up front and aborted.
+        let err = AdmissionConfig::parse("second-hit:99999999999999").unwrap_err().to_string();
+        assert!(err.contains("N") && err.contains("1 to"), "{err}");
+    }
+
+    #[test]
+    fn a_large_ghost_grows_with_what_it_sees() {
+        // 2^32 keys may be asked for; memory follows the keys seen.
+        let mut a = chain("second-hit:4GiB");
+        assert_eq!(a.admit(&Request::read(1, 1)), Err(RejectReason::FirstMiss));
+        assert_eq!(a.admit(&Request::read(1, 1)), Ok(()));
     }
 }

@@ -46,6 +46,8 @@ pub mod admission;
 pub mod conformance;
 pub mod error;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod hibachi;
 pub mod hierarchy;
 pub mod hybrid_arc;

@@ -9,6 +9,8 @@
 pub mod block;
 pub mod error;
 pub mod formats;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod gen;
 pub mod open;
 pub mod reader;

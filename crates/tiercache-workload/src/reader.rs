@@ -97,7 +97,21 @@ impl TraceReader {
             Some(f) => f.clone(),
             None => TraceFormat::detect(path)?,
         };
-        let reader = open(path)?;
+        let options = TraceOptions { format: Some(format), ..options.clone() };
+        TraceReader::over(path, open(path)?, &options)
+    }
+
+    /// A reader of the (decompressed) bytes of `reader`, in `options.format`, which must be
+    /// given; `path` names the trace in errors.
+    pub fn over(
+        path: &Path,
+        reader: Box<dyn std::io::BufRead + Send>,
+        options: &TraceOptions,
+    ) -> Result<TraceReader, TraceError> {
+        let format = options
+            .format
+            .clone()
+            .ok_or_else(|| TraceError::UnknownFormat { path: path.to_path_buf() })?;
         let spec = format.csv_spec();
         let (has_time, address_unit, volumes) = match (&format, &spec) {
             (_, Some(spec)) => (spec.time.is_some(), spec.addr_unit, spec.volume.is_some()),
@@ -107,9 +121,9 @@ impl TraceReader {
             (_, None) => (true, None, false),
         };
         let stream: Stream = match (&format, spec) {
+            (_, Some(spec)) => Box::new(CsvReader::new(reader, path, spec)),
             // Decoded in batches, not one boxed iterator call a request: the format of large
             // converted and generated traces.
-            (_, Some(spec)) => Box::new(CsvReader::new(reader, path, spec)),
             (TraceFormat::OracleGeneral, None) if options.block_size.is_none() => {
                 return Ok(TraceReader::new(
                     Box::new(OracleReader::new(reader, path)?),
