@@ -543,10 +543,7 @@ fn cached(
     let nhc = either(&policy.nhc, &args.nhc, "--nhc")?;
     if let Some(spec) = nhc {
         let config = tiercache_policy::nhc::NhcConfig::parse(spec).context("--nhc")?;
-        anyhow::ensure!(
-            args.measure_ms > 0.0 && args.measure_ms.is_finite(),
-            "--measure-ms must be above 0"
-        );
+        // --measure-ms was checked with the other numbers (`validate`).
         builder =
             builder.nhc(config).measure_every(Duration::from_secs_f64(args.measure_ms / 1000.0));
     }

@@ -376,6 +376,11 @@ impl CacheBuilder {
         Ok(per_shard)
     }
 
+    /// Slots of a tier's medium: each shard's `per_shard` and its slack.
+    fn medium_slots(&self, tier: &TierSpec, per_shard: u64) -> u64 {
+        (per_shard + tier.kind.slack_slots()) * self.shards as u64
+    }
+
     /// Refuses a configuration whose DRAM (a DRAM tier's blocks and every tier's metadata)
     /// would not fit in this machine's memory, before any of it is allocated.
     fn check_footprint(&self, per_shard: &[u64]) -> Result<(), EngineError> {
@@ -385,7 +390,7 @@ impl CacheBuilder {
         let names = ["capacity_bytes", "lower_tier.capacity_bytes"];
         let mut total = 0u64;
         for ((tier, n), setting) in self.tiers.iter().zip(per_shard).zip(names) {
-            let slots = (n + tier.kind.slack_slots()) * self.shards as u64;
+            let slots = self.medium_slots(tier, *n);
             let per_slot = crate::footprint::slot_bytes(&tier.kind, self.chunks());
             let data = match tier.kind {
                 TierKind::Dram => tier.kind.slot_bytes(self.block_size, self.chunks()) as u64,
@@ -454,7 +459,7 @@ impl CacheBuilder {
             .enumerate()
             .map(|(i, (tier, n))| {
                 let slot_bytes = tier.kind.slot_bytes(self.block_size, self.chunks());
-                let slots = (n + tier.kind.slack_slots()) * self.shards as u64;
+                let slots = self.medium_slots(tier, *n);
                 let mut medium = Medium::open(
                     &tier.kind,
                     slots,

@@ -14,7 +14,7 @@
 //! this header; today a reopened tier starts empty.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
@@ -136,7 +136,6 @@ pub fn open(path: &Path, geometry: Geometry, overwrite: bool) -> Result<File, En
     let bytes = HEADER_BYTES + geometry.slots * geometry.slot_bytes as u64;
     file.set_len(bytes).map_err(|e| io("cannot size the tier file", e))?;
     file.write_all_at(&geometry.encode(), 0).map_err(|e| io("cannot write the tier header", e))?;
-    file.flush().map_err(|e| io("cannot write the tier header", e))?;
     Ok(file)
 }
 
