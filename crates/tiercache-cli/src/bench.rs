@@ -132,6 +132,11 @@ pub struct BenchArgs {
     /// policy told in batches), to measure what they are worth.
     #[arg(long)]
     pub locked_hits: bool,
+    /// Bytes per second the scrubber reads of a mapped upper tier: hits without the lock
+    /// check a mapped block once until it changes, and the scrubber checks it again in the
+    /// background. 0: no scrubber, every hit checks its block.
+    #[arg(long, default_value = "256MiB", value_name = "BYTES")]
+    pub scrub_rate: String,
     /// Measure the medium alone: the same operations as plain copies, no cache.
     #[arg(long)]
     pub raw: bool,
@@ -573,6 +578,7 @@ fn cached(
         .shards(shards(args))
         .seed(args.seed)
         .unlocked_hits(!args.locked_hits)
+        .scrub_rate(parse_size(&args.scrub_rate).context("--scrub-rate")?)
         .build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
@@ -702,6 +708,12 @@ fn print(r: &BenchReport) {
         );
         if c.unlocked_hits > 0 {
             println!("hits served without the shard lock {}", c.unlocked_hits);
+        }
+        if c.scrub_passes > 0 {
+            println!(
+                "scrubber: {} passes, {} blocks checked, {} found corrupted",
+                c.scrub_passes, c.scrubbed, c.scrub_failures
+            );
         }
         if c.offloaded > 0 {
             println!("read hits sent to the backing file {}", c.offloaded);

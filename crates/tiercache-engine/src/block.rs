@@ -60,6 +60,16 @@ pub fn header(key: u64, value: &[u8]) -> [u8; HEADER_BYTES] {
     header
 }
 
+/// Whether `header` and `value`, copied out of a slot, are a whole block of `key`: its
+/// magic, key, length and checksum (the checks of [`decode`], on a header and value apart).
+pub fn holds(header: &[u8], key: u64, value: &[u8]) -> bool {
+    let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
+    word(0) == MAGIC
+        && u64::from_le_bytes(header[8..16].try_into().expect("8 bytes")) == key
+        && word(16) as usize == value.len()
+        && crc32c_parts(&header[8..HEADER_BYTES], value) == word(4)
+}
+
 /// Writes header and value into `slot` (which is `HEADER_BYTES + capacity` long).
 pub fn encode(slot: &mut [u8], key: u64, value: &[u8]) {
     assert!(HEADER_BYTES + value.len() <= slot.len(), "value larger than its slot");

@@ -65,6 +65,7 @@ pub struct CacheBuilder {
     unlocked_hits: bool,
     write_faults: Option<(usize, u64)>,
     overwrite_foreign_files: bool,
+    scrub_rate: u64,
 }
 
 impl CacheBuilder {
@@ -95,7 +96,17 @@ impl CacheBuilder {
             unlocked_hits: true,
             write_faults: None,
             overwrite_foreign_files: false,
+            scrub_rate: crate::scrub::DEFAULT_RATE,
         }
+    }
+
+    /// Bytes per second the scrubber of a mapped upper tier reads (see [`crate::scrub`]):
+    /// hits without the lock check a mapped block once until it changes, and the scrubber
+    /// checks it again within a pass of the tier at this rate. 0: no scrubber, and every hit
+    /// checks its block. By default 256 MiB/s.
+    pub fn scrub_rate(mut self, bytes_per_second: u64) -> Self {
+        self.scrub_rate = bytes_per_second;
+        self
     }
 
     /// Lets a tier path that holds a file which is not a tier file (no tier header) be
@@ -517,7 +528,10 @@ impl CacheBuilder {
                     sets = Some(made);
                 }
                 let sets = sets.as_ref().expect("made above");
-                tables.extend(shard.publish((sets, i as usize)));
+                tables.extend(shard.publish((sets, i as usize)).map(|mut table| {
+                    table.check_every_hit(self.scrub_rate == 0);
+                    table
+                }));
             }
             shard.behind = behind.clone().map(|queue| (queue, i as usize));
             if self.record_latency || self.measured() {
@@ -549,6 +563,6 @@ impl CacheBuilder {
             }),
         };
         let core = CacheCore::new(shards, media, settings);
-        Ok(Cache::start(core, tick_every, writers))
+        Ok(Cache::start(core, tick_every, writers, self.scrub_rate))
     }
 }

@@ -19,7 +19,8 @@ use crate::behind::{Job, WriteBehind};
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::latency::{self, LatencySnapshot, Operation, Percentiles};
-use crate::optimistic::{Hit, HitLog, Recorded, SlotTable};
+use crate::optimistic::{Hit, HitLog, Landing, Recorded, SlotTable};
+use crate::scrub::{Scrub, ScrubCounts};
 use crate::shard::{Served, Shard};
 use crate::stats::{Stats, StatsSnapshot};
 use crate::store::Medium;
@@ -86,6 +87,7 @@ pub struct PutOutcome {
 pub struct Cache {
     core: Arc<CacheCore>,
     worker: Option<Worker>,
+    scrubber: Option<Worker>,
     writers: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -102,6 +104,9 @@ impl Drop for Cache {
         if let Some(worker) = self.worker.take() {
             worker.stop();
         }
+        if let Some(scrubber) = self.scrubber.take() {
+            scrubber.stop();
+        }
         if let Some(behind) = &self.core.behind {
             behind.stop();
         }
@@ -112,18 +117,23 @@ impl Drop for Cache {
     }
 }
 
-/// The background worker: wakes every interval and runs each shard's periodic work.
+/// A background thread that wakes every interval and runs a step: the periodic work of the
+/// shards' policies, or the scrubber.
 struct Worker {
     stop: Arc<(Mutex<bool>, std::sync::Condvar)>,
     handle: std::thread::JoinHandle<()>,
 }
 
 impl Worker {
-    fn start(core: Arc<CacheCore>, interval: std::time::Duration) -> Worker {
+    fn start(
+        name: &str,
+        interval: std::time::Duration,
+        mut step: impl FnMut() + Send + 'static,
+    ) -> Worker {
         let stop = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         let signal = stop.clone();
         let handle = std::thread::Builder::new()
-            .name("tiercache-worker".into())
+            .name(name.into())
             .spawn(move || loop {
                 let (lock, wake) = &*signal;
                 let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -133,8 +143,7 @@ impl Worker {
                     return;
                 }
                 drop(stopped);
-                core.tick();
-                core.measure();
+                step();
             })
             .expect("the worker thread starts");
         Worker { stop, handle }
@@ -154,9 +163,24 @@ impl Cache {
         core: CacheCore,
         tick_every: Option<std::time::Duration>,
         writers: usize,
+        scrub_rate: u64,
     ) -> Cache {
         let core = Arc::new(core);
-        let worker = tick_every.map(|interval| Worker::start(core.clone(), interval));
+        let worker = tick_every.map(|interval| {
+            let core = core.clone();
+            Worker::start("tiercache-worker", interval, move || {
+                core.tick();
+                core.measure();
+            })
+        });
+        let scrubber = match &core.unlocked {
+            Some(unlocked) if scrub_rate > 0 && unlocked.tables.iter().any(|t| t.marks()) => {
+                let mut scrub =
+                    Scrub::new(unlocked.tables.to_vec(), scrub_rate, core.scrubbed.clone());
+                Some(Worker::start("tiercache-scrubber", crate::scrub::STEP, move || scrub.step()))
+            }
+            _ => None,
+        };
         let writers = match &core.behind {
             Some(behind) => (0..writers)
                 .map(|i| {
@@ -175,7 +199,7 @@ impl Cache {
                 .collect(),
             None => Vec::new(),
         };
-        Cache { core, worker, writers }
+        Cache { core, worker, scrubber, writers }
     }
 
     /// Whether a background worker runs periodic work.
@@ -201,6 +225,8 @@ pub struct CacheCore {
     behind: Option<Arc<WriteBehind>>,
     /// Upper-tier hits served without the shard's lock, when the policy's hits are quiet.
     unlocked: Option<Unlocked>,
+    /// What the scrubber found.
+    scrubbed: Arc<ScrubCounts>,
 }
 
 /// What hits without the lock need: each shard's published upper-tier slots, and the hits
@@ -276,6 +302,7 @@ impl CacheCore {
             meter: settings.meter.map(Mutex::new),
             behind: settings.behind,
             unlocked: settings.unlocked,
+            scrubbed: Arc::default(),
         }
     }
 
@@ -408,13 +435,14 @@ impl CacheCore {
     }
 
     /// Serves a hit in the upper tier without the shard's lock, if the block can be read that
-    /// way (see [`crate::optimistic`]); `None` sends the caller down the locked path.
+    /// way (see [`crate::optimistic`]); `None` sends the caller down the locked path, with
+    /// `buf` as `landing` leaves it.
     #[inline]
-    fn get_unlocked(&self, key: Key, buf: &mut [u8]) -> Option<usize> {
+    fn get_unlocked(&self, key: Key, buf: &mut [u8], landing: Landing) -> Option<usize> {
         let unlocked = self.unlocked.as_ref()?;
         let started = self.started();
         let index = self.shard_of(key);
-        let len = unlocked.tables[index].read(key, buf)?;
+        let len = unlocked.tables[index].read(key, buf, landing)?;
         let ns = started.map_or(0, |s| s.elapsed().as_nanos().min(u32::MAX as u128) as u32);
         let hit = Hit { key, len: len as u32, ns };
         let tell = |mut shard: MutexGuard<'_, Shard>| shard.commit_hit(key, hit.len, ns);
@@ -446,7 +474,8 @@ impl CacheCore {
     /// Looks `key` up (look-aside): copies its value into `buf` and returns its length on a
     /// hit; a miss admits nothing.
     pub fn get(&self, key: Key, buf: &mut [u8]) -> Option<usize> {
-        if let Some(len) = self.get_unlocked(key, buf) {
+        // A miss leaves `buf` as it was.
+        if let Some(len) = self.get_unlocked(key, buf, Landing::Checked) {
             return Some(len);
         }
         let started = self.started();
@@ -533,14 +562,17 @@ impl CacheCore {
 
     /// Reads `key` through the cache: a hit is copied into `buf`; on a miss `load` fills `buf`
     /// from the backing store (with the shard unlocked) and returns the length, and the value is
-    /// cached if the policy admits it.
+    /// cached if the policy admits it. On an error `buf`'s contents are unspecified (as
+    /// after a failed `read(2)`): a hit read without the lock copies straight into it, and
+    /// only a copy that checked out is kept, but a torn one is left for the locked path or
+    /// `load` to overwrite.
     pub fn read_through(
         &self,
         key: Key,
         buf: &mut [u8],
         load: impl FnOnce(&mut [u8]) -> io::Result<usize>,
     ) -> Result<ReadOutcome, EngineError> {
-        if let Some(len) = self.get_unlocked(key, buf) {
+        if let Some(len) = self.get_unlocked(key, buf, Landing::Direct) {
             return Ok(ReadOutcome { hit: true, len });
         }
         let started = self.started();
@@ -663,6 +695,7 @@ impl CacheCore {
         for shard in self.each_shard() {
             total.merge(&shard.stats);
         }
+        self.scrubbed.add_to(&mut total);
         total.snapshot()
     }
 

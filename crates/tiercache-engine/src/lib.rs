@@ -10,8 +10,10 @@
 //! else its shard does (see [`optimistic`]). `get_ref` skips the copy: it pins the block's slot
 //! on a memory tier and hands out its bytes until the handle drops (a pinned slot is neither
 //! rewritten nor reused). Each shard owns a disjoint set of slots on the tier, so shards never
-//! contend. Blocks on memory-mapped and file tiers carry a CRC32C checked on every
-//! read; a mismatch is counted, the block dropped, and the caller sees a miss, never wrong data.
+//! contend. Blocks on memory-mapped and file tiers carry a CRC32C, checked on every read from
+//! a file tier and every locked read; a hit without the lock on a mapped tier checks a block
+//! once, until it changes, and a scrubber checks those blocks again in the background (see
+//! [`scrub`]). A mismatch is counted, the block dropped, and the caller sees a miss.
 //!
 //! [`CachedFile`] puts a backing file behind a cache with Open CAS's write modes.
 //!
@@ -49,6 +51,8 @@ pub mod file;
 pub mod footprint;
 #[cfg(not(loom))]
 pub mod latency;
+#[cfg(not(loom))]
+pub mod scrub;
 #[cfg(not(loom))]
 pub mod shard;
 #[cfg(not(loom))]

@@ -15,9 +15,14 @@
 //!   its slot is unpublished first. A reader copies the value between two reads of the
 //!   sequence number and keeps the copy only if it did not change and the way still names the
 //!   key (a seqlock). Both sides copy the bytes as byte-wise atomics (`atomic_bytes`), so a
-//!   read racing a write is defined behaviour, and the reader copies to its stack first: the
-//!   caller's buffer receives only a copy that checked out. Anything unusual (a key not published, a write under way, a checksum that
-//!   fails on a mapped tier) falls back to the locked path, which deals with it as before.
+//!   read racing a write is defined behaviour. Where the caller keeps its buffer on a miss
+//!   (`get`) the reader copies to its stack first, and the caller's buffer receives only a copy
+//!   that checked out; a read through to the backing store copies straight into the caller's
+//!   buffer and overwrites a refused copy (see [`Landing`]). A mapped block's header and
+//!   checksum are checked on its first hit and the way marked; later hits skip the check until
+//!   the way changes, and the scrubber checks marked blocks again (see `crate::scrub`).
+//!   Anything unusual (a key not published, a write under way, a checksum that fails on a
+//!   mapped tier) falls back to the locked path, which deals with it as before.
 //! - **Telling the policy.** The hit is appended to the calling thread's ring for the shard
 //!   (a [`HitLog`]: one writer per ring, so no atomic read-modify-write per hit). The rings
 //!   are committed, in order, before anything else is done under the shard's lock, and a
@@ -41,7 +46,7 @@ use tiercache_core::Key;
 
 use crate::sync::{fence, AtomicBool, AtomicU32, AtomicU64, Cell, Ordering};
 
-use crate::block::{crc32c_parts, HEADER_BYTES};
+use crate::block::{self, HEADER_BYTES};
 
 /// Ways per set: three keys, each with its slot, length and sequence number, in one 64-byte
 /// cache line, so a lookup reads one line.
@@ -73,6 +78,18 @@ pub struct Way<'a> {
     len: &'a AtomicU32,
 }
 
+impl Way<'_> {
+    /// The lock holder's change of the way's state to `next` of it, without the mark. A
+    /// read-modify-write, not a load and a store: a reader's mark (a compare-and-swap from the
+    /// state it checked) lands either before the change, which then drops it, or fails.
+    #[inline]
+    fn change(&self, order: Ordering, next: impl Fn(u64) -> u64) {
+        let _ = self
+            .state
+            .fetch_update(order, Ordering::Relaxed, |state| Some(next(state) & !VERIFIED));
+    }
+}
+
 /// A set's ways, field by field so that three fit a line (60 of its 64 bytes).
 #[repr(C, align(64))]
 struct Set {
@@ -99,6 +116,11 @@ impl Set {
 }
 
 const SEQ_ONE: u64 = 1 << 32;
+
+/// In a way's state, below the slot: the block was checked (header and checksum) by a hit
+/// since the way last changed. Set only by a compare-and-swap from the state the checking
+/// reader saw; every change of the way by the lock holder leaves it off.
+const VERIFIED: u64 = 1 << 31;
 
 /// The sets of every shard's table, in one anonymous mapping on huge pages where the kernel
 /// gives them: a hit reads one set at random, and with 4 KiB pages most would also miss the
@@ -182,6 +204,8 @@ pub struct SlotTable {
     slots: u32,
     /// Blocks carry a header and checksum (mapped tiers), checked on the copy.
     headers: bool,
+    /// A block's check is marked in its way and not repeated while the way is unchanged.
+    mark: bool,
 }
 
 // SAFETY: `sets` points into `_sets`, living as long as the table; the sets are all atomics.
@@ -281,7 +305,7 @@ impl SlotTable {
         slot_bytes: usize,
         headers: bool,
     ) -> SlotTable {
-        assert!(slots < u32::MAX as usize, "slot numbers fit in 32 bits");
+        assert!(slots < VERIFIED as usize, "slot numbers fit in 31 bits");
         let count = Sets::per_table(slots);
         assert!((shard + 1) * count <= sets.count, "table {shard} past its sets");
         SlotTable {
@@ -293,6 +317,7 @@ impl SlotTable {
             slot_bytes,
             slots: slots as u32,
             headers,
+            mark: headers,
         }
     }
 
@@ -306,10 +331,10 @@ impl SlotTable {
     /// The way holding `key`'s block (any slot if `slot` is `None`).
     fn way_of(&self, key: Key, slot: Option<u32>) -> Option<Way<'_>> {
         self.set_of(key).ways().find(|way| {
-            let held = way.state.load(Ordering::Relaxed) as u32;
-            held != 0
+            let held = slot_of(way.state.load(Ordering::Relaxed));
+            held.is_some()
                 && way.key.load(Ordering::Relaxed) == key
-                && slot.is_none_or(|slot| held == slot + 1)
+                && slot.is_none_or(|slot| held == Some(slot))
         })
     }
 
@@ -319,8 +344,7 @@ impl SlotTable {
     pub fn begin_write(&self, slot: u32, key: Key) -> Option<Way<'_>> {
         let way = self.way_of(key, Some(slot));
         if let Some(way) = way {
-            let state = way.state.load(Ordering::Relaxed);
-            way.state.store(state + SEQ_ONE, Ordering::Relaxed);
+            way.change(Ordering::Relaxed, |state| state + SEQ_ONE);
         }
         // Orders what came before (this way's odd number, or the `vacate` of the key that had
         // the slot before) before the slot's bytes written next: a reader whose copy sees any
@@ -336,9 +360,8 @@ impl SlotTable {
     pub fn end_write(&self, way: Option<Way<'_>>, slot: u32, key: Key, len: usize) {
         match way {
             Some(way) => {
-                let state = way.state.load(Ordering::Relaxed);
                 way.len.store(len as u32, Ordering::Relaxed);
-                way.state.store(state + SEQ_ONE, Ordering::Release);
+                way.change(Ordering::Release, |state| state + SEQ_ONE);
             }
             None => self.publish(slot, key, len),
         }
@@ -350,23 +373,21 @@ impl SlotTable {
     pub fn publish(&self, slot: u32, key: Key, len: usize) {
         debug_assert!(!self.is_published(key), "key {key} published twice");
         let set = self.set_of(key);
-        let free = |way: &Way| way.state.load(Ordering::Relaxed) as u32 == 0;
+        let free = |way: &Way| slot_of(way.state.load(Ordering::Relaxed)).is_none();
         let Some(way) = set.ways().find(free) else { return };
-        let state = way.state.load(Ordering::Relaxed);
         // Release: a reader that finds the new key (acquire) then reads this way's emptied
         // state or a newer one, not the state of the key it held before (on arm64, a relaxed
         // store here let a reader pair the new key with the old key's slot).
         way.key.store(key, Ordering::Release);
         way.len.store(len as u32, Ordering::Relaxed);
-        way.state.store(((state >> 32) + 2) << 32 | (slot as u64 + 1), Ordering::Release);
+        way.change(Ordering::Release, |state| ((state >> 32) + 2) << 32 | (slot as u64 + 1));
     }
 
     /// `key`'s block leaves `slot` (dropped, moved, or rewritten elsewhere). The slot may still
     /// hold the bytes for a read handle; readers without the lock no longer take them.
     pub fn vacate(&self, slot: u32, key: Key) {
         if let Some(way) = self.way_of(key, Some(slot)) {
-            let state = way.state.load(Ordering::Relaxed);
-            way.state.store(((state >> 32) + 2) << 32, Ordering::Release);
+            way.change(Ordering::Release, |state| ((state >> 32) + 2) << 32);
         }
     }
 
@@ -377,40 +398,50 @@ impl SlotTable {
 
     /// Copies `key`'s value into `out` without the lock; returns its length, or `None` if the
     /// block could not be read this way (not published, being written, moved, a mapped block
-    /// that did not check out, larger than [`SCRATCH_BYTES`], or `out` too small): the caller
-    /// takes the lock. `out` is written only with a value that checked out: on `None` it
-    /// holds what it held before.
+    /// that did not check out, `out` too small, or, landing [`Landing::Checked`], larger than
+    /// [`SCRATCH_BYTES`]): the caller takes the lock. What `out` holds on `None` is up to
+    /// `landing`.
     #[inline]
-    pub fn read(&self, key: Key, out: &mut [u8]) -> Option<usize> {
+    pub fn read(&self, key: Key, out: &mut [u8], landing: Landing) -> Option<usize> {
         let set = self.set_of(key);
         // Acquire: a way re-keyed to `key` was emptied first (`publish`), so its state read
         // below is the emptied one or newer, never the previous key's slot.
         let way = set.ways().find(|w| w.key.load(Ordering::Acquire) == key)?;
         let state = way.state.load(Ordering::Acquire);
         let len = way.len.load(Ordering::Relaxed) as usize;
-        let slot = (state as u32).checked_sub(1)?;
+        let slot = slot_of(state)?;
+        // A mapped block's header and checksum are checked on its first hit after it was
+        // written; until its way changes the bytes are those checked (the scrubber looks for
+        // any that rot meanwhile).
+        let check = self.headers && !(self.mark && state & VERIFIED != 0);
         let header = if self.headers { HEADER_BYTES } else { 0 };
-        let copied = header + len;
         if (state >> 32) & 1 == 1
             || slot >= self.slots
-            || copied > self.slot_bytes
-            || copied > SCRATCH_BYTES
+            || header + len > self.slot_bytes
             || out.len() < len
+            || (landing == Landing::Checked && len > SCRATCH_BYTES)
         {
             return None;
         }
-        // The copy goes to a scratch buffer first, and to `out` only once the seqlock says no
-        // write overlapped it: a torn copy never reaches the caller.
+        let at = slot as usize * self.slot_bytes;
+        let mut head = [0u8; HEADER_BYTES];
         let mut scratch = [std::mem::MaybeUninit::<u8>::uninit(); SCRATCH_BYTES];
-        // SAFETY: the slot lies inside the table's memory (checked above), `copied` bytes of
-        // it fit the slot and the scratch. The shard's lock holder may be storing to them
-        // meanwhile: both sides are byte-wise atomic (`atomic_bytes`), so the race is defined,
-        // and the copy is used only if the way is unchanged afterwards (the acquire fence
-        // below pairs with the release fence of `begin_write`).
-        let bytes = unsafe {
-            let at = slot as usize * self.slot_bytes;
-            self.memory.load(at, scratch.as_mut_ptr().cast(), copied);
-            std::slice::from_raw_parts(scratch.as_ptr().cast::<u8>(), copied)
+        let landed: *mut u8 = match landing {
+            Landing::Checked => scratch.as_mut_ptr().cast(),
+            Landing::Direct => out.as_mut_ptr(),
+        };
+        // SAFETY: the slot lies inside the table's memory (checked above) and its header and
+        // `len` bytes of value fit it; `landed` has room for `len` bytes (the scratch, or
+        // `out`, checked above) and is this thread's. The shard's lock holder may be storing
+        // to the slot meanwhile: both sides are byte-wise atomic (`atomic_bytes`), so the race
+        // is defined, and the copy is used only if the way is unchanged afterwards (the
+        // acquire fence below pairs with the release fence of `begin_write`).
+        let value = unsafe {
+            if check {
+                self.memory.load(at, head.as_mut_ptr(), HEADER_BYTES);
+            }
+            self.memory.load(at + header, landed, len);
+            std::slice::from_raw_parts(landed.cast_const(), len)
         };
         fence(Ordering::Acquire);
         let unchanged =
@@ -418,22 +449,127 @@ impl SlotTable {
         if !unchanged {
             return None;
         }
-        let value = &bytes[header..];
-        if self.headers {
+        if check {
             // The block's own header and checksum, checked on the copy: a corrupted block
             // fails here and is found, counted and dropped by the locked path.
-            let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4"));
-            let stored_key = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
-            if stored_key != key
-                || word(16) as usize != len
-                || crc32c_parts(&bytes[8..HEADER_BYTES], value) != word(4)
-            {
+            if !block::holds(&head, key, value) {
                 return None;
             }
+            // Later hits skip the check while the way stays as it was: only if it still is
+            // (a write since changed its state, and leaves the mark off).
+            if self.mark {
+                let _ = way.state.compare_exchange(
+                    state,
+                    state | VERIFIED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
         }
-        out[..len].copy_from_slice(value);
+        if landing == Landing::Checked {
+            out[..len].copy_from_slice(value);
+        }
         Some(len)
     }
+
+    /// Checks the blocks hits have checked before (marked) in sets `from..from + sets` of
+    /// this table (a mapped tier's), as a reader without the lock reads them, copying each to
+    /// `buf`. A block that no longer checks out loses its mark, so its next hit checks it,
+    /// fails, and takes the locked path, which counts and drops it.
+    pub fn scrub(&self, from: usize, sets: usize, buf: &mut Vec<u8>) -> Scrubbed {
+        let mut scrubbed = Scrubbed::default();
+        if !self.headers {
+            return scrubbed;
+        }
+        buf.resize(self.slot_bytes, 0);
+        for index in from..(from + sets).min(self.sets()) {
+            scrubbed.bytes += std::mem::size_of::<Set>() as u64;
+            // SAFETY: `index` is below the table's set count.
+            let set = unsafe { &*self.sets.add(index) };
+            for way in set.ways() {
+                let key = way.key.load(Ordering::Acquire);
+                let state = way.state.load(Ordering::Acquire);
+                let len = way.len.load(Ordering::Relaxed) as usize;
+                let Some(slot) = slot_of(state) else { continue };
+                if state & VERIFIED == 0
+                    || (state >> 32) & 1 == 1
+                    || slot >= self.slots
+                    || HEADER_BYTES + len > self.slot_bytes
+                {
+                    continue;
+                }
+                // SAFETY: as in `read`: inside the slot and `buf`, atomic against the writer,
+                // used only if the way is unchanged.
+                unsafe {
+                    let at = slot as usize * self.slot_bytes;
+                    self.memory.load(at, buf.as_mut_ptr(), HEADER_BYTES + len);
+                }
+                fence(Ordering::Acquire);
+                if way.state.load(Ordering::Relaxed) != state
+                    || way.key.load(Ordering::Relaxed) != key
+                {
+                    continue;
+                }
+                scrubbed.checked += 1;
+                scrubbed.bytes += (HEADER_BYTES + len) as u64;
+                let (head, value) = buf[..HEADER_BYTES + len].split_at(HEADER_BYTES);
+                if !block::holds(head, key, value) {
+                    scrubbed.failed += 1;
+                    let _ = way.state.compare_exchange(
+                        state,
+                        state & !VERIFIED,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                }
+            }
+        }
+        scrubbed
+    }
+
+    /// The sets of this table.
+    pub fn sets(&self) -> usize {
+        self.set_mask + 1
+    }
+
+    /// Whether hits check a block only until it is marked (the default for tables with
+    /// headers), or every time.
+    pub fn check_every_hit(&mut self, every: bool) {
+        self.mark = self.headers && !every;
+    }
+
+    /// Whether the table marks checked blocks, so that a scrubber has something to do.
+    pub fn marks(&self) -> bool {
+        self.mark
+    }
+}
+
+/// Where a read without the lock copies the value (see [`SlotTable::read`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Landing {
+    /// To this thread's stack first, then to `out` once the copy checked out: on `None`,
+    /// `out` holds what it held before. For `get`, whose caller keeps its buffer on a miss.
+    Checked,
+    /// Straight into `out`, saving a copy: on `None`, `out[..]` may hold a torn copy of some
+    /// block. Only for callers that fill `out` themselves whenever this gives `None` (a read
+    /// through to the backing store) and return an error, not `out`, if they cannot.
+    Direct,
+}
+
+/// What [`SlotTable::scrub`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scrubbed {
+    /// Blocks checked, and those of them that failed.
+    pub checked: u64,
+    pub failed: u64,
+    /// Bytes read: the sets and the blocks.
+    pub bytes: u64,
+}
+
+/// The slot a way's state names (without its mark), `None` for an empty way.
+#[inline]
+fn slot_of(state: u64) -> Option<u32> {
+    ((state & !VERIFIED) as u32).checked_sub(1)
 }
 
 /// Hits served without the lock and not yet told to their shard's policy: per shard, a ring
@@ -650,11 +786,11 @@ mod model {
         table.end_write(way, slot, key, SLOT_BYTES);
     }
 
-    /// A read without the lock: a whole value (one of `allowed`), or nothing with `out`
-    /// untouched.
-    fn read_checked(table: &SlotTable, key: Key, allowed: &[u8]) {
+    /// A read without the lock: a whole value (one of `allowed`), or nothing, with `out`
+    /// untouched when landing `Checked`.
+    fn read_landing(table: &SlotTable, key: Key, allowed: &[u8], landing: Landing) {
         let mut out = [0xEEu8; SLOT_BYTES];
-        match table.read(key, &mut out) {
+        match table.read(key, &mut out, landing) {
             Some(len) => {
                 assert_eq!(len, SLOT_BYTES);
                 assert!(
@@ -662,8 +798,15 @@ mod model {
                     "key {key} read {out:?}, not one of its values {allowed:?}"
                 );
             }
-            None => assert_eq!(out, [0xEE; SLOT_BYTES], "a failed read wrote the buffer"),
+            None if landing == Landing::Checked => {
+                assert_eq!(out, [0xEE; SLOT_BYTES], "a failed read wrote the buffer")
+            }
+            None => {}
         }
+    }
+
+    fn read_checked(table: &SlotTable, key: Key, allowed: &[u8]) {
+        read_landing(table, key, allowed, Landing::Checked)
     }
 
     #[test]
@@ -676,6 +819,59 @@ mod model {
             read_checked(&table, 7, &[1, 2]);
             writer.join().unwrap();
             read_checked(&table, 7, &[2]);
+        });
+    }
+
+    #[test]
+    fn a_direct_read_is_whole_or_refused() {
+        model(|| {
+            let (table, memory) = table();
+            write(&table, &memory, 0, 7, 1);
+            let (t, m) = (table.clone(), memory.clone());
+            let writer = loom::thread::spawn(move || write(&t, &m, 0, 7, 2));
+            read_landing(&table, 7, &[1, 2], Landing::Direct);
+            writer.join().unwrap();
+            read_landing(&table, 7, &[2], Landing::Direct);
+        });
+    }
+
+    /// A mapped tier's table: two slots of a header and a 16-byte value.
+    fn mapped_table() -> (SlotTable, SlotMemory) {
+        let sets = Sets::new(1, 2).unwrap();
+        let words = 2 * (HEADER_BYTES + SLOT_BYTES) / 8;
+        let memory = SlotMemory { words: (0..words).map(|_| AtomicU64::new(0)).collect() };
+        let slot_bytes = HEADER_BYTES + SLOT_BYTES;
+        (SlotTable::new((&sets, 0), memory.clone(), 2, slot_bytes, true), memory)
+    }
+
+    /// The lock holder's write of a block with header into a mapped slot; `rotten` flips a
+    /// bit of the value after the checksum was taken.
+    fn write_block(table: &SlotTable, memory: &SlotMemory, key: Key, value: u8, rotten: bool) {
+        let mut block = [0u8; HEADER_BYTES + SLOT_BYTES];
+        block::encode(&mut block, key, &[value; SLOT_BYTES]);
+        if rotten {
+            block[HEADER_BYTES] ^= 1;
+        }
+        let way = table.begin_write(0, key);
+        memory.store(0, &block);
+        table.end_write(way, 0, key, SLOT_BYTES);
+    }
+
+    #[test]
+    fn a_checked_mark_never_outlives_a_rewrite() {
+        model(|| {
+            let (table, memory) = mapped_table();
+            write_block(&table, &memory, 7, 1, false);
+            // A hit checks the block and marks it, racing a rewrite with a bad block.
+            let (t, m) = (table.clone(), memory.clone());
+            let writer = loom::thread::spawn(move || write_block(&t, &m, 7, 2, true));
+            let mut out = [0u8; SLOT_BYTES];
+            if let Some(len) = table.read(7, &mut out, Landing::Checked) {
+                assert_eq!((len, out), (SLOT_BYTES, [1; SLOT_BYTES]), "only the good block");
+            }
+            writer.join().unwrap();
+            // Whatever the hit marked, the rewritten block is checked, and refused.
+            assert_eq!(table.read(7, &mut out, Landing::Checked), None);
         });
     }
 

@@ -271,6 +271,74 @@ fn flipped_bits_on_slow_memory_and_flash_are_misses_never_data() {
     }
 }
 
+/// Flips one bit in each of `slots` of a mapped tier file, under the running cache.
+fn flip_bits(path: &PathBuf, slots: &[u64], seed: u64) {
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let slot_bytes = (BLOCK + 24) as u64;
+    let mut rng = SeededRng::new(seed);
+    for slot in slots {
+        let at = HEADER_BYTES + slot * slot_bytes + rng.below(slot_bytes);
+        let mut byte = [0u8];
+        file.read_exact_at(&mut byte, at).unwrap();
+        byte[0] ^= 1 << rng.below(8);
+        file.write_all_at(&byte, at).unwrap();
+    }
+}
+
+/// A hit without the lock checks a mapped block once, until it changes; a bit that flips
+/// after that is found by the scrubber, and the block is then dropped on its next hit. With
+/// the scrubber off every hit checks, and the flip is caught at once.
+#[test]
+fn bits_that_flip_after_a_blocks_first_hit_are_found() {
+    for scrub_rate in [0, 64 << 20] {
+        let path = scratch(&format!("rot-{scrub_rate}.mem"));
+        let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .tier(TierKind::Mapped { path: path.clone() })
+            .block_size(BLOCK)
+            .shards(1)
+            .capacity_bytes(64 * BLOCK as u64)
+            .scrub_rate(scrub_rate)
+            .build()
+            .unwrap();
+        for key in 0..64 {
+            assert!(cache.put(key, &value(key, 1)).unwrap().cached);
+        }
+        let mut buf = vec![0u8; BLOCK];
+        for key in 0..64 {
+            let len = cache.get(key, &mut buf).expect("resident and whole");
+            assert_eq!(version_of(key, &buf[..len]), 1);
+        }
+        assert_eq!(cache.stats().unlocked_hits, 64, "the hits took the path that marks");
+        let corrupted: Vec<u64> = (0..64).filter(|s| s % 5 == 2).collect();
+        flip_bits(&path, &corrupted, scrub_rate);
+        if scrub_rate > 0 {
+            // Two whole passes after the flips (64 MiB/s reads the tier in well under a
+            // millisecond a pass); a slow machine gets a minute.
+            let passes = cache.stats().scrub_passes;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while cache.stats().scrub_passes < passes + 2 {
+                assert!(std::time::Instant::now() < deadline, "the scrubber made no progress");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let stats = cache.stats();
+            assert_eq!(stats.scrub_failures, corrupted.len() as u64);
+            assert!(stats.scrubbed >= 64, "{stats:?}");
+        } else {
+            assert_eq!(cache.stats().scrub_passes, 0, "no scrubber without a rate");
+        }
+        let mut misses = Vec::new();
+        for key in 0..64 {
+            match cache.get(key, &mut buf) {
+                Some(len) => assert_eq!(version_of(key, &buf[..len]), 1),
+                None => misses.push(key),
+            }
+        }
+        let stats = cache.stats();
+        assert_eq!(misses.len(), corrupted.len(), "rate {scrub_rate}: {misses:?}");
+        assert_eq!(stats.checksum_failures, corrupted.len() as u64, "rate {scrub_rate}");
+    }
+}
+
 #[test]
 fn flipped_bits_in_a_lower_tier_are_misses_never_data() {
     let path = scratch("corrupt-lower.mem");
