@@ -1,8 +1,10 @@
 //! `tiercache run EXPERIMENT.toml`: an experiment as one file. Every key is a `tiercache sim`
 //! option (underscores for dashes), grouped as the reader likes: `[workload]` (the trace, or a
 //! `[workload.generate]` table of `trace gen` options), `[cache]` (policy, capacity, lower tier,
-//! mode...), `[devices]` (clients and profiles for virtual time). One parser decides for both,
-//! so a key means exactly what its option means, and a bad key is an error naming the file.
+//! mode...), `[devices]` (clients and profiles for virtual time). The `[cache]` table is a
+//! policy stack read by serde (`tiercache_policy::StackSpec`), the same code `sim`'s options go
+//! through; the other tables are read by `sim`'s own option parser. Either way a key means
+//! exactly what its option means, and a bad key is an error naming the file.
 //!
 //! ```toml
 //! [workload]
@@ -30,13 +32,20 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Parser;
 
-use crate::sim::SimArgs;
+use tiercache_policy::{StackConfig, StackSpec};
 
+use crate::sim::RunArgs;
+use crate::TraceArgs;
+
+/// What the `[workload]`, `[devices]` and `[output]` tables give: `sim`'s options apart from
+/// the cache, whose `[cache]` table is read as a [`StackSpec`] instead.
 #[derive(Parser)]
 #[command(name = "experiment")]
-struct SimOnly {
+struct RunOnly {
     #[command(flatten)]
-    sim: SimArgs,
+    trace: TraceArgs,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 #[derive(Parser)]
@@ -114,7 +123,16 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file: toml::Table =
         toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
+    if let Some(other) =
+        file.keys().find(|s| !["workload", "cache", "devices", "output"].contains(&s.as_str()))
+    {
+        anyhow::bail!(
+            "{}: unknown section [{other}]; use [workload], [cache], [devices], [output]",
+            path.display()
+        );
+    }
     let mut argv = vec!["experiment".to_string()];
+    let mut stack = None;
     for (section, value) in &file {
         let table = value
             .as_table()
@@ -136,14 +154,28 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
                 }
                 words(table, &["generate", "trace"], &mut argv)
             }
-            "cache" | "devices" | "output" => words(table, &[], &mut argv),
+            "cache" => cache(table).map(|config| stack = Some(config)),
+            "devices" | "output" => words(table, &[], &mut argv),
             other => anyhow::bail!(
                 "unknown section [{other}]; use [workload], [cache], [devices], [output]"
             ),
         }
         .with_context(|| format!("{}: [{section}]", path.display()))?;
     }
+    let stack = stack.ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: no [cache] table (it needs at least policy and capacity)",
+            path.display()
+        )
+    })?;
     let args =
-        SimOnly::try_parse_from(&argv).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    crate::sim::run(&args.sim)
+        RunOnly::try_parse_from(&argv).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    crate::sim::run_stack(&args.trace, stack, &args.run)
+}
+
+/// The `[cache]` table: a policy stack, read by serde (`tiercache_policy::stack`), so its keys
+/// are checked by the code that `sim`'s options go through.
+fn cache(table: &toml::Table) -> anyhow::Result<StackConfig> {
+    let spec: StackSpec = table.clone().try_into()?;
+    Ok(StackConfig::try_from(spec)?)
 }

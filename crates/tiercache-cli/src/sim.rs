@@ -4,11 +4,11 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use tiercache_core::{format_size, parse_size, Capacity, Unit};
-use tiercache_policy::cas::{CacheMode, CasConfig, NhitConfig, SeqCutoffPolicy};
-use tiercache_policy::{AdmissionConfig, Placement, PolicyConfig};
+use tiercache_core::format_size;
+use tiercache_policy::stack::Amount;
+use tiercache_policy::{PolicyError, StackConfig, StackSpec};
 use tiercache_sim::counters::run_length_label;
-use tiercache_sim::{simulate, LowerTier, RunOptions, SimReport};
+use tiercache_sim::{simulate, RunOptions, SimReport};
 use tiercache_workload::TraceReader;
 
 use crate::progress::Progress;
@@ -18,6 +18,16 @@ use crate::TraceArgs;
 pub struct SimArgs {
     #[command(flatten)]
     pub trace: TraceArgs,
+    #[command(flatten)]
+    pub stack: StackArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The cache's policy stack, option for option the keys of an experiment file's `[cache]`
+/// table (`tiercache_policy::StackSpec`), read by the same code.
+#[derive(Args)]
+pub struct StackArgs {
     /// Policy, optionally with parameters: lru, arc, 'clock:bits=2', 's3fifo:small_ratio=0.2'...
     #[arg(long)]
     pub policy: String,
@@ -67,6 +77,53 @@ pub struct SimArgs {
     pub seq_cutoff: String,
     #[arg(long, default_value = "1MiB")]
     pub seq_threshold: String,
+    /// Seed of the policy's and filters' randomness.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+impl StackArgs {
+    /// The options as a written stack.
+    pub fn spec(&self) -> StackSpec {
+        StackSpec {
+            unit: self.unit.clone(),
+            admission: self.admission.clone(),
+            lower_capacity: self.lower_capacity.clone().map(Amount::Text),
+            lower_policy: self.lower_policy.clone(),
+            tier: self.tiers.clone(),
+            placement: self.placement.clone(),
+            mode: self.mode.clone(),
+            nhit: self.nhit,
+            seq_cutoff: self.seq_cutoff.clone(),
+            seq_threshold: Amount::Text(self.seq_threshold.clone()),
+            nvcache: self.nvcache.clone(),
+            nhc: self.nhc.clone(),
+            seed: self.seed,
+            ..StackSpec::new(&self.policy, Amount::Text(self.capacity.clone()))
+        }
+    }
+
+    /// The stack, checked; an error names the option (a key the reason names in backticks
+    /// becomes its option too).
+    pub fn config(&self) -> anyhow::Result<StackConfig> {
+        let option = |key: &str| format!("--{}", key.replace('_', "-"));
+        StackConfig::try_from(self.spec()).map_err(|e| match e {
+            PolicyError::Setting { key, reason } => {
+                let mut parts = reason.split('`');
+                let mut text = parts.next().unwrap_or("").to_string();
+                for (i, part) in parts.enumerate() {
+                    text += &if i % 2 == 0 { option(part) } else { part.to_string() };
+                }
+                anyhow::anyhow!("{}: {text}", option(&key))
+            }
+            other => other.into(),
+        })
+    }
+}
+
+/// How `sim` runs and reports, apart from the trace and the cache: virtual time and output.
+#[derive(Args)]
+pub struct RunArgs {
     /// Virtual time: run with this many closed-loop clients on modeled devices, and report
     /// throughput, latency and device utilization instead of counters alone.
     #[arg(long, visible_alias = "concurrency")]
@@ -91,9 +148,6 @@ pub struct SimArgs {
     /// With --clients: the backing (capacity) device.
     #[arg(long, default_value = "nvme")]
     pub backing_profile: String,
-    /// Seed of the policy's and filters' randomness.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -103,59 +157,26 @@ pub struct SimArgs {
     pub csv: Option<PathBuf>,
 }
 
-pub fn parse_capacity(text: &str, unit: &str) -> anyhow::Result<Capacity> {
-    let amount = parse_size(text).with_context(|| format!("--capacity {text}"))?;
-    let unit = if unit == "objects" { Unit::Objects } else { Unit::Bytes };
-    anyhow::ensure!(amount > 0, "--capacity must be above 0");
-    Ok(Capacity { amount, unit })
+/// `tiercache sim`: the stack from the command line.
+pub fn run(args: &SimArgs) -> anyhow::Result<()> {
+    run_stack(&args.trace, args.stack.config()?, &args.run)
 }
 
-pub fn run(args: &SimArgs) -> anyhow::Result<()> {
+/// One simulation of `stack` over the trace (`sim`, and `run` with an experiment file).
+pub fn run_stack(trace: &TraceArgs, stack: StackConfig, args: &RunArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
-        args.nhc.is_none() || args.clients.is_some() || args.arrival_rate.is_some(),
+        stack.nhc.is_none() || args.clients.is_some() || args.arrival_rate.is_some(),
         "--nhc tunes on measured throughput: run in virtual time with --clients or --arrival-rate"
     );
     anyhow::ensure!(
         args.interval_ms > 0.0 && args.interval_ms.is_finite(),
         "--interval-ms must be above 0"
     );
-    anyhow::ensure!(
-        args.tiers.is_empty() || args.lower_capacity.is_some(),
-        "--tier adds tiers below the lower one: give --lower-capacity too"
-    );
-    let options = RunOptions {
-        policy: PolicyConfig::parse(&args.policy)?,
-        capacity: parse_capacity(&args.capacity, &args.unit)?,
-        admission: AdmissionConfig::parse_chain(&args.admission)?,
-        seed: args.seed,
-        logical_time: false,
-        mode: cas_mode(args)?,
-        nvcache: args
-            .nvcache
-            .as_deref()
-            .map(tiercache_policy::nvcache::NvcacheConfig::parse)
-            .transpose()
-            .context("--nvcache")?,
-        nhc: args
-            .nhc
-            .as_deref()
-            .map(tiercache_policy::nhc::NhcConfig::parse)
-            .transpose()
-            .context("--nhc")?,
-        lower: match &args.lower_capacity {
-            None => None,
-            Some(text) => Some(LowerTier {
-                policy: PolicyConfig::parse(&args.lower_policy)?,
-                capacity: parse_capacity(text, &args.unit).context("--lower-capacity")?,
-                placement: Placement::parse(&args.placement)?,
-                further: further_tiers(args)?,
-            }),
-        },
-    };
+    let options = RunOptions::new(stack);
     if args.clients.is_some() || args.arrival_rate.is_some() {
-        return crate::timed::run(args, &options, args.clients.unwrap_or(1));
+        return crate::timed::run(trace, args, &options, args.clients.unwrap_or(1));
     }
-    let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
+    let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
     let options = RunOptions { logical_time: !reader.info().has_time, ..options };
     let mut progress = Progress::new("simulating", None);
     let report =
@@ -181,39 +202,6 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         print_table(&report, reader.info());
     }
     Ok(())
-}
-
-fn cas_mode(args: &SimArgs) -> anyhow::Result<Option<CasConfig>> {
-    let Some(text) = &args.mode else { return Ok(None) };
-    let mode = CacheMode::parse(text)
-        .ok_or_else(|| anyhow::anyhow!("--mode {text}: use wt, wb, wa, wi, wo or pt"))?;
-    let mut config = CasConfig::new(mode);
-    if args.nhit {
-        config.nhit = Some(NhitConfig::default());
-    }
-    config.seq_cutoff = match args.seq_cutoff.as_str() {
-        "always" => SeqCutoffPolicy::Always,
-        "full" => SeqCutoffPolicy::Full,
-        "never" => SeqCutoffPolicy::Never,
-        other => anyhow::bail!("--seq-cutoff {other}: use always, full or never"),
-    };
-    config.seq_threshold_bytes = parse_size(&args.seq_threshold).context("--seq-threshold")?;
-    Ok(Some(config))
-}
-
-/// The `--tier CAPACITY[:POLICY]` tiers, in order.
-fn further_tiers(args: &SimArgs) -> anyhow::Result<Vec<(PolicyConfig, Capacity)>> {
-    args.tiers
-        .iter()
-        .map(|text| {
-            let (capacity, policy) = text.split_once(':').unwrap_or((text, "lru"));
-            let capacity = parse_capacity(capacity, &args.unit)
-                .with_context(|| format!("--tier {text}: capacity"))?;
-            let policy =
-                PolicyConfig::parse(policy).with_context(|| format!("--tier {text}: policy"))?;
-            Ok((policy, capacity))
-        })
-        .collect()
 }
 
 /// Flattens a report to (column, value) pairs for CSV.

@@ -6,24 +6,30 @@ use tiercache_sim::timed::{simulate_timed, TimedOptions, TimedReport};
 use tiercache_sim::RunOptions;
 use tiercache_workload::TraceReader;
 
-use crate::sim::SimArgs;
+use crate::sim::RunArgs;
+use crate::TraceArgs;
 
 fn profile(text: &str, flag: &str) -> anyhow::Result<DeviceProfile> {
     DeviceProfile::load(text).map_err(anyhow::Error::msg).with_context(|| flag.to_string())
 }
 
-pub fn run(args: &SimArgs, options: &RunOptions, clients: usize) -> anyhow::Result<()> {
+pub fn run(
+    trace: &TraceArgs,
+    args: &RunArgs,
+    options: &RunOptions,
+    clients: usize,
+) -> anyhow::Result<()> {
     anyhow::ensure!(clients >= 1, "--clients must be at least 1");
     let mut tiers = vec![profile(&args.profile, "--profile")?];
-    if let Some(lower) = &options.lower {
+    let further = options.stack.tiers.len().saturating_sub(2);
+    if options.stack.tiers.len() > 1 {
         tiers.push(profile(&args.lower_profile, "--lower-profile")?);
         anyhow::ensure!(
-            args.tier_profiles.len() <= lower.further.len(),
-            "{} --tier-profile for {} --tier",
+            args.tier_profiles.len() <= further,
+            "{} --tier-profile for {further} --tier",
             args.tier_profiles.len(),
-            lower.further.len()
         );
-        for i in 0..lower.further.len() {
+        for i in 0..further {
             let name = args.tier_profiles.get(i).map_or("nvme", String::as_str);
             tiers.push(profile(name, "--tier-profile")?);
         }
@@ -39,7 +45,7 @@ pub fn run(args: &SimArgs, options: &RunOptions, clients: usize) -> anyhow::Resu
         .validate()
         .map_err(anyhow::Error::msg)
         .context("virtual time (--arrival-rate, --clients)")?;
-    let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
+    let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
     let requests: Vec<Request> = reader.by_ref().collect::<Result<_, _>>()?;
     let mut policy = tiercache_sim::build(options)?;
     let report = simulate_timed(&mut policy, &requests, &timed);
@@ -50,7 +56,7 @@ pub fn run(args: &SimArgs, options: &RunOptions, clients: usize) -> anyhow::Resu
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print(&report, &args.trace.trace);
+        print(&report, &trace.trace);
     }
     Ok(())
 }

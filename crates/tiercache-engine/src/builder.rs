@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tiercache_core::limits::BLOCK_SIZE_MAX;
 use tiercache_core::{Capacity, DeviceProfile};
-use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, PolicyConfig};
+use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, PolicyConfig, StackConfig};
 
 use crate::behind::WriteBehind;
 use crate::cache::{Cache, CacheCore, Settings};
@@ -295,6 +295,14 @@ impl CacheBuilder {
             let reason = format!("{} must be a power of two up to {SHARDS_MAX}", self.shards);
             return Err(EngineError::config("shards", reason));
         }
+        if let policy @ (PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc) = &self.tiers[0].policy
+        {
+            let reason = format!(
+                "{} keeps dirty blocks, and the engine does not write back yet: run it in the simulator",
+                policy.name()
+            );
+            return Err(EngineError::config("policy", reason));
+        }
         let controlled = self.measured();
         if controlled && self.measure_every.is_zero() {
             return Err(EngineError::config("measure_every", "must be above zero".to_string()));
@@ -434,31 +442,22 @@ impl CacheBuilder {
                 _ => Capacity::bytes(n * block),
             })
             .collect();
-        let policy = match &self.tiers[..] {
-            [only] => AnyPolicy::from_config(&only.policy, capacities[0], &self.admission, seed)?,
-            [upper, lower] => AnyPolicy::hybrid(
-                self.placement,
-                &upper.policy,
-                &lower.policy,
-                [capacities[0], capacities[1]],
-                &self.admission,
-                seed,
-            )?,
-            _ => unreachable!("the builder keeps one or two tiers"),
+        // NVCache's small-bypass budget is the whole cache's DRAM; each shard gets its share.
+        let nvcache = self.nvcache.clone().map(|mut config| {
+            config.small_bypass_bytes =
+                config.small_bypass_bytes.map(|bytes| bytes / self.shards as u64);
+            config
+        });
+        let stack = StackConfig {
+            tiers: self.tiers.iter().map(|t| t.policy.clone()).zip(capacities).collect(),
+            placement: self.placement,
+            admission: self.admission.clone(),
+            nvcache,
+            mode: None,
+            nhc: self.nhc.clone(),
+            seed,
         };
-        let policy = match &self.nvcache {
-            Some(config) => {
-                let mut config = config.clone();
-                config.small_bypass_bytes =
-                    config.small_bypass_bytes.map(|bytes| bytes / self.shards as u64);
-                policy.with_nvcache(config)
-            }
-            None => policy,
-        };
-        Ok(match &self.nhc {
-            Some(config) => policy.with_nhc(config.clone(), seed),
-            None => policy,
-        })
+        Ok(stack.build()?)
     }
 
     pub fn build(self) -> Result<Cache, EngineError> {

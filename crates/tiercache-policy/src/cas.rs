@@ -224,10 +224,14 @@ impl Cas {
     fn access(&mut self, req: &Request, place: bool, out: &mut Decision) {
         self.inner.decide(&Request { op: Op::Lookup, ..*req }, out);
         if out.hit.is_some() {
-            if req.op == Op::Write {
-                // The copy keeps the size it was placed with (block caches: fixed sizes).
-                let (tier, size) = self.inner.peek(req.key).expect("a hit is resident");
-                out.push(Action::Update { tier, key: req.key, size, dirty: false });
+            // A lookup of another size than stored resizes the copy, or drops it if the new
+            // size does not fit, with an action of its own; otherwise the write updates the
+            // copy, which keeps the size it was placed with (block caches: fixed sizes).
+            let resized = out.actions.iter().any(|a| a.key() == req.key);
+            if req.op == Op::Write && !resized {
+                if let Some((tier, size)) = self.inner.peek(req.key) {
+                    out.push(Action::Update { tier, key: req.key, size, dirty: false });
+                }
             }
             return;
         }
@@ -380,6 +384,40 @@ mod tests {
         let mut d = Decision::new();
         c.decide(&Request::new(time_us, key * 10, 4096, op), &mut d);
         d
+    }
+
+    /// Found by fuzzing the policy stack: in a mode that looks writes up first (write-around),
+    /// a write of another size than the cached copy's resizes the copy, or drops it when the
+    /// new size does not fit; the write hit then found nothing to update and panicked.
+    #[test]
+    fn a_write_hit_that_resizes_its_copy_is_applied_once() {
+        for mode in [CacheMode::WriteAround, CacheMode::WriteThrough] {
+            let inner = AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::bytes(4317), &[], 0);
+            let mut c = Cas::new(inner.unwrap(), CasConfig::new(mode));
+            let mut d = Decision::new();
+            c.decide(&Request::new(0, 1, 1024, Op::Read), &mut d);
+            assert_eq!(c.inner.peek(1).map(|(_, size)| size), Some(1024), "{mode:?}");
+            // Larger than the whole cache: the copy is dropped, once.
+            d.clear();
+            c.decide(&Request::new(1, 1, 4608, Op::Write), &mut d);
+            let actions: Vec<_> = d.actions.iter().filter(|a| a.key() == 1).collect();
+            assert_eq!(actions.len(), 1, "{mode:?}: {actions:?}");
+            assert!(matches!(actions[0], Action::Invalidate { .. }), "{mode:?}: {actions:?}");
+            assert_eq!(c.inner.peek(1), None);
+            // Smaller: resized in place, one update of the new size.
+            c.decide(&Request::new(2, 2, 1024, Op::Read), &mut Decision::new());
+            d.clear();
+            c.decide(&Request::new(3, 2, 2048, Op::Write), &mut d);
+            let sizes: Vec<_> = d
+                .actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::Update { key: 2, size, .. } => Some(*size),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(sizes, vec![2048], "{mode:?}");
+        }
     }
 
     /// (mode, read miss inserts, write hit dirty, write miss inserts, write hit stays cached)

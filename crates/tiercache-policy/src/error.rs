@@ -12,9 +12,16 @@ pub enum PolicyError {
     BadParameter { policy: String, key: String, reason: String },
     #[error("capacity must be at least 1 {unit}, got 0")]
     ZeroCapacity { unit: &'static str },
+    /// A setting of a policy stack (a `[cache]` key, a `sim` option) that cannot work.
+    #[error("setting '{key}': {reason}")]
+    Setting { key: String, reason: String },
 }
 
 impl PolicyError {
+    pub fn setting(key: &str, reason: impl Into<String>) -> PolicyError {
+        PolicyError::Setting { key: key.into(), reason: reason.into() }
+    }
+
     pub fn bad(policy: &str, key: &str, reason: impl Into<String>) -> PolicyError {
         PolicyError::BadParameter { policy: policy.into(), key: key.into(), reason: reason.into() }
     }

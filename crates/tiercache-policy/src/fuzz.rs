@@ -24,6 +24,29 @@ pub fn specs(data: &[u8]) {
     }
 }
 
+/// A policy stack as an experiment file's `[cache]` table holds it (the TOML that `tiercache
+/// run` reads); one that parses with modest capacities is built and decides a few hundred
+/// requests.
+pub fn stack(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(stack) = crate::StackConfig::from_toml(text) else { return };
+    if stack.needs_future() || stack.tiers.iter().any(|(_, c)| c.amount > 1 << 20) {
+        return;
+    }
+    let Ok(mut policy) = stack.build() else { return };
+    decide_some(&mut policy);
+}
+
+fn decide_some(policy: &mut AnyPolicy) {
+    let mut decision = Decision::new();
+    for i in 0..300u64 {
+        let op = [Op::Read, Op::Write, Op::Lookup, Op::Delete][(i % 7 % 4) as usize];
+        let request = Request::new(i * 1000, i * 7 % 23, 512 + (i % 5) as u32 * 1024, op);
+        decision.clear();
+        policy.decide(&request, &mut decision);
+    }
+}
+
 fn policy(text: &str) {
     let (policy, admission) = text.split_once('|').unwrap_or((text, "always"));
     let (Ok(config), Ok(admission)) =
@@ -38,12 +61,6 @@ fn policy(text: &str) {
         let Ok(mut policy) = AnyPolicy::from_config(&config, capacity, &admission, 7) else {
             continue;
         };
-        let mut decision = Decision::new();
-        for i in 0..300u64 {
-            let op = [Op::Read, Op::Write, Op::Lookup, Op::Delete][(i % 7 % 4) as usize];
-            let request = Request::new(i * 1000, i * 7 % 23, 512 + (i % 5) as u32 * 1024, op);
-            decision.clear();
-            policy.decide(&request, &mut decision);
-        }
+        decide_some(&mut policy);
     }
 }

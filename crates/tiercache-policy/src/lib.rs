@@ -55,6 +55,7 @@ pub mod index;
 pub mod list;
 pub mod queue;
 pub mod registry;
+pub mod stack;
 
 pub mod arc;
 pub mod belady;
@@ -74,6 +75,7 @@ pub use error::PolicyError;
 pub use frame::{Eviction, SingleTier, Sink};
 pub use hierarchy::Placement;
 pub use registry::{AnyPolicy, PolicyConfig, MAX_TIERS};
+pub use stack::{StackConfig, StackSpec};
 
 use tiercache_core::{Capacity, Decision, Interval, Key, Request, TierId};
 

@@ -4,41 +4,26 @@ use std::time::Instant;
 
 use serde::Serialize;
 use tiercache_core::{annotate_next_access, Decision, RejectReason, Request};
-use tiercache_policy::cas::CasConfig;
-use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig, PolicyError};
+use tiercache_policy::{AnyPolicy, Policy, PolicyError, StackConfig};
 
 use crate::counters::Counters;
 
 /// How often (in requests) the progress callback is called.
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
-/// What to simulate.
+/// What to simulate: a policy stack, and how to read time.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    pub policy: PolicyConfig,
-    pub capacity: tiercache_core::Capacity,
-    pub admission: Vec<AdmissionConfig>,
-    pub seed: u64,
+    /// The cache's policies (tiers, placement, admission, NVCache, cache mode, NHC).
+    pub stack: StackConfig,
     /// Replace request times by their index (for traces without timestamps).
     pub logical_time: bool,
-    /// A second tier below `capacity`'s, making a two-tier hybrid cache.
-    pub lower: Option<LowerTier>,
-    /// Run the cache in an Open CAS cache mode (write-back, write-around...).
-    pub mode: Option<CasConfig>,
-    /// Put the cache behind NVCache's admission (overhead bypass, small-bypass).
-    pub nvcache: Option<tiercache_policy::nvcache::NvcacheConfig>,
-    /// Non-hierarchical caching on top (Orthus): which read hits the backing device serves.
-    pub nhc: Option<tiercache_policy::nhc::NhcConfig>,
 }
 
-/// The lower tier of a multi-tier simulation, how blocks are placed across the tiers, and any
-/// further tiers below it (flash under slow memory), in order.
-#[derive(Clone, Debug)]
-pub struct LowerTier {
-    pub policy: PolicyConfig,
-    pub capacity: tiercache_core::Capacity,
-    pub placement: Placement,
-    pub further: Vec<(PolicyConfig, tiercache_core::Capacity)>,
+impl RunOptions {
+    pub fn new(stack: StackConfig) -> RunOptions {
+        RunOptions { stack, logical_time: false }
+    }
 }
 
 /// The outcome of a run, for people (the CLI's table) and programs (JSON).
@@ -145,7 +130,7 @@ pub fn simulate<E: std::error::Error + 'static>(
     next_batch: &mut dyn FnMut(&mut Vec<Request>) -> Result<(), E>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SimReport, RunError<E>> {
-    if options.policy.needs_future() {
+    if options.stack.needs_future() {
         let mut requests = Vec::new();
         for_each_batch(next_batch, |batch| requests.extend_from_slice(batch))
             .map_err(RunError::Stream)?;
@@ -160,50 +145,9 @@ pub fn simulate<E: std::error::Error + 'static>(
     Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()))
 }
 
-/// The policy a run uses: tiers, placement and cache mode as the options say.
+/// The policy a run uses: its stack, built.
 pub fn build(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
-    let mut policy = build_tiers(options)?;
-    if let Some(config) = &options.nvcache {
-        policy = policy.with_nvcache(config.clone());
-    }
-    if let Some(mode) = &options.mode {
-        policy = policy.in_mode(mode.clone());
-    }
-    Ok(match &options.nhc {
-        Some(config) => policy.with_nhc(config.clone(), options.seed),
-        None => policy,
-    })
-}
-
-fn build_tiers(options: &RunOptions) -> Result<AnyPolicy, PolicyError> {
-    let Some(lower) = &options.lower else {
-        return AnyPolicy::from_config(
-            &options.policy,
-            options.capacity,
-            &options.admission,
-            options.seed,
-        );
-    };
-    let two_tier_only = |name: &str| {
-        PolicyError::bad(name, "tiers", "runs over exactly two tiers (DRAM and NVRAM)")
-    };
-    match &options.policy {
-        PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc if !lower.further.is_empty() => {
-            Err(two_tier_only(options.policy.name()))
-        }
-        PolicyConfig::Hibachi(config) => {
-            AnyPolicy::hibachi(config, [options.capacity, lower.capacity])
-        }
-        PolicyConfig::HybridArc => AnyPolicy::hybrid_arc([options.capacity, lower.capacity]),
-        _ => {
-            let mut tiers = vec![
-                (options.policy.clone(), options.capacity),
-                (lower.policy.clone(), lower.capacity),
-            ];
-            tiers.extend(lower.further.iter().cloned());
-            AnyPolicy::hierarchy(lower.placement, &tiers, &options.admission, options.seed)
-        }
-    }
+    options.stack.build()
 }
 
 fn for_each_batch<E>(

@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 use serde::Serialize;
 use tiercache_core::{annotate_next_access, Capacity, Request};
-use tiercache_policy::{AdmissionConfig, PolicyConfig, PolicyError};
+use tiercache_policy::{AdmissionConfig, PolicyConfig, PolicyError, StackConfig};
 
 use crate::run::{simulate_slice, RunOptions, SimReport};
 
@@ -42,17 +42,12 @@ pub fn sweep(
         policies.iter().flat_map(|p| capacities.iter().map(move |c| (p, *c))).collect();
     jobs.par_iter()
         .map(|(policy, capacity)| {
-            let options = RunOptions {
-                policy: (*policy).clone(),
-                capacity: *capacity,
+            let stack = StackConfig {
                 admission: admission.to_vec(),
                 seed,
-                logical_time: false,
-                lower: None,
-                mode: None,
-                nvcache: None,
-                nhc: None,
+                ..StackConfig::single((*policy).clone(), *capacity)
             };
+            let options = RunOptions::new(stack);
             let report = simulate_slice(&options, requests)?;
             done();
             Ok(SweepPoint {

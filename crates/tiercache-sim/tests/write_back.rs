@@ -2,21 +2,12 @@
 
 use tiercache_core::{Capacity, Request, SeededRng};
 use tiercache_policy::cas::{CacheMode, CasConfig};
-use tiercache_policy::{Placement, PolicyConfig};
-use tiercache_sim::{simulate_slice, LowerTier, RunOptions, SimReport};
+use tiercache_policy::{PolicyConfig, StackConfig};
+use tiercache_sim::{simulate_slice, RunOptions, SimReport};
 
 fn options(policy: PolicyConfig, capacity: u64) -> RunOptions {
-    RunOptions {
-        policy,
-        capacity: Capacity::objects(capacity),
-        admission: Vec::new(),
-        seed: 0,
-        logical_time: true,
-        lower: None,
-        mode: None,
-        nvcache: None,
-        nhc: None,
-    }
+    let stack = StackConfig::single(policy, Capacity::objects(capacity));
+    RunOptions { logical_time: true, ..RunOptions::new(stack) }
 }
 
 fn run(options: &RunOptions, requests: &[Request]) -> SimReport {
@@ -28,9 +19,9 @@ fn write_back_absorbs_writes_that_write_through_passes_on() {
     // 1000 writes over 50 blocks, all of which fit: nothing is ever evicted.
     let requests: Vec<Request> = (0..1000u64).map(|i| Request::write(i * 7 % 50, 4096)).collect();
     let mut wt = options(PolicyConfig::Lru, 100);
-    wt.mode = Some(CasConfig::new(CacheMode::WriteThrough));
+    wt.stack.mode = Some(CasConfig::new(CacheMode::WriteThrough));
     let mut wb = wt.clone();
-    wb.mode = Some(CasConfig::new(CacheMode::WriteBack));
+    wb.stack.mode = Some(CasConfig::new(CacheMode::WriteBack));
     let (wt, wb) = (run(&wt, &requests), run(&wb, &requests));
     assert_eq!(wt.counters.bytes_written_to_backing, 1000 * 4096);
     assert_eq!(wb.counters.bytes_written_to_backing, 0);
@@ -44,7 +35,7 @@ fn write_back_pays_for_absorbed_writes_once_evicted() {
     // every write is absorbed, and the backing device sees exactly the dirty blocks evicted.
     let requests: Vec<Request> = (0..800u64).map(|i| Request::write(i * 7 % 400, 4096)).collect();
     let mut wb = options(PolicyConfig::Lru, 100);
-    wb.mode = Some(CasConfig::new(CacheMode::WriteBack));
+    wb.stack.mode = Some(CasConfig::new(CacheMode::WriteBack));
     let report = run(&wb, &requests);
     let c = &report.counters;
     assert_eq!(c.hits, 0);
@@ -78,12 +69,7 @@ fn hibachi_writes_back_in_runs_and_hybrid_lru_block_by_block() {
     let requests = bursty_writes(true);
     let two_tier = |policy: &str| {
         let mut o = options(PolicyConfig::parse(policy).unwrap(), 512);
-        o.lower = Some(LowerTier {
-            policy: PolicyConfig::Lru,
-            capacity: Capacity::objects(2048),
-            placement: Placement::DramFirst,
-            further: Vec::new(),
-        });
+        o.stack.tiers.push((PolicyConfig::Lru, Capacity::objects(2048)));
         run(&o, &requests)
     };
     let (hibachi, lru) = (two_tier("hibachi"), two_tier("hybrid-lru"));
@@ -108,12 +94,7 @@ fn on_a_disk_hibachis_runs_outpace_block_by_block_write_back() {
     let timed = |policy: &str| {
         let config = PolicyConfig::parse(policy).unwrap();
         let mut o = options(config, 512);
-        o.lower = Some(LowerTier {
-            policy: PolicyConfig::Lru,
-            capacity: Capacity::objects(2048),
-            placement: Placement::DramFirst,
-            further: Vec::new(),
-        });
+        o.stack.tiers.push((PolicyConfig::Lru, Capacity::objects(2048)));
         let mut policy = tiercache_sim::build(&o).unwrap();
         let tiers = vec![
             DeviceProfile::preset("dram").unwrap(),

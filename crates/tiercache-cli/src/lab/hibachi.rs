@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use tiercache_core::{Capacity, Request};
 use tiercache_policy::hibachi::HibachiConfig;
-use tiercache_policy::{AdmissionConfig, Placement, PolicyConfig};
-use tiercache_sim::{simulate_slice, LowerTier, RunOptions, SimReport};
+use tiercache_policy::{PolicyConfig, StackConfig};
+use tiercache_sim::{simulate_slice, RunOptions, SimReport};
 use tiercache_workload::gen::KeyDistribution;
 use tiercache_workload::{TraceFormat, TraceOptions, TraceReader};
 
@@ -40,22 +40,9 @@ fn options(policy: &str, total_blocks: u64) -> RunOptions {
         }
         _ => PolicyConfig::HybridArc,
     };
-    RunOptions {
-        policy: config,
-        capacity: half,
-        admission: Vec::<AdmissionConfig>::new(),
-        seed: 0,
-        logical_time: true,
-        lower: Some(LowerTier {
-            policy: PolicyConfig::Lru,
-            capacity: half,
-            placement: Placement::DramFirst,
-            further: Vec::new(),
-        }),
-        mode: None,
-        nvcache: None,
-        nhc: None,
-    }
+    let mut stack = StackConfig::single(config, half);
+    stack.tiers.push((PolicyConfig::Lru, half));
+    RunOptions { logical_time: true, ..RunOptions::new(stack) }
 }
 
 fn read_hit_rate(r: &SimReport, tier: usize) -> f64 {

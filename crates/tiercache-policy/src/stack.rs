@@ -1,0 +1,431 @@
+//! The whole policy stack of a cache, built in one place: the simulator, the engine, `tiercache
+//! run` (experiment files) and `sim` all describe their cache as a [`StackConfig`] and build
+//! it with [`StackConfig::build`].
+//!
+//! A stack is, from the bottom up: a base policy per tier (one tier, or a hierarchy of two to
+//! [`MAX_TIERS`] with a placement), the admission filters in front of the top tier, NVCache's
+//! admission, an Open CAS cache mode, and non-hierarchical caching on top.
+//!
+//! Its written form, [`StackSpec`], is what an experiment file's `[cache]` table holds and what
+//! `sim`'s options say, key for key (underscores in files, dashes on the command line), each
+//! part in the same little language everywhere: `policy = "clock:bits=2"`,
+//! `placement = "scm-first:2"`, `nvcache = "obp:0.1,small-bypass=16GiB"`.
+//!
+//! ```toml
+//! policy = "lru"
+//! capacity = "64MiB"           # or a count, with unit = "objects"
+//! unit = "bytes"
+//! lower_capacity = "1GiB"      # a second tier
+//! lower_policy = "lru"
+//! placement = "dram-first"
+//! tier = ["16GiB:fifo"]        # further tiers, top down
+//! admission = "second-hit"
+//! mode = "wb"                  # with nhit, seq_cutoff, seq_threshold
+//! nvcache = "obp:0.1"
+//! nhc = "nhc:load_admit=0.7"
+//! seed = 0
+//! ```
+
+use serde::{Deserialize, Serialize};
+use tiercache_core::{parse_size, Capacity, Unit};
+
+use crate::admission::AdmissionConfig;
+use crate::cas::{CacheMode, CasConfig, NhitConfig, SeqCutoffPolicy};
+use crate::hierarchy::Placement;
+use crate::nhc::NhcConfig;
+use crate::nvcache::NvcacheConfig;
+use crate::registry::{AnyPolicy, PolicyConfig, MAX_TIERS};
+use crate::PolicyError;
+
+/// A cache's policy stack, every part parsed and checked.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(try_from = "StackSpec")]
+pub struct StackConfig {
+    /// Each tier's base policy and capacity, top (DRAM) first; at least one.
+    pub tiers: Vec<(PolicyConfig, Capacity)>,
+    /// How blocks are placed across the tiers (with two or more).
+    pub placement: Placement,
+    /// Admission filters in front of the top tier, in order.
+    pub admission: Vec<AdmissionConfig>,
+    /// NVCache's admission (Writes Hurt, section 3.2) in front of the cache.
+    pub nvcache: Option<NvcacheConfig>,
+    /// An Open CAS cache mode the cache runs in (write-back, write-around...).
+    pub mode: Option<CasConfig>,
+    /// Non-hierarchical caching (Orthus, section 4) on top.
+    pub nhc: Option<NhcConfig>,
+    /// Seed of the policies' and filters' randomness.
+    pub seed: u64,
+}
+
+impl StackConfig {
+    /// One tier of `policy` over `capacity`, nothing else.
+    pub fn single(policy: PolicyConfig, capacity: Capacity) -> StackConfig {
+        StackConfig {
+            tiers: vec![(policy, capacity)],
+            placement: Placement::DramFirst,
+            admission: vec![AdmissionConfig::Always],
+            nvcache: None,
+            mode: None,
+            nhc: None,
+            seed: 0,
+        }
+    }
+
+    /// A stack written as TOML (the keys of [`StackSpec`]); an error names the key.
+    pub fn from_toml(text: &str) -> Result<StackConfig, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The top tier's base policy.
+    pub fn policy(&self) -> &PolicyConfig {
+        &self.tiers[0].0
+    }
+
+    /// Whether any part reads request times (periodic work), so callers must supply them.
+    pub fn uses_time(&self) -> bool {
+        self.tiers.iter().any(|(p, _)| p.uses_time())
+    }
+
+    /// Whether the stack reads `next_access` (the future), so the stream must be annotated.
+    pub fn needs_future(&self) -> bool {
+        self.tiers.iter().any(|(p, _)| p.needs_future())
+    }
+
+    /// Builds the stack: the tiers, then NVCache, the cache mode and NHC around them.
+    pub fn build(&self) -> Result<AnyPolicy, PolicyError> {
+        let mut policy = self.build_tiers()?;
+        if let Some(config) = &self.nvcache {
+            policy = policy.with_nvcache(config.clone());
+        }
+        if let Some(mode) = &self.mode {
+            policy = policy.in_mode(mode.clone());
+        }
+        Ok(match &self.nhc {
+            Some(config) => policy.with_nhc(config.clone(), self.seed),
+            None => policy,
+        })
+    }
+
+    fn build_tiers(&self) -> Result<AnyPolicy, PolicyError> {
+        let (policy, capacity) = match &self.tiers[..] {
+            [] => return Err(PolicyError::setting("tiers", "a cache needs at least one tier")),
+            [(policy, capacity)] => {
+                return AnyPolicy::from_config(policy, *capacity, &self.admission, self.seed)
+            }
+            [top, ..] => top,
+        };
+        match policy {
+            PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc if self.tiers.len() != 2 => {
+                Err(PolicyError::bad(
+                    policy.name(),
+                    "tiers",
+                    "runs over exactly two tiers (DRAM and NVRAM)",
+                ))
+            }
+            PolicyConfig::Hibachi(config) => {
+                AnyPolicy::hibachi(config, [*capacity, self.tiers[1].1])
+            }
+            PolicyConfig::HybridArc => AnyPolicy::hybrid_arc([*capacity, self.tiers[1].1]),
+            _ => AnyPolicy::hierarchy(self.placement, &self.tiers, &self.admission, self.seed),
+        }
+    }
+}
+
+/// A capacity or size as written: a string with a unit (`"64MiB"`) or a plain count.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Amount {
+    Count(u64),
+    Text(String),
+}
+
+impl Amount {
+    fn value(&self, key: &str) -> Result<u64, PolicyError> {
+        match self {
+            Amount::Count(n) => Ok(*n),
+            Amount::Text(text) => {
+                parse_size(text).map_err(|e| PolicyError::setting(key, format!("'{text}': {e}")))
+            }
+        }
+    }
+}
+
+fn default_admission() -> String {
+    "always".into()
+}
+fn default_lower_policy() -> String {
+    "lru".into()
+}
+fn default_placement() -> String {
+    "dram-first".into()
+}
+fn default_unit() -> String {
+    "bytes".into()
+}
+fn default_seq_cutoff() -> String {
+    "full".into()
+}
+fn default_seq_threshold() -> Amount {
+    Amount::Text("1MiB".into())
+}
+
+/// A policy stack as written in an experiment file's `[cache]` table or on `sim`'s command
+/// line, before it is checked (see the module's example). Every key but `policy` and
+/// `capacity` has a default; an unknown key is an error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackSpec {
+    /// The top tier's policy, with parameters: `lru`, `clock:bits=2`.
+    pub policy: String,
+    /// The top tier's size: bytes (`"64MiB"`) or, with `unit = "objects"`, a count.
+    pub capacity: Amount,
+    /// What capacities count: `bytes` (object sizes respected) or `objects`.
+    #[serde(default = "default_unit")]
+    pub unit: String,
+    /// Admission filters joined by `+`: `always`, `prob:P`, `second-hit[:N]`, `size:BYTES`.
+    #[serde(default = "default_admission")]
+    pub admission: String,
+    /// A second tier of this capacity (same unit) below the first.
+    #[serde(default)]
+    pub lower_capacity: Option<Amount>,
+    #[serde(default = "default_lower_policy")]
+    pub lower_policy: String,
+    /// Further tiers below the second, top down, as `CAPACITY[:POLICY]` (policy lru by
+    /// default).
+    #[serde(default)]
+    pub tier: Vec<String>,
+    /// Placement across the tiers: `dram-first`, `scm-first[:T]`, `bidirectional[:T]`.
+    #[serde(default = "default_placement")]
+    pub placement: String,
+    /// An Open CAS cache mode: `wt`, `wb`, `wa`, `wi`, `wo`, `pt`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// With `mode`: NHIT promotion (insert on the 3rd miss once the cache is 80% full).
+    #[serde(default)]
+    pub nhit: bool,
+    /// With `mode`: the sequential cutoff policy, `always`, `full` or `never`.
+    #[serde(default = "default_seq_cutoff")]
+    pub seq_cutoff: String,
+    /// With `mode`: the sequential cutoff threshold.
+    #[serde(default = "default_seq_threshold")]
+    pub seq_threshold: Amount,
+    /// NVCache's admission: `obp[:TARGET]`, `alloc-read-write`, ... (see `NvcacheConfig`).
+    #[serde(default)]
+    pub nvcache: Option<String>,
+    /// Non-hierarchical caching: `nhc[:...]` (see `NhcConfig`).
+    #[serde(default)]
+    pub nhc: Option<String>,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl StackSpec {
+    /// A spec of `policy` over `capacity`, everything else at its default.
+    pub fn new(policy: &str, capacity: Amount) -> StackSpec {
+        StackSpec {
+            policy: policy.into(),
+            capacity,
+            unit: default_unit(),
+            admission: default_admission(),
+            lower_capacity: None,
+            lower_policy: default_lower_policy(),
+            tier: Vec::new(),
+            placement: default_placement(),
+            mode: None,
+            nhit: false,
+            seq_cutoff: default_seq_cutoff(),
+            seq_threshold: default_seq_threshold(),
+            nvcache: None,
+            nhc: None,
+            seed: 0,
+        }
+    }
+
+    fn capacity(&self, key: &str, amount: &Amount) -> Result<Capacity, PolicyError> {
+        let unit = match self.unit.as_str() {
+            "bytes" => Unit::Bytes,
+            "objects" => Unit::Objects,
+            other => {
+                return Err(PolicyError::setting(
+                    "unit",
+                    format!("'{other}': use bytes or objects"),
+                ))
+            }
+        };
+        match amount.value(key)? {
+            0 => Err(PolicyError::setting(key, "must be above 0")),
+            amount => Ok(Capacity { amount, unit }),
+        }
+    }
+
+    fn mode(&self) -> Result<Option<CasConfig>, PolicyError> {
+        let Some(text) = &self.mode else {
+            if self.nhit {
+                return Err(PolicyError::setting("nhit", "applies to a cache mode: give `mode`"));
+            }
+            return Ok(None);
+        };
+        let mode = CacheMode::parse(text).ok_or_else(|| {
+            PolicyError::setting("mode", format!("'{text}': use wt, wb, wa, wi, wo or pt"))
+        })?;
+        let mut config = CasConfig::new(mode);
+        if self.nhit {
+            config.nhit = Some(NhitConfig::default());
+        }
+        config.seq_cutoff = match self.seq_cutoff.as_str() {
+            "always" => SeqCutoffPolicy::Always,
+            "full" => SeqCutoffPolicy::Full,
+            "never" => SeqCutoffPolicy::Never,
+            other => {
+                let reason = format!("'{other}': use always, full or never");
+                return Err(PolicyError::setting("seq_cutoff", reason));
+            }
+        };
+        config.seq_threshold_bytes = self.seq_threshold.value("seq_threshold")?;
+        Ok(Some(config))
+    }
+}
+
+/// Wraps a part's own error with the key it was written under.
+fn under<T>(key: &str, parsed: Result<T, PolicyError>) -> Result<T, PolicyError> {
+    parsed.map_err(|e| PolicyError::setting(key, e.to_string()))
+}
+
+impl TryFrom<StackSpec> for StackConfig {
+    type Error = PolicyError;
+
+    fn try_from(spec: StackSpec) -> Result<StackConfig, PolicyError> {
+        let mut tiers = vec![(
+            under("policy", PolicyConfig::parse(&spec.policy))?,
+            spec.capacity("capacity", &spec.capacity)?,
+        )];
+        match &spec.lower_capacity {
+            Some(lower) => tiers.push((
+                under("lower_policy", PolicyConfig::parse(&spec.lower_policy))?,
+                spec.capacity("lower_capacity", lower)?,
+            )),
+            None if !spec.tier.is_empty() => {
+                let reason = "adds tiers below the lower one: give `lower_capacity` too";
+                return Err(PolicyError::setting("tier", reason));
+            }
+            None => {}
+        }
+        for text in &spec.tier {
+            let (capacity, policy) = text.split_once(':').unwrap_or((text, "lru"));
+            let policy = PolicyConfig::parse(policy)
+                .map_err(|e| PolicyError::setting("tier", format!("'{text}': {e}")))?;
+            let capacity = spec.capacity("tier", &Amount::Text(capacity.into()))?;
+            tiers.push((policy, capacity));
+        }
+        if tiers.len() > MAX_TIERS {
+            let reason = format!("{} tiers: at most {MAX_TIERS}", tiers.len());
+            return Err(PolicyError::setting("tier", reason));
+        }
+        Ok(StackConfig {
+            tiers,
+            placement: under("placement", Placement::parse(&spec.placement))?,
+            admission: under("admission", AdmissionConfig::parse_chain(&spec.admission))?,
+            nvcache: under(
+                "nvcache",
+                spec.nvcache.as_deref().map(NvcacheConfig::parse).transpose(),
+            )?,
+            mode: spec.mode()?,
+            nhc: under("nhc", spec.nhc.as_deref().map(NhcConfig::parse).transpose())?,
+            seed: spec.seed,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(toml_text: &str) -> Result<StackConfig, String> {
+        StackConfig::from_toml(toml_text)
+    }
+
+    #[test]
+    fn a_written_stack_is_read_whole() {
+        let stack = parse(
+            r#"
+            policy = "clock:bits=2"
+            capacity = 2000
+            unit = "objects"
+            lower_capacity = "8000"
+            placement = "scm-first:2"
+            tier = ["100000:fifo", "200000"]
+            admission = "second-hit"
+            mode = "wb"
+            nhit = true
+            seed = 7
+            "#,
+        )
+        .unwrap();
+        let objects = Capacity::objects;
+        assert_eq!(
+            stack.tiers,
+            vec![
+                (PolicyConfig::parse("clock:bits=2").unwrap(), objects(2000)),
+                (PolicyConfig::Lru, objects(8000)),
+                (PolicyConfig::Fifo, objects(100_000)),
+                (PolicyConfig::Lru, objects(200_000)),
+            ]
+        );
+        assert_eq!(stack.placement, Placement::parse("scm-first:2").unwrap());
+        assert_eq!(stack.admission, AdmissionConfig::parse_chain("second-hit").unwrap());
+        let mode = stack.mode.as_ref().unwrap();
+        assert_eq!((mode.mode, mode.nhit.is_some()), (CacheMode::WriteBack, true));
+        assert_eq!(stack.seed, 7);
+        let policy = stack.build().unwrap();
+        assert_eq!(crate::Policy::tier_count(&policy), 4);
+    }
+
+    #[test]
+    fn defaults_and_sizes() {
+        let stack = parse("policy = 'lru'\ncapacity = '64MiB'").unwrap();
+        assert_eq!(stack, StackConfig::single(PolicyConfig::Lru, Capacity::bytes(64 << 20)));
+        assert_eq!(
+            StackConfig::try_from(StackSpec::new("lru", Amount::Count(5))).unwrap(),
+            StackConfig::single(PolicyConfig::Lru, Capacity::bytes(5))
+        );
+    }
+
+    #[test]
+    fn every_bad_setting_is_named() {
+        for (text, named) in [
+            ("policy = 'lru2'\ncapacity = 1", "policy"),
+            ("policy = 'lru'\ncapacity = 0", "capacity"),
+            ("policy = 'lru'\ncapacity = '12 parsecs'", "capacity"),
+            ("policy = 'lru'\ncapacity = 1\nunit = 'pages'", "unit"),
+            ("policy = 'lru'\ncapacity = 1\ntier = ['5']", "tier"),
+            ("policy = 'lru'\ncapacity = 1\nlower_capacity = 2\ntier = ['5:lru9']", "tier"),
+            ("policy = 'lru'\ncapacity = 1\nplacement = 'sideways'", "placement"),
+            ("policy = 'lru'\ncapacity = 1\nadmission = 'maybe'", "admission"),
+            ("policy = 'lru'\ncapacity = 1\nmode = 'wz'", "mode"),
+            ("policy = 'lru'\ncapacity = 1\nnhit = true", "nhit"),
+            ("policy = 'lru'\ncapacity = 1\nmode = 'wb'\nseq_cutoff = 'x'", "seq_cutoff"),
+            ("policy = 'lru'\ncapacity = 1\nnvcache = 'obp:x'", "nvcache"),
+            ("policy = 'lru'\ncapacity = 1\nnhc = 'nhc:target=speed'", "nhc"),
+            ("policy = 'lru'\ncapacity = 1\ncolour = 'blue'", "colour"),
+            ("capacity = 1", "policy"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(named), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn hibachi_takes_exactly_two_tiers() {
+        let two = parse("policy = 'hibachi'\ncapacity = 10\nunit = 'objects'\nlower_capacity = 20");
+        let two = two.unwrap().build().unwrap();
+        assert!(matches!(two, AnyPolicy::Hibachi(_)));
+        let one = parse("policy = 'hibachi'\ncapacity = 10\nunit = 'objects'").unwrap();
+        assert!(one.build().is_err());
+        let three = parse(
+            "policy = 'hibachi'\ncapacity = 10\nunit = 'objects'\nlower_capacity = 20\ntier = ['30']",
+        )
+        .unwrap();
+        let err = three.build().err().expect("three tiers refused");
+        assert!(err.to_string().contains("two tiers"), "{err}");
+    }
+}
