@@ -67,7 +67,9 @@ impl Scrub {
         Scrub { tables, budget, table: 0, set: 0, buf: Vec::new(), counts }
     }
 
-    /// Reads one step's budget of sets and blocks, going on where the last step stopped.
+    /// Reads one step's budget of sets and blocks, going on where the last step stopped, and
+    /// at most to the end of a pass: a tier that takes less than a step to check (small, or
+    /// mostly unmarked) is checked once a step, not over and over.
     pub fn step(&mut self) {
         let mut spent = 0;
         while spent < self.budget {
@@ -83,6 +85,7 @@ impl Scrub {
                 if self.table == self.tables.len() {
                     self.table = 0;
                     self.counts.passes.fetch_add(1, Ordering::Relaxed);
+                    return;
                 }
             }
         }

@@ -312,8 +312,8 @@ fn bits_that_flip_after_a_blocks_first_hit_are_found() {
         let corrupted: Vec<u64> = (0..64).filter(|s| s % 5 == 2).collect();
         flip_bits(&path, &corrupted, scrub_rate);
         if scrub_rate > 0 {
-            // Two whole passes after the flips (64 MiB/s reads the tier in well under a
-            // millisecond a pass); a slow machine gets a minute.
+            // Two whole passes after the flips (the scrubber checks this small tier once a
+            // 10 ms step); a slow machine gets a minute.
             let passes = cache.stats().scrub_passes;
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
             while cache.stats().scrub_passes < passes + 2 {
