@@ -79,6 +79,23 @@ pub struct Way<'a> {
 }
 
 impl Way<'_> {
+    /// The seqlock's second look, after a copy made under `state`: whether the way still
+    /// holds `key` in that state, so the copy is whole and the key's. The acquire fence pairs
+    /// with the release fence of `begin_write`: a copy that saw any byte written after it
+    /// sees the new state here.
+    #[inline(always)]
+    fn unchanged(&self, state: u64, key: Key) -> bool {
+        fence(Ordering::Acquire);
+        self.state.load(Ordering::Relaxed) == state && self.key.load(Ordering::Relaxed) == key
+    }
+
+    /// A reader's change of the mark: from the state it checked to `to`, only if the way is
+    /// still in that state (a write since changed it, and leaves the mark off).
+    #[inline]
+    fn remark(&self, from: u64, to: u64) {
+        let _ = self.state.compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
     /// The lock holder's change of the way's state to `next` of it, without the mark. A
     /// read-modify-write, not a load and a store: a reader's mark (a compare-and-swap from the
     /// state it checked) lands either before the change, which then drops it, or fails.
@@ -403,6 +420,25 @@ impl SlotTable {
     /// `landing`.
     #[inline]
     pub fn read(&self, key: Key, out: &mut [u8], landing: Landing) -> Option<usize> {
+        match landing {
+            Landing::Direct => self.read_into(key, out.as_mut_ptr(), out.len()),
+            Landing::Checked => {
+                // The copy goes to the stack, and to `out` only once it checked out.
+                let mut scratch = [std::mem::MaybeUninit::<u8>::uninit(); SCRATCH_BYTES];
+                let room = out.len().min(SCRATCH_BYTES);
+                let len = self.read_into(key, scratch.as_mut_ptr().cast(), room)?;
+                // SAFETY: `read_into` wrote `len` bytes of the scratch.
+                let value = unsafe { std::slice::from_raw_parts(scratch.as_ptr().cast(), len) };
+                out[..len].copy_from_slice(value);
+                Some(len)
+            }
+        }
+    }
+
+    /// Copies `key`'s value to `dst`, which has room for `room` bytes and is this thread's;
+    /// returns its length if the copy checked out (`dst` may hold a torn copy otherwise).
+    #[inline(always)]
+    fn read_into(&self, key: Key, dst: *mut u8, room: usize) -> Option<usize> {
         let set = self.set_of(key);
         // Acquire: a way re-keyed to `key` was emptied first (`publish`), so its state read
         // below is the emptied one or newer, never the previous key's slot.
@@ -418,35 +454,25 @@ impl SlotTable {
         if (state >> 32) & 1 == 1
             || slot >= self.slots
             || header + len > self.slot_bytes
-            || out.len() < len
-            || (landing == Landing::Checked && len > SCRATCH_BYTES)
+            || room < len
         {
             return None;
         }
         let at = slot as usize * self.slot_bytes;
         let mut head = [0u8; HEADER_BYTES];
-        let mut scratch = [std::mem::MaybeUninit::<u8>::uninit(); SCRATCH_BYTES];
-        let landed: *mut u8 = match landing {
-            Landing::Checked => scratch.as_mut_ptr().cast(),
-            Landing::Direct => out.as_mut_ptr(),
-        };
         // SAFETY: the slot lies inside the table's memory (checked above) and its header and
-        // `len` bytes of value fit it; `landed` has room for `len` bytes (the scratch, or
-        // `out`, checked above) and is this thread's. The shard's lock holder may be storing
-        // to the slot meanwhile: both sides are byte-wise atomic (`atomic_bytes`), so the race
-        // is defined, and the copy is used only if the way is unchanged afterwards (the
-        // acquire fence below pairs with the release fence of `begin_write`).
+        // `len` bytes of value fit it; `dst` has room for `len` bytes (checked above) and is
+        // this thread's. The shard's lock holder may be storing to the slot meanwhile: both
+        // sides are byte-wise atomic (`atomic_bytes`), so the race is defined, and the copy is
+        // used only if the way is unchanged afterwards (`Way::unchanged`).
         let value = unsafe {
             if check {
                 self.memory.load(at, head.as_mut_ptr(), HEADER_BYTES);
             }
-            self.memory.load(at + header, landed, len);
-            std::slice::from_raw_parts(landed.cast_const(), len)
+            self.memory.load(at + header, dst, len);
+            std::slice::from_raw_parts(dst.cast_const(), len)
         };
-        fence(Ordering::Acquire);
-        let unchanged =
-            way.state.load(Ordering::Relaxed) == state && way.key.load(Ordering::Relaxed) == key;
-        if !unchanged {
+        if !way.unchanged(state, key) {
             return None;
         }
         if check {
@@ -455,19 +481,10 @@ impl SlotTable {
             if !block::holds(&head, key, value) {
                 return None;
             }
-            // Later hits skip the check while the way stays as it was: only if it still is
-            // (a write since changed its state, and leaves the mark off).
+            // Later hits skip the check while the way stays as it was.
             if self.mark {
-                let _ = way.state.compare_exchange(
-                    state,
-                    state | VERIFIED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
+                way.remark(state, state | VERIFIED);
             }
-        }
-        if landing == Landing::Checked {
-            out[..len].copy_from_slice(value);
         }
         Some(len)
     }
@@ -504,10 +521,7 @@ impl SlotTable {
                     let at = slot as usize * self.slot_bytes;
                     self.memory.load(at, buf.as_mut_ptr(), HEADER_BYTES + len);
                 }
-                fence(Ordering::Acquire);
-                if way.state.load(Ordering::Relaxed) != state
-                    || way.key.load(Ordering::Relaxed) != key
-                {
+                if !way.unchanged(state, key) {
                     continue;
                 }
                 scrubbed.checked += 1;
@@ -515,12 +529,7 @@ impl SlotTable {
                 let (head, value) = buf[..HEADER_BYTES + len].split_at(HEADER_BYTES);
                 if !block::holds(head, key, value) {
                     scrubbed.failed += 1;
-                    let _ = way.state.compare_exchange(
-                        state,
-                        state & !VERIFIED,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    );
+                    way.remark(state, state & !VERIFIED);
                 }
             }
         }

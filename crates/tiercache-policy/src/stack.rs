@@ -76,11 +76,6 @@ impl StackConfig {
         toml::from_str(text).map_err(|e| e.to_string())
     }
 
-    /// The top tier's base policy.
-    pub fn policy(&self) -> &PolicyConfig {
-        &self.tiers[0].0
-    }
-
     /// Whether any part reads request times (periodic work), so callers must supply them.
     pub fn uses_time(&self) -> bool {
         self.tiers.iter().any(|(p, _)| p.uses_time())
