@@ -10,6 +10,7 @@ use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, PolicyConfig, Stac
 use crate::behind::WriteBehind;
 use crate::cache::{Cache, CacheCore, Settings};
 use crate::clock::{Clock, MonotonicClock};
+use crate::device::{Device, Emulated, Faults, Faulty};
 use crate::direct::DIRECT_ALIGN;
 use crate::error::EngineError;
 use crate::latency;
@@ -63,10 +64,14 @@ pub struct CacheBuilder {
     write_behind: Option<usize>,
     size_classes: u8,
     unlocked_hits: bool,
-    write_faults: Option<(usize, u64)>,
+    faults: Option<(usize, Faults)>,
+    wrappers: Vec<(usize, Wrapper)>,
     overwrite_foreign_files: bool,
     scrub_rate: u64,
 }
+
+/// Wraps a tier's device in another (see [`CacheBuilder::wrap_tier`]).
+pub type Wrapper = Box<dyn FnOnce(Arc<dyn Device>) -> Arc<dyn Device> + Send>;
 
 impl CacheBuilder {
     /// A DRAM cache of 64 MiB in 4 KiB blocks, 16 shards, with `policy`.
@@ -94,7 +99,8 @@ impl CacheBuilder {
             write_behind: None,
             size_classes: 1,
             unlocked_hits: true,
-            write_faults: None,
+            faults: None,
+            wrappers: Vec::new(),
             overwrite_foreign_files: false,
             scrub_rate: crate::scrub::DEFAULT_RATE,
         }
@@ -141,8 +147,27 @@ impl CacheBuilder {
     /// see what the cache does over one. A block whose write failed is dropped (the policy
     /// told) and counted in `io_errors`; the caller's operation still succeeds, since its data
     /// is in the backing store.
-    pub fn fail_writes(mut self, tier: usize, every: u64) -> Self {
-        self.write_faults = Some((tier, every));
+    pub fn fail_writes(self, tier: usize, every: u64) -> Self {
+        self.faults(tier, Faults { write_every: Some(every), ..Faults::default() })
+    }
+
+    /// Fault injection as [`Faults`] says (failing reads, failing and torn writes) on tier
+    /// `tier`, a file or flash one: its device is wrapped in a [`Faulty`] one.
+    pub fn faults(mut self, tier: usize, faults: Faults) -> Self {
+        self.faults = Some((tier, faults));
+        self
+    }
+
+    /// Wraps tier `tier`'s device in the one `wrapper` makes of it: a [`crate::device::CrashImage`]
+    /// to stage crashes, or any other [`Device`]. Wrappers apply in the order given, nearest
+    /// the medium, under fault injection and emulation. A wrapped memory tier is read and
+    /// written through its device, under its shard's lock (see [`crate::device`]).
+    pub fn wrap_tier(
+        mut self,
+        tier: usize,
+        wrapper: impl FnOnce(Arc<dyn Device>) -> Arc<dyn Device> + Send + 'static,
+    ) -> Self {
+        self.wrappers.push((tier, Box::new(wrapper)));
         self
     }
 
@@ -332,18 +357,28 @@ impl CacheBuilder {
             let reason = format!("{} threads; at most {WRITERS_MAX}", self.writers());
             return Err(EngineError::config("write_behind", reason));
         }
-        if let Some((tier, every)) = self.write_faults {
+        if let Some((tier, faults)) = self.faults {
+            let zero = |every: Option<u64>| every == Some(0);
             let reason = match self.tiers.get(tier) {
                 None => Some(format!("there is no tier {tier}")),
                 Some(spec) if !spec.kind.is_io() => {
                     Some(format!("tier {tier} is memory, whose writes cannot fail"))
                 }
-                Some(_) if every == 0 => Some("every 0th write is no write".to_string()),
+                Some(_) if zero(faults.write_every) || zero(faults.read_every) => {
+                    Some("every 0th operation is no operation".to_string())
+                }
+                Some(_) if faults.tear_sector == Some(0) => {
+                    Some("torn writes need a sector of at least one byte".to_string())
+                }
                 Some(_) => None,
             };
             if let Some(reason) = reason {
                 return Err(EngineError::config("fail_writes", reason));
             }
+        }
+        if let Some((tier, _)) = self.wrappers.iter().find(|(t, _)| *t >= self.tiers.len()) {
+            let reason = format!("there is no tier {tier} to wrap");
+            return Err(EngineError::config("wrap_tier", reason));
         }
         if let Some(tier) = self.missing_emulated_tier {
             return Err(EngineError::config(
@@ -460,8 +495,9 @@ impl CacheBuilder {
         Ok(stack.build()?)
     }
 
-    pub fn build(self) -> Result<Cache, EngineError> {
+    pub fn build(mut self) -> Result<Cache, EngineError> {
         let per_shard = self.validate()?;
+        let mut wrappers = std::mem::take(&mut self.wrappers);
         let media: Vec<Medium> = self
             .tiers
             .iter()
@@ -477,11 +513,14 @@ impl CacheBuilder {
                     self.chunks(),
                     self.overwrite_foreign_files,
                 )?;
-                if let Some(profile) = &tier.profile {
-                    medium.emulate(profile.clone());
+                for (_, wrapper) in wrappers.extract_if(.., |(t, _)| *t == i) {
+                    medium.wrap(wrapper);
                 }
-                if let Some((_, every)) = self.write_faults.filter(|(t, _)| *t == i) {
-                    medium.fail_writes(every);
+                if let Some((_, faults)) = self.faults.filter(|(t, _)| *t == i) {
+                    medium.wrap(|device| Arc::new(Faulty::new(device, faults)));
+                }
+                if let Some(profile) = &tier.profile {
+                    medium.wrap(|device| Arc::new(Emulated::new(device, profile.clone())));
                 }
                 Ok(medium)
             })

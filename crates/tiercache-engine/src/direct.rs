@@ -7,12 +7,12 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 use crate::block::BlockFault;
+use crate::device::{read_exact_at, Device};
 use crate::error::EngineError;
 use crate::store::ReadFault;
 
@@ -105,59 +105,40 @@ struct SlotMeta {
 /// DRAM the metadata of one flash slot takes.
 pub(crate) const SLOT_META_BYTES: usize = std::mem::size_of::<SlotMeta>();
 
-/// One shard's run of blocks on the flash tier.
+/// What DRAM knows of one shard's run of blocks on the flash tier, and a buffer for the
+/// writes and reads done under the shard's lock. The blocks themselves are read and written
+/// through the tier's device, at offsets the region gives.
 pub struct DirectSlots {
-    file: Arc<File>,
-    offset: u64,
-    path: PathBuf,
     buf: AlignedBuf,
     meta: Vec<SlotMeta>,
 }
 
 impl DirectSlots {
-    pub fn new(
-        file: Arc<File>,
-        offset: u64,
-        path: PathBuf,
-        slots: u64,
-        block: usize,
-    ) -> DirectSlots {
-        DirectSlots {
-            file,
-            offset,
-            path,
-            buf: AlignedBuf::new(block),
-            meta: vec![SlotMeta::default(); slots as usize],
-        }
+    pub fn new(slots: u64, block: usize) -> DirectSlots {
+        DirectSlots { buf: AlignedBuf::new(block), meta: vec![SlotMeta::default(); slots as usize] }
     }
 
-    fn at(&self, slot: u32) -> u64 {
-        self.offset + slot as u64 * self.buf.len as u64
-    }
-
-    pub fn write(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
+    /// Writes `value` for `key` into `slot`, at `at` on `device`.
+    pub fn write(
+        &mut self,
+        device: &dyn Device,
+        (slot, at): (u32, u64),
+        key: u64,
+        value: &[u8],
+    ) -> std::io::Result<()> {
         let crc = fill(&mut self.buf, value);
         // Until the new bytes are down, the slot holds nothing a read may trust.
         self.meta[slot as usize].written = false;
-        self.file.write_all_at(self.buf.as_slice(), self.at(slot)).map_err(|source| {
-            EngineError::Io { path: self.path.clone(), action: "cannot write a block", source }
-        })?;
+        device.write_at(self.buf.as_slice(), at)?;
         self.meta[slot as usize] = SlotMeta { key, len: value.len() as u32, crc, written: true };
         Ok(())
     }
 
     /// Fills `buf` with `value` for a write done elsewhere (with the shard unlocked), marking
-    /// the slot unreadable until [`landed`](Self::landed); returns the file, the offset and the
-    /// value's CRC32C.
-    pub fn stage(
-        &mut self,
-        slot: u32,
-        value: &[u8],
-        buf: &mut AlignedBuf,
-    ) -> (Arc<File>, u64, u32) {
-        let crc = fill(buf, value);
+    /// the slot unreadable until [`landed`](Self::landed); returns the value's CRC32C.
+    pub fn stage(&mut self, slot: u32, value: &[u8], buf: &mut AlignedBuf) -> u32 {
         self.meta[slot as usize].written = false;
-        (self.file.clone(), self.at(slot), crc)
+        fill(buf, value)
     }
 
     /// Records that a staged write of `key` to `slot` ended: readable if it succeeded.
@@ -165,27 +146,26 @@ impl DirectSlots {
         self.meta[slot as usize] = SlotMeta { key, len, crc, written: ok };
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// What a written block for `key` in `slot` must check out as: (length, CRC32C); `None` if
+    /// the slot holds no block for `key`.
+    pub fn expect(&self, slot: u32, key: u64) -> Option<(u32, u32)> {
+        let meta = self.meta[slot as usize];
+        (meta.written && meta.key == key).then_some((meta.len, meta.crc))
     }
 
-    /// Where a written block for `key` is and what it must check out as: (file, offset,
-    /// (length, CRC32C)); `None` if the slot holds no block for `key`.
-    pub fn locate(&self, slot: u32, key: u64) -> Option<(Arc<File>, u64, (u32, u32))> {
-        let meta = self.meta[slot as usize];
-        (meta.written && meta.key == key)
-            .then(|| (self.file.clone(), self.at(slot), (meta.len, meta.crc)))
-    }
-
-    pub fn read(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
-        let meta = self.meta[slot as usize];
-        if !meta.written || meta.key != key {
-            return Err(ReadFault::Corrupt(BlockFault::Key));
-        }
-        let at = self.at(slot);
-        self.file.read_exact_at(self.buf.as_mut_slice(), at).map_err(ReadFault::Io)?;
-        let value = &self.buf.as_slice()[..meta.len as usize];
-        if crate::block::crc32c(value) != meta.crc {
+    /// Reads and checks `key`'s block in `slot`, at `at` on `device`, copying its value into
+    /// `out`; returns the value's length.
+    pub fn read(
+        &mut self,
+        device: &dyn Device,
+        (slot, at): (u32, u64),
+        key: u64,
+        out: &mut [u8],
+    ) -> Result<usize, ReadFault> {
+        let (len, crc) = self.expect(slot, key).ok_or(ReadFault::Corrupt(BlockFault::Key))?;
+        read_exact_at(device, self.buf.as_mut_slice(), at).map_err(ReadFault::Io)?;
+        let value = &self.buf.as_slice()[..len as usize];
+        if crate::block::crc32c(value) != crc {
             return Err(ReadFault::Corrupt(BlockFault::Checksum));
         }
         Ok(crate::block::copy_value(value, out))

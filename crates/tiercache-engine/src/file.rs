@@ -14,15 +14,13 @@
 //! the block first. Writers of one block take turns (striped locks); a read that misses waits
 //! for a writer of its block before loading it, so blocks are never read torn; hits never wait.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-
-use tiercache_core::Direction;
+use std::path::Path;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::cache::Cache;
+use crate::device::{Device, Emulated, FileDevice};
 use crate::error::EngineError;
 
 /// How writes treat the cache.
@@ -59,23 +57,16 @@ const WRITER_STRIPES: usize = 256;
 /// A backing file behind a cache.
 pub struct CachedFile {
     cache: Cache,
-    backing: File,
-    path: PathBuf,
+    /// The backing file, or any device standing for it (emulated, faulty, a crash image).
+    backing: Arc<dyn Device>,
     mode: WriteMode,
     /// Per stripe of blocks: loads of a block share it, a write of one has it alone.
     writers: Vec<RwLock<()>>,
-    /// Makes the backing file behave like a device (a disk, flash): its reads and writes then
-    /// take the profile's time, so a cache over it can be studied on any machine.
-    emulator: Option<crate::emulate::Emulator>,
 }
 
 impl CachedFile {
     /// Opens an existing backing file (read and write) behind `cache`.
     pub fn open(path: &Path, cache: Cache, mode: WriteMode) -> Result<CachedFile, EngineError> {
-        if mode == WriteMode::WriteBack {
-            let reason = "write-back needs the durable dirty tier, which is not built yet; use write-through";
-            return Err(EngineError::config("write_mode", reason));
-        }
         let backing = OpenOptions::new().read(true).write(true).open(path).map_err(|source| {
             EngineError::Io {
                 path: path.to_path_buf(),
@@ -83,33 +74,36 @@ impl CachedFile {
                 source,
             }
         })?;
+        CachedFile::over(Arc::new(FileDevice::new(backing, path)), cache, mode)
+    }
+
+    /// Puts `backing`, any device, behind `cache`.
+    pub fn over(
+        backing: Arc<dyn Device>,
+        cache: Cache,
+        mode: WriteMode,
+    ) -> Result<CachedFile, EngineError> {
+        if mode == WriteMode::WriteBack {
+            let reason = "write-back needs the durable dirty tier, which is not built yet; use write-through";
+            return Err(EngineError::config("write_mode", reason));
+        }
         let writers = (0..WRITER_STRIPES).map(|_| RwLock::new(())).collect();
-        Ok(CachedFile { cache, backing, path: path.to_path_buf(), mode, writers, emulator: None })
+        Ok(CachedFile { cache, backing, mode, writers })
     }
 
     /// Makes the backing file behave like `profile` (latency, bandwidth, parallelism), as tiers
     /// do with [`CacheBuilder::emulate`](crate::CacheBuilder::emulate).
     pub fn emulate_backing(mut self, profile: tiercache_core::DeviceProfile) -> CachedFile {
-        self.emulator = Some(crate::emulate::Emulator::new(profile));
+        self.backing = Arc::new(Emulated::new(self.backing, profile));
         self
     }
 
     fn backing_read(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
-        match &self.emulator {
-            None => read_full_at(&self.backing, buf, at),
-            Some(e) => {
-                e.serve(Direction::Read, buf.len() as u64, || read_full_at(&self.backing, buf, at))
-            }
-        }
+        self.backing.read_at(buf, at)
     }
 
     fn backing_write(&self, data: &[u8], at: u64) -> io::Result<()> {
-        match &self.emulator {
-            None => self.backing.write_all_at(data, at),
-            Some(e) => {
-                e.serve(Direction::Write, data.len() as u64, || self.backing.write_all_at(data, at))
-            }
-        }
+        self.backing.write_at(data, at)
     }
 
     pub fn cache(&self) -> &Cache {
@@ -121,16 +115,12 @@ impl CachedFile {
     }
 
     fn io_error(&self, action: &'static str, source: io::Error) -> EngineError {
-        EngineError::Io { path: self.path.clone(), action, source }
+        EngineError::Io { path: self.backing.path().to_path_buf(), action, source }
     }
 
     /// Current length of the backing file.
     pub fn len(&self) -> Result<u64, EngineError> {
-        let meta = self
-            .backing
-            .metadata()
-            .map_err(|e| self.io_error("cannot stat the backing file", e))?;
-        Ok(meta.len())
+        self.backing.len().map_err(|e| self.io_error("cannot stat the backing file", e))
     }
 
     pub fn is_empty(&self) -> Result<bool, EngineError> {
@@ -140,7 +130,7 @@ impl CachedFile {
     /// Makes acknowledged writes durable on the backing file.
     pub fn sync(&self) -> Result<(), EngineError> {
         self.cache.flush();
-        self.backing.sync_data().map_err(|e| self.io_error("cannot sync the backing file", e))
+        self.backing.sync().map_err(|e| self.io_error("cannot sync the backing file", e))
     }
 
     /// Reads one block (short at the end of the file) into `buf`, through the cache unless
@@ -262,20 +252,6 @@ impl CachedFile {
             WriteMode::WriteBack => unreachable!("refused when the file was opened"),
         }
     }
-}
-
-/// Reads as much of `buf` as the file holds at `at` (short only at the end of the file).
-fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], at + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
 }
 
 /// The block `offset` starts, if it starts one (block sizes that are powers of two take a

@@ -18,7 +18,8 @@
 //! [`CachedFile`] puts a backing file behind a cache with Open CAS's write modes.
 //!
 //! A cache has one tier, or two forming an exclusive DRAM-first hierarchy (the upper tier's
-//! victims move down). Any tier can be made to behave like a device profile (emulation).
+//! victims move down). Every medium, tier or backing file, is a [`device::Device`]; emulation
+//! of a device profile, fault injection and staged crashes are wrappers around one.
 //! A background worker runs the policies' periodic work (LFRU's sweep) while the cache is
 //! idle and is joined when the cache is dropped. The flash tier uses direct I/O, and its
 //! writes (demotions, admitted misses) are done behind the caller by write-behind threads,
@@ -39,6 +40,8 @@ pub mod builder;
 pub mod cache;
 #[cfg(not(loom))]
 pub mod clock;
+#[cfg(not(loom))]
+pub mod device;
 #[cfg(not(loom))]
 pub mod direct;
 #[cfg(not(loom))]

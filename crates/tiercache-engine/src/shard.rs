@@ -83,6 +83,75 @@ impl Space {
     }
 }
 
+/// What a shard has of one tier: its region, the free space and pins of its slots.
+struct Tier {
+    region: Region,
+    space: Space,
+    /// Per slot, with size classes: the key whose block the slot holds (to empty a page for
+    /// another class). Empty without size classes.
+    owners: Vec<Key>,
+    /// Per slot: reads running on it with the shard unlocked, and the zombie bit.
+    pins: Vec<u32>,
+    /// Slots with reads running on them.
+    pinned: u64,
+}
+
+impl Tier {
+    fn new(region: Region) -> Tier {
+        let slots = region.slots() as usize;
+        let owners = if region.chunks() > 1 { vec![0; slots] } else { Vec::new() };
+        Tier { space: Space::new(&region), owners, pins: vec![0; slots], pinned: 0, region }
+    }
+
+    /// A free slot of `class` for `key`, if there is one.
+    fn take(&mut self, class: u8, key: Key) -> Option<u32> {
+        let slot = self.space.take(&mut self.region, class)?;
+        if !self.owners.is_empty() {
+            self.owners[slot as usize] = key;
+        }
+        Some(slot)
+    }
+
+    /// Returns a slot to the free list, or, while reads hold it, marks it to return when they
+    /// end: a slot is never rewritten under a running read.
+    fn free_slot(&mut self, slot: u32, key: Key) {
+        self.region.vacate(slot, key);
+        let pins = &mut self.pins[slot as usize];
+        if *pins > 0 {
+            *pins |= ZOMBIE;
+        } else {
+            self.space.give_back(&self.region, slot);
+        }
+    }
+
+    /// Whether one more slot may be pinned: every pinned slot may be freed while pinned, and
+    /// two slots must stay free for a promotion's swap and an overwrite's copy.
+    fn has_room_to_pin(&self) -> bool {
+        self.pinned + 2 <= self.region.slack()
+    }
+
+    fn pin(&mut self, slot: u32) {
+        let pins = &mut self.pins[slot as usize];
+        if *pins & !ZOMBIE == 0 {
+            self.pinned += 1;
+        }
+        *pins += 1;
+    }
+
+    /// Releases a pin (of an unlocked read or write, or a read handle).
+    fn unpin(&mut self, slot: u32) {
+        let pins = &mut self.pins[slot as usize];
+        *pins -= 1;
+        if *pins & !ZOMBIE == 0 {
+            self.pinned -= 1;
+        }
+        if *pins == ZOMBIE {
+            *pins = 0;
+            self.space.give_back(&self.region, slot);
+        }
+    }
+}
+
 /// A hit held for a read handle.
 pub enum Held {
     /// The block in place on a memory tier; its slot is pinned until released.
@@ -127,17 +196,9 @@ pub struct Shard {
     pub stats: Stats,
     pub policy: AnyPolicy,
     pub places: KeyMap<Place>,
-    space: Vec<Space>,
-    /// Per tier and slot, with size classes: the key whose block the slot holds (to empty a
-    /// page for another class). Empty without size classes.
-    owners: Vec<Vec<Key>>,
+    tiers: Vec<Tier>,
     classes: bool,
     block_size: u32,
-    /// Per tier and slot: reads running on it with the shard unlocked, and the zombie bit.
-    pins: Vec<Vec<u32>>,
-    /// Per tier: slots with reads running on them.
-    pinned: Vec<u64>,
-    regions: Vec<Region>,
     loads: u64,
     /// A block's bytes on their way between tiers.
     scratch: Vec<u8>,
@@ -152,24 +213,15 @@ pub struct Shard {
 
 impl Shard {
     pub fn new(policy: AnyPolicy, regions: Vec<Region>, block_size: usize) -> Shard {
-        let space = regions.iter().map(Space::new).collect();
-        let owners = regions
-            .iter()
-            .map(|r| if r.chunks() > 1 { vec![0; r.slots() as usize] } else { Vec::new() })
-            .collect();
-        let pins = regions.iter().map(|r| vec![0; r.slots() as usize]).collect();
-        let pinned = vec![0; regions.len()];
+        let classes = regions.iter().any(|r| r.chunks() > 1);
+        let tiers = regions.into_iter().map(Tier::new).collect();
         Shard {
             policy,
             decision: Decision::new(),
             places: KeyMap::default(),
-            space,
-            classes: regions.iter().any(|r| r.chunks() > 1),
-            owners,
+            tiers,
+            classes,
             block_size: block_size as u32,
-            pins,
-            pinned,
-            regions,
             loads: 0,
             stats: Stats::default(),
             scratch: Vec::new(),
@@ -259,46 +311,12 @@ impl Shard {
         if place.staged {
             self.staging.remove(&key);
         }
-        self.free_slot(place.tier as usize, place.slot, key);
-    }
-
-    /// Returns a slot to its tier's free list, or, while reads hold it, marks it to return when
-    /// they end: a slot is never rewritten under a running read.
-    fn free_slot(&mut self, tier: usize, slot: u32, key: Key) {
-        self.regions[tier].vacate(slot, key);
-        let pins = &mut self.pins[tier][slot as usize];
-        if *pins > 0 {
-            *pins |= ZOMBIE;
-        } else {
-            self.space[tier].give_back(&self.regions[tier], slot);
-        }
-    }
-
-    /// Whether one more slot of `tier` may be pinned: every pinned slot may be freed while
-    /// pinned, and two slots must stay free for a promotion's swap and an overwrite's copy.
-    fn has_room_to_pin(&self, tier: usize) -> bool {
-        self.pinned[tier] + 2 <= self.regions[tier].slack()
-    }
-
-    fn pin(&mut self, tier: usize, slot: u32) {
-        let pins = &mut self.pins[tier][slot as usize];
-        if *pins & !ZOMBIE == 0 {
-            self.pinned[tier] += 1;
-        }
-        *pins += 1;
+        self.tiers[place.tier as usize].free_slot(place.slot, key);
     }
 
     /// Releases a pin (of an unlocked read or write, or a read handle).
     pub fn unpin(&mut self, tier: usize, slot: u32) {
-        let pins = &mut self.pins[tier][slot as usize];
-        *pins -= 1;
-        if *pins & !ZOMBIE == 0 {
-            self.pinned[tier] -= 1;
-        }
-        if *pins == ZOMBIE {
-            *pins = 0;
-            self.space[tier].give_back(&self.regions[tier], slot);
-        }
+        self.tiers[tier].unpin(slot);
     }
 
     /// Overwrites a resident key's block: in place on memory tiers; into a fresh slot on file
@@ -311,9 +329,12 @@ impl Shard {
         let mut place = Place::new(old.tier, old.slot);
         let class = self.class_of(data.len() as u32);
         let same_class = self.class_at(tier, old.slot) == class;
-        if self.regions[tier].is_io() || self.pins[tier][old.slot as usize] > 0 || !same_class {
+        if self.tiers[tier].region.is_io()
+            || self.tiers[tier].pins[old.slot as usize] > 0
+            || !same_class
+        {
             place.slot = self.allocate(TierId(old.tier), class, key);
-            self.free_slot(tier, old.slot, key);
+            self.tiers[tier].free_slot(old.slot, key);
         }
         if old.staged {
             self.staging.remove(&key);
@@ -346,7 +367,7 @@ impl Shard {
     #[inline]
     pub fn class_of(&self, size: u32) -> u8 {
         let mut class = 0;
-        let chunks = self.regions[0].chunks();
+        let chunks = self.tiers[0].region.chunks();
         while (1u32 << (class + 1)) <= chunks && self.block_size >> (class + 1) >= size {
             class += 1;
         }
@@ -355,7 +376,7 @@ impl Shard {
 
     /// The size class of `slot` of `tier`.
     pub fn class_at(&self, tier: usize, slot: u32) -> u8 {
-        self.regions[tier].page_class(slot / self.regions[tier].chunks())
+        self.tiers[tier].region.page_class(slot / self.tiers[tier].region.chunks())
     }
 
     /// The size a policy counts for a resident key (its class's size), if resident.
@@ -370,13 +391,10 @@ impl Shard {
     fn allocate(&mut self, tier: TierId, class: u8, key: Key) -> u32 {
         let t = tier.index();
         loop {
-            if let Some(slot) = self.space[t].take(&mut self.regions[t], class) {
-                if !self.owners[t].is_empty() {
-                    self.owners[t][slot as usize] = key;
-                }
+            if let Some(slot) = self.tiers[t].take(class, key) {
                 return slot;
             }
-            assert!(self.regions[t].chunks() > 1, "the policy is sized to the slots");
+            assert!(self.tiers[t].region.chunks() > 1, "the policy is sized to the slots");
             let victims = self.page_to_empty(t, key).expect(
                 "a shard's tier has at least SIZE_CLASS_PAGES_MIN pages, more than its pins and \
                  one decision can hold",
@@ -391,21 +409,21 @@ impl Shard {
     /// The keys to drop to empty the page with the fewest live blocks on tier `t` (skipping
     /// pages with pinned slots and pages holding a key the current decision names).
     fn page_to_empty(&self, t: usize, requested: Key) -> Option<Vec<Key>> {
-        let region = &self.regions[t];
+        let region = &self.tiers[t].region;
         let chunks = region.chunks();
         let named = |k: Key| k == requested || self.decision.actions.iter().any(|a| a.key() == k);
         let mut best: Option<(u16, u32)> = None;
         for page in 0..region.pages() as u32 {
-            let live = self.space[t].live[page as usize];
+            let live = self.tiers[t].space.live[page as usize];
             if live == 0 || best.is_some_and(|(fewest, _)| live >= fewest) {
                 continue;
             }
             let slots = page * chunks..page * chunks + (1 << region.page_class(page));
-            if slots.clone().any(|s| self.pins[t][s as usize] != 0) {
+            if slots.clone().any(|s| self.tiers[t].pins[s as usize] != 0) {
                 continue;
             }
             let holds_named = slots.clone().any(|s| {
-                let k = self.owners[t][s as usize];
+                let k = self.tiers[t].owners[s as usize];
                 self.places.get(&k).is_some_and(|p| p.tier as usize == t && p.slot == s) && named(k)
             });
             if !holds_named {
@@ -416,7 +434,7 @@ impl Shard {
         let slots = page * chunks..page * chunks + (1 << region.page_class(page));
         Some(
             slots
-                .map(|s| self.owners[t][s as usize])
+                .map(|s| self.tiers[t].owners[s as usize])
                 .filter(|k| {
                     self.places
                         .get(k)
@@ -504,14 +522,14 @@ impl Shard {
         let mut good = true;
         if old.filling.is_none() {
             let mut scratch = std::mem::take(&mut self.scratch);
-            scratch.resize(self.regions[from.index()].value_bytes(), 0);
+            scratch.resize(self.tiers[from.index()].region.value_bytes(), 0);
             let read = match self.staging.remove(&key).filter(|_| old.staged) {
                 Some(staged) => {
                     let value = staged.value();
                     scratch[..value.len()].copy_from_slice(value);
                     Ok(value.len())
                 }
-                None => self.regions[from.index()].read(old.slot, key, &mut scratch),
+                None => self.tiers[from.index()].region.read(old.slot, key, &mut scratch),
             };
             match read.map(|len| (len, self.write_block(new, key, &scratch[..len]))) {
                 Ok((_, Err(_))) => {
@@ -536,7 +554,7 @@ impl Shard {
             }
             self.scratch = scratch;
         }
-        self.free_slot(from.index(), old.slot, key);
+        self.tiers[from.index()].free_slot(old.slot, key);
         self.places.insert(key, new);
         Ok(good)
     }
@@ -556,11 +574,11 @@ impl Shard {
         if let Some((behind, shard)) = self.behind.clone() {
             // The same room rule as unlocked reads: pinned slots may all be freed meanwhile,
             // and an overwrite's copy must still find a slot.
-            if self.has_room_to_pin(tier) {
-                if let Some(staged) = self.regions[tier].begin_write(place.slot, key, data) {
+            if self.tiers[tier].has_room_to_pin() {
+                if let Some(staged) = self.tiers[tier].region.begin_write(place.slot, key, data) {
                     let staged = Arc::new(staged);
                     let place = Place { staged: true, ..place };
-                    self.pin(tier, place.slot);
+                    self.tiers[tier].pin(place.slot);
                     self.staging.insert(key, staged.clone());
                     behind.submit(Job { shard, key, place, staged });
                     self.stats.writes_behind += 1;
@@ -568,7 +586,7 @@ impl Shard {
                 }
             }
         }
-        self.regions[tier].write(place.slot, key, data)?;
+        self.tiers[tier].region.write(place.slot, key, data)?;
         Ok(Place { staged: false, ..place })
     }
 
@@ -586,8 +604,8 @@ impl Shard {
         if current {
             self.staging.remove(&key);
         }
-        self.regions[tier].end_write(place.slot, staged, result.is_ok());
-        self.unpin(tier, place.slot);
+        self.tiers[tier].region.end_write(place.slot, staged, result.is_ok());
+        self.tiers[tier].unpin(place.slot);
         match result {
             Ok(()) if current => {
                 self.places.insert(key, Place { staged: false, ..place });
@@ -659,13 +677,13 @@ impl Shard {
         let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
         let tier = place.tier as usize;
         // Keep one slack slot for an overwrite's copy; past that, read under the lock.
-        let room = self.has_room_to_pin(tier);
-        if place.filling.is_some() || place.staged || !self.regions[tier].is_io() || !room {
+        let room = self.tiers[tier].has_room_to_pin();
+        if place.filling.is_some() || place.staged || !self.tiers[tier].region.is_io() || !room {
             return Served::Now(self.copy_out(key, buf));
         }
-        match self.regions[tier].begin_read(place.slot, key) {
+        match self.tiers[tier].region.begin_read(place.slot, key) {
             Some(read) => {
-                self.pin(tier, place.slot);
+                self.tiers[tier].pin(place.slot);
                 self.stats.unlocked_reads += 1;
                 Served::Later(read, place)
             }
@@ -687,8 +705,8 @@ impl Shard {
         result: Result<usize, ReadFault>,
     ) -> Option<usize> {
         let tier = place.tier as usize;
-        self.regions[tier].end_read(read);
-        self.unpin(tier, place.slot);
+        self.tiers[tier].region.end_read(read);
+        self.tiers[tier].unpin(place.slot);
         match result {
             Ok(len) => {
                 self.stats.bytes_read += len as u64;
@@ -704,15 +722,15 @@ impl Shard {
         }
     }
 
-    /// Whether `hold` would keep a resident key's block in place (a memory tier, data there,
-    /// not staged, and a spare slot to pin).
+    /// Whether `hold` would keep a resident key's block in place (a memory tier read in
+    /// place, data there, not staged, and a spare slot to pin).
     pub fn holds_in_place(&self, key: Key) -> bool {
         self.places.get(&key).is_some_and(|place| {
             let tier = place.tier as usize;
             place.filling.is_none()
                 && !place.staged
-                && !self.regions[tier].is_io()
-                && self.has_room_to_pin(tier)
+                && self.tiers[tier].region.in_place()
+                && self.tiers[tier].has_room_to_pin()
         })
     }
 
@@ -722,10 +740,10 @@ impl Shard {
         debug_assert!(self.holds_in_place(key), "key {key} cannot be held in place");
         let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
         let tier = place.tier as usize;
-        match self.regions[tier].locate(place.slot, key) {
+        match self.tiers[tier].region.locate(place.slot, key) {
             Ok(value) => {
                 let (bytes, len) = (value.as_ptr(), value.len());
-                self.pin(tier, place.slot);
+                self.tiers[tier].pin(place.slot);
                 self.stats.bytes_read += len as u64;
                 self.stats.pinned_reads += 1;
                 Some(Held::Pinned { tier: place.tier, slot: place.slot, bytes, len })
@@ -744,7 +762,7 @@ impl Shard {
         &mut self,
         sets: (&Arc<crate::optimistic::Sets>, usize),
     ) -> Option<crate::optimistic::SlotTable> {
-        self.regions[0].publish(sets)
+        self.tiers[0].region.publish(sets)
     }
 
     /// Tells the policy of a hit served without the lock, as it would have been told then,
@@ -796,11 +814,11 @@ impl Shard {
             self.stats.staged_reads += 1;
             return Some(len);
         }
-        match self.regions[place.tier as usize].read(place.slot, key, buf) {
+        match self.tiers[place.tier as usize].region.read(place.slot, key, buf) {
             Ok(len) => {
                 self.stats.bytes_read += len as u64;
                 // A key whose set was full when it was written may find room now.
-                self.regions[place.tier as usize].republish(place.slot, key, len);
+                self.tiers[place.tier as usize].region.republish(place.slot, key, len);
                 Some(len)
             }
             Err(fault) => {

@@ -6,20 +6,18 @@
 //! when the slot's sequence number says a write overlapped it.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::atomic_bytes;
 use crate::block::{copy_value, decode, encode, BlockFault, HEADER_BYTES};
+use crate::device::{read_exact_at, Device, FileDevice, MemoryDevice};
 use crate::direct::{open_direct, AlignedBuf, DirectSlots};
-use crate::emulate::Emulator;
 use crate::error::EngineError;
 use crate::optimistic::{Sets, SlotTable};
 use crate::tierfile;
-use tiercache_core::Direction;
 
 /// The medium of a tier.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,33 +63,6 @@ impl TierKind {
     }
 }
 
-/// Fault injection, to see what a cache over a failing device does: every `every`-th write to
-/// a file or flash tier fails with an I/O error, as a failing device's would, and writes
-/// nothing.
-pub struct WriteFaults {
-    every: u64,
-    writes: std::sync::atomic::AtomicU64,
-}
-
-impl WriteFaults {
-    pub fn new(every: u64) -> WriteFaults {
-        WriteFaults { every: every.max(1), writes: std::sync::atomic::AtomicU64::new(0) }
-    }
-
-    /// Counts a write; the error it fails with if it is one to fail.
-    fn strike(&self, path: &Path) -> Result<(), EngineError> {
-        let n = self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if n.is_multiple_of(self.every) {
-            return Err(EngineError::Io {
-                path: path.to_path_buf(),
-                action: "cannot write a block",
-                source: std::io::Error::other("injected write fault"),
-            });
-        }
-        Ok(())
-    }
-}
-
 /// A read that found no usable block.
 #[derive(Debug)]
 pub enum ReadFault {
@@ -102,13 +73,10 @@ pub enum ReadFault {
 /// A tier's medium, opened and sized; shards take disjoint regions of it.
 pub struct Medium {
     kind: TierKind,
-    mapping: Option<Arc<MmapRaw>>,
-    file: Option<Arc<File>>,
+    device: Arc<dyn Device>,
     slot_bytes: usize,
     /// Chunks a page may be split into (1 without size classes).
     chunks: u32,
-    emulator: Option<Arc<Emulator>>,
-    faults: Option<Arc<WriteFaults>>,
     /// Something the user should know about how the medium runs (a fallback taken).
     pub warning: Option<String>,
     /// The tier file, locked for this cache while the medium lives (`tierfile`).
@@ -136,7 +104,7 @@ impl Medium {
                 Some(tierfile::open(path, geometry, overwrite)?)
             }
         };
-        let (mapping, file) = match kind {
+        let device: Arc<dyn Device> = match kind {
             TierKind::Dram => {
                 // Anonymous memory, page-aligned, touched only through raw slot slices so a
                 // read handle may keep pointing at its slot while the shard writes others.
@@ -152,12 +120,12 @@ impl Medium {
                 // (no transparent huge pages) change nothing else.
                 #[cfg(target_os = "linux")]
                 let _ = mapping.advise(memmap2::Advice::HugePage);
-                (Some(Arc::new(MmapRaw::from(mapping))), None)
+                Arc::new(MemoryDevice::anonymous(MmapRaw::from(mapping)))
             }
             TierKind::Flash { path } => {
                 let (file, note) = open_direct(path)?;
                 warning = note;
-                (None, Some(Arc::new(file)))
+                Arc::new(FileDevice::new(file, path))
             }
             TierKind::Mapped { path } => {
                 let file = locked.as_ref().expect("a tier file");
@@ -169,7 +137,7 @@ impl Medium {
                         source,
                     }
                 })?;
-                (Some(Arc::new(mapping)), None)
+                Arc::new(MemoryDevice::mapped(mapping, path))
             }
             TierKind::File { path } => {
                 let file = locked.as_ref().expect("a tier file").try_clone().map_err(|source| {
@@ -179,94 +147,68 @@ impl Medium {
                         source,
                     }
                 })?;
-                (None, Some(Arc::new(file)))
+                Arc::new(FileDevice::new(file, path))
             }
         };
         let base = if locked.is_some() { tierfile::HEADER_BYTES } else { 0 };
         Ok(Medium {
             kind: kind.clone(),
-            mapping,
-            file,
+            device,
             slot_bytes,
             chunks,
-            emulator: None,
-            faults: None,
             warning,
             _locked: locked,
             base,
         })
     }
 
-    /// Makes every `every`-th write to this medium fail (file and flash tiers; see
-    /// [`WriteFaults`]).
-    pub fn fail_writes(&mut self, every: u64) {
-        self.faults = Some(Arc::new(WriteFaults::new(every)));
-    }
-
-    /// Makes every region of this medium behave like `profile`.
-    pub fn emulate(&mut self, profile: tiercache_core::DeviceProfile) {
-        self.emulator = Some(Arc::new(Emulator::new(profile)));
+    /// Wraps the medium's device (emulation, faults, a crash image: see [`crate::device`]).
+    pub fn wrap(&mut self, wrapper: impl FnOnce(Arc<dyn Device>) -> Arc<dyn Device>) {
+        self.device = wrapper(self.device.clone());
     }
 
     /// The region of slots `first..first + count` for one shard. Regions of one medium must be
     /// disjoint: the cache hands each slot range out once.
     pub fn region(&self, first: u64, count: u64) -> Result<Region, EngineError> {
         let offset = self.base + first * self.slot_bytes as u64;
-        let bytes = (count * self.slot_bytes as u64) as usize;
-        let storage = match (&self.kind, &self.mapping, &self.file) {
-            (TierKind::Mapped { .. }, Some(mapping), _) => {
-                assert!(offset as usize + bytes <= mapping.len(), "region past the mapping");
-                Storage::Mapped { mapping: mapping.clone(), offset: offset as usize }
-            }
-            (TierKind::File { path }, _, Some(file)) => Storage::File {
-                file: file.clone(),
-                offset,
-                path: path.clone(),
-                scratch: vec![0; self.slot_bytes],
-            },
-            (TierKind::Flash { path }, _, Some(file)) => Storage::Direct(DirectSlots::new(
-                file.clone(),
-                offset,
-                path.clone(),
-                count,
-                self.slot_bytes,
-            )),
-            (TierKind::Dram, Some(mapping), _) => {
-                assert!(offset as usize + bytes <= mapping.len(), "region past the mapping");
-                Storage::Dram {
-                    mapping: mapping.clone(),
-                    offset: offset as usize,
-                    lens: vec![0; (count * self.chunks as u64) as usize],
-                }
-            }
-            _ => unreachable!("every medium opens what its regions need"),
+        let bytes = count * self.slot_bytes as u64;
+        let memory = self.device.memory().cloned();
+        if let Some(mapping) = &memory {
+            assert!(offset + bytes <= mapping.len() as u64, "region past the mapping");
+        }
+        let format = match self.kind {
+            TierKind::Dram => Format::Bare { lens: vec![0; (count * self.chunks as u64) as usize] },
+            TierKind::Mapped { .. } | TierKind::File { .. } => Format::Headed,
+            TierKind::Flash { .. } => Format::Aligned(DirectSlots::new(count, self.slot_bytes)),
         };
         Ok(Region {
-            storage,
+            device: self.device.clone(),
+            memory,
+            offset,
+            format,
+            io: self.kind.is_io(),
+            scratch: Vec::new(),
             slot_bytes: self.slot_bytes,
             count,
             chunks: self.chunks,
             page_class: vec![0; count as usize],
             slack: self.kind.slack_slots(),
-            emulator: self.emulator.clone(),
-            faults: self.faults.clone(),
             spare: Vec::new(),
             published: None,
         })
     }
 }
 
-/// What a read of a file or flash tier needs once the shard is unlocked: the file, where the
+/// What a read of a file or flash tier needs once the shard is unlocked: the device, where the
 /// slot is, what DRAM knows of the block, and a buffer. Slots are never rewritten while a read
 /// holds them (the shard pins them and writes elsewhere), so the read sees one block, whole.
 pub struct PinnedRead {
-    file: Arc<File>,
+    device: Arc<dyn Device>,
     at: u64,
     key: u64,
     /// Length and CRC32C of the value, for headerless (flash) blocks.
     expect: Option<(u32, u32)>,
     buf: IoBuf,
-    emulator: Option<Arc<Emulator>>,
 }
 
 pub enum IoBuf {
@@ -294,9 +236,8 @@ impl IoBuf {
 /// Until it lands, reads of the block are served from its bytes here, and its slot is pinned
 /// so nothing else is written there meanwhile.
 pub struct Staged {
-    file: Arc<File>,
+    device: Arc<dyn Device>,
     at: u64,
-    path: PathBuf,
     key: u64,
     /// The bytes to write: header and value on file tiers, the value padded to the block on
     /// flash.
@@ -306,8 +247,11 @@ pub struct Staged {
     len: u32,
     /// CRC32C of the value (flash blocks keep it in DRAM).
     crc: u32,
-    emulator: Option<Arc<Emulator>>,
-    faults: Option<Arc<WriteFaults>>,
+}
+
+/// The error of a block write that failed on `device`.
+fn write_error(device: &dyn Device, source: std::io::Error) -> EngineError {
+    EngineError::Io { path: device.path().to_path_buf(), action: "cannot write a block", source }
 }
 
 impl Staged {
@@ -316,42 +260,20 @@ impl Staged {
         &self.buf.as_slice()[self.value_at..self.value_at + self.len as usize]
     }
 
-    /// Writes the block (as the tier's device profile would, if emulated).
+    /// Writes the block.
     pub fn run(&self) -> Result<(), EngineError> {
-        if let Some(faults) = &self.faults {
-            faults.strike(&self.path)?;
-        }
-        let write = || {
-            self.file.write_all_at(&self.buf.as_slice()[..self.written], self.at).map_err(
-                |source| EngineError::Io {
-                    path: self.path.clone(),
-                    action: "cannot write a block",
-                    source,
-                },
-            )
-        };
-        match &self.emulator {
-            Some(e) => e.serve(Direction::Write, self.len as u64, write),
-            None => write(),
-        }
+        self.device
+            .write_at(&self.buf.as_slice()[..self.written], self.at)
+            .map_err(|source| write_error(&*self.device, source))
     }
 }
 
 impl PinnedRead {
     /// Reads and checks the block, copying its value into `out`; returns the value's length.
     pub fn run(&mut self, out: &mut [u8]) -> Result<usize, ReadFault> {
-        let emulator = self.emulator.clone();
-        let bytes = self.buf.bytes().len() as u64;
-        match emulator {
-            Some(e) => e.serve(Direction::Read, bytes, || self.run_now(out)),
-            None => self.run_now(out),
-        }
-    }
-
-    fn run_now(&mut self, out: &mut [u8]) -> Result<usize, ReadFault> {
         let (key, at, expect) = (self.key, self.at, self.expect);
         let buf = self.buf.bytes();
-        self.file.read_exact_at(buf, at).map_err(ReadFault::Io)?;
+        read_exact_at(&*self.device, buf, at).map_err(ReadFault::Io)?;
         let value = match expect {
             None => decode(buf, key).map_err(ReadFault::Corrupt)?,
             Some((len, crc)) => {
@@ -370,52 +292,32 @@ impl PinnedRead {
     }
 }
 
-enum Storage {
-    /// Headerless blocks in process memory (which has no media errors to catch), with each
-    /// slot's value length beside them.
-    Dram {
-        mapping: Arc<MmapRaw>,
-        offset: usize,
-        lens: Vec<u32>,
-    },
-    Direct(DirectSlots),
-    Mapped {
-        mapping: Arc<MmapRaw>,
-        offset: usize,
-    },
-    File {
-        file: Arc<File>,
-        offset: u64,
-        path: PathBuf,
-        scratch: Vec<u8>,
-    },
+/// How blocks lie in a region's slots.
+enum Format {
+    /// Headerless, each slot's value length beside them in DRAM: the DRAM tier (process memory
+    /// has no media errors to catch).
+    Bare { lens: Vec<u32> },
+    /// A header (key, length, CRC32C) before the value: mapped and file tiers.
+    Headed,
+    /// Whole aligned headerless blocks, their key, length and CRC32C in DRAM: the flash tier.
+    Aligned(DirectSlots),
 }
 
-impl Storage {
-    /// Stores `value` for `key` in `slot`, which spans `bytes` bytes at `at` in the region,
-    /// on a memory tier; false on other tiers. The caller holds the shard's lock (`&mut`) and
-    /// writes only slots no read handle pins. Readers without the lock may be copying these
-    /// bytes (see `optimistic`), so they are stored as byte-wise atomics through a raw pointer,
-    /// and no reference to them is made.
-    fn write_memory(
+impl Format {
+    /// Stores `value` for `key` in `slot`, whose `bytes` bytes start at `target`, of a tier
+    /// read in place. The caller holds the
+    /// shard's lock (`&mut`) and writes only slots no read handle pins. Readers without the
+    /// lock may be copying these bytes (see `optimistic`), so they are stored as byte-wise
+    /// atomics through a raw pointer, and no reference to them is made.
+    fn write_in_place(
         &mut self,
-        (at, bytes): (usize, usize),
+        (target, bytes): (*mut u8, usize),
         slot: u32,
         key: u64,
         value: &[u8],
-    ) -> bool {
-        let (mapping, offset) = match self {
-            Storage::Dram { mapping, offset, .. } | Storage::Mapped { mapping, offset } => {
-                (mapping, *offset)
-            }
-            Storage::File { .. } | Storage::Direct(_) => return false,
-        };
-        assert!(offset + at + bytes <= mapping.len(), "slot {slot} past the mapping");
-        // SAFETY: inside the mapping (asserted above), which outlives this call (held by
-        // `self`).
-        let target = unsafe { mapping.as_mut_ptr().add(offset + at) };
+    ) {
         match self {
-            Storage::Dram { lens, .. } => {
+            Format::Bare { lens } => {
                 assert!(
                     value.len() <= bytes,
                     "a value of {} bytes in a {bytes}-byte slot",
@@ -426,7 +328,7 @@ impl Storage {
                 unsafe { atomic_bytes::store(value.as_ptr(), target, value.len()) };
                 lens[slot as usize] = value.len() as u32;
             }
-            _ => {
+            Format::Headed => {
                 assert!(HEADER_BYTES + value.len() <= bytes, "value larger than its slot");
                 let header = crate::block::header(key, value);
                 // SAFETY: header and value lie in the slot (asserted); as above.
@@ -435,14 +337,23 @@ impl Storage {
                     atomic_bytes::store(value.as_ptr(), target.add(HEADER_BYTES), value.len());
                 }
             }
+            Format::Aligned(_) => unreachable!("flash blocks are never in memory"),
         }
-        true
     }
 }
 
 /// One shard's slots.
 pub struct Region {
-    storage: Storage,
+    device: Arc<dyn Device>,
+    /// The device's bytes, read and written in place (an unwrapped memory tier).
+    memory: Option<Arc<MmapRaw>>,
+    /// Where the region starts on the device.
+    offset: u64,
+    format: Format,
+    /// Reads of this region are I/O, done with the shard unlocked (file and flash tiers).
+    io: bool,
+    /// A slot's bytes, for reads and writes through the device under the lock.
+    scratch: Vec<u8>,
     slot_bytes: usize,
     /// Pages: without size classes, one block each, and a block's slot is its page.
     count: u64,
@@ -452,8 +363,6 @@ pub struct Region {
     page_class: Vec<u8>,
     /// Slots beyond the policy's capacity (see `TierKind::slack_slots`).
     slack: u64,
-    emulator: Option<Arc<Emulator>>,
-    faults: Option<Arc<WriteFaults>>,
     /// Buffers for reads done with the shard unlocked, reused.
     spare: Vec<IoBuf>,
     /// The slots as readers without the lock see them, when hits are served that way.
@@ -463,22 +372,23 @@ pub struct Region {
 impl Region {
     /// Whether reads of this region are I/O, done with the shard unlocked.
     pub fn is_io(&self) -> bool {
-        matches!(self.storage, Storage::File { .. } | Storage::Direct(_))
+        self.io
+    }
+
+    /// Whether blocks are read where they lie: a memory tier nothing wraps. Only these are
+    /// pinned for read handles and published for hits without the lock.
+    pub fn in_place(&self) -> bool {
+        self.memory.is_some()
     }
 
     /// Publishes this region's slots for reads without the shard's lock (see
     /// [`crate::optimistic`]); from now on every write and vacated slot updates the table.
-    /// `None` where that cannot be done: file and flash tiers, size classes, emulated media.
+    /// `None` where that cannot be done: blocks not in place (file, flash and wrapped tiers),
+    /// size classes.
     pub fn publish(&mut self, sets: (&Arc<Sets>, usize)) -> Option<SlotTable> {
-        if self.chunks != 1 || self.emulator.is_some() {
-            return None;
-        }
-        let (mapping, offset, headers) = match &self.storage {
-            Storage::Dram { mapping, offset, .. } => (mapping, *offset, false),
-            Storage::Mapped { mapping, offset } => (mapping, *offset, true),
-            Storage::File { .. } | Storage::Direct(_) => return None,
-        };
-        let slots = self.count as usize;
+        let mapping = self.memory.as_ref().filter(|_| self.chunks == 1)?;
+        let headers = matches!(self.format, Format::Headed);
+        let (offset, slots) = (self.offset as usize, self.count as usize);
         let table = SlotTable::new(sets, mapping.clone(), offset, slots, self.slot_bytes, headers);
         self.published = Some(table.clone());
         Some(table)
@@ -499,70 +409,65 @@ impl Region {
         }
     }
 
+    /// Where `slot` starts on the device.
+    fn at(&self, slot: u32) -> u64 {
+        self.offset + self.span(slot).0 as u64
+    }
+
     /// Prepares a read of `slot` to run with the shard unlocked (file and flash tiers).
     pub fn begin_read(&mut self, slot: u32, key: u64) -> Option<PinnedRead> {
-        let at = slot as u64 * self.slot_bytes as u64;
-        let (file, at, expect, aligned) = match &self.storage {
-            Storage::File { file, offset, .. } => (file.clone(), offset + at, None, false),
-            Storage::Direct(direct) => {
-                let (file, at, expect) = direct.locate(slot, key)?;
-                (file, at, Some(expect), true)
-            }
-            _ => return None,
+        if !self.io {
+            return None;
+        }
+        let expect = match &self.format {
+            Format::Aligned(direct) => Some(direct.expect(slot, key)?),
+            Format::Headed | Format::Bare { .. } => None,
         };
-        let buf = self.spare.pop().unwrap_or_else(|| match aligned {
-            true => IoBuf::Aligned(AlignedBuf::new(self.slot_bytes)),
-            false => IoBuf::Plain(vec![0; self.slot_bytes]),
+        let buf = self.spare.pop().unwrap_or_else(|| match expect {
+            Some(_) => IoBuf::Aligned(AlignedBuf::new(self.slot_bytes)),
+            None => IoBuf::Plain(vec![0; self.slot_bytes]),
         });
-        Some(PinnedRead { file, at, key, expect, buf, emulator: self.emulator.clone() })
+        let (device, at) = (self.device.clone(), self.at(slot));
+        Some(PinnedRead { device, at, key, expect, buf })
     }
 
     /// Prepares the write of `value` for `key` into `slot` to run with the shard unlocked (file
     /// and flash tiers; `None` on memory tiers). The slot reads as empty until
     /// [`end_write`](Self::end_write).
     pub fn begin_write(&mut self, slot: u32, key: u64, value: &[u8]) -> Option<Staged> {
-        let at = slot as u64 * self.slot_bytes as u64;
-        let (file, at, path, mut buf, written, value_at, crc) = match &mut self.storage {
-            Storage::File { file, offset, path, .. } => {
+        if !self.io {
+            return None;
+        }
+        let at = self.at(slot);
+        let (mut buf, written, value_at, crc) = match &mut self.format {
+            Format::Headed => {
                 let mut buf = match self.spare.pop() {
                     Some(buf @ IoBuf::Plain(_)) => buf,
                     _ => IoBuf::Plain(vec![0; self.slot_bytes]),
                 };
                 encode(buf.bytes(), key, value);
-                let written = HEADER_BYTES + value.len();
-                (file.clone(), *offset + at, path.clone(), buf, written, HEADER_BYTES, 0)
+                (buf, HEADER_BYTES + value.len(), HEADER_BYTES, 0)
             }
-            Storage::Direct(direct) => {
+            Format::Aligned(direct) => {
                 let mut aligned = match self.spare.pop() {
                     Some(IoBuf::Aligned(a)) => a,
                     _ => AlignedBuf::new(self.slot_bytes),
                 };
-                let (file, at, crc) = direct.stage(slot, value, &mut aligned);
-                let path = direct.path().to_path_buf();
-                (file, at, path, IoBuf::Aligned(aligned), self.slot_bytes, 0, crc)
+                let crc = direct.stage(slot, value, &mut aligned);
+                (IoBuf::Aligned(aligned), self.slot_bytes, 0, crc)
             }
-            Storage::Dram { .. } | Storage::Mapped { .. } => return None,
+            Format::Bare { .. } => return None,
         };
         debug_assert_eq!(&buf.bytes()[value_at..value_at + value.len()], value);
-        Some(Staged {
-            file,
-            at,
-            path,
-            key,
-            buf,
-            written,
-            value_at,
-            len: value.len() as u32,
-            crc,
-            emulator: self.emulator.clone(),
-            faults: self.faults.clone(),
-        })
+        let device = self.device.clone();
+        let len = value.len() as u32;
+        Some(Staged { device, at, key, buf, written, value_at, len, crc })
     }
 
     /// Ends a staged write of `slot`: the block reads back if the write succeeded. Takes the
     /// buffer back when the staged block is no longer shared.
     pub fn end_write(&mut self, slot: u32, staged: Arc<Staged>, ok: bool) {
-        if let Storage::Direct(direct) = &mut self.storage {
+        if let Format::Aligned(direct) = &mut self.format {
             direct.landed(slot, staged.key, staged.len, staged.crc, ok);
         }
         if let Ok(staged) = Arc::try_unwrap(staged) {
@@ -617,120 +522,87 @@ impl Region {
         self.slack
     }
 
-    /// The value stored for `key` in `slot` of a memory tier, checked (its header
-    /// and checksum on mapped tiers). The bytes stay valid and unchanged for as long as the
-    /// shard keeps the slot pinned: pinned slots are never written or reused.
+    /// Where a slot starts in memory, and its bytes, for a tier read in place.
+    fn in_memory(&self, slot: u32) -> Option<(*mut u8, usize)> {
+        let mapping = self.memory.as_ref()?;
+        let (at, bytes) = self.span(slot);
+        // SAFETY: the slot lies inside this region (`span` asserts it), and the region inside
+        // the mapping (asserted when it was made).
+        Some((unsafe { mapping.as_mut_ptr().add(self.offset as usize + at) }, bytes))
+    }
+
+    /// The value stored for `key` in `slot` of a tier read in place, checked (its header and
+    /// checksum on mapped tiers). The bytes stay valid and unchanged for as long as the shard
+    /// keeps the slot pinned: pinned slots are never written or reused.
     pub fn locate(&self, slot: u32, key: u64) -> Result<&[u8], ReadFault> {
-        if let Storage::Dram { mapping, offset, lens } = &self.storage {
-            let at = offset + self.span(slot).0;
-            let len = lens[slot as usize] as usize;
-            // SAFETY: the slot lies inside the region (`span` asserts it), the region inside
-            // the mapping. Slots are written only under the shard's lock, and never while
-            // pinned, so nothing writes these bytes while this borrow or a handle's view lives.
-            return Ok(unsafe { std::slice::from_raw_parts(mapping.as_ptr().add(at), len) });
+        let (start, bytes) = self.in_memory(slot).expect("located blocks are read in place");
+        // SAFETY: as in `in_memory`. Slots are written only under the shard's lock, and never
+        // while pinned, so nothing writes these bytes while this borrow or a handle's view
+        // lives; shared references may coexist.
+        let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, bytes) };
+        match &self.format {
+            Format::Bare { lens } => Ok(&bytes[..lens[slot as usize] as usize]),
+            _ => decode(bytes, key).map_err(ReadFault::Corrupt),
         }
-        let bytes = self.memory(slot).expect("located blocks are on memory tiers");
-        decode(bytes, key).map_err(ReadFault::Corrupt)
     }
 
     /// The largest value a slot holds.
     pub fn value_bytes(&self) -> usize {
-        match self.storage {
-            Storage::Direct(_) | Storage::Dram { .. } => self.slot_bytes,
-            _ => self.slot_bytes - HEADER_BYTES,
+        match self.format {
+            Format::Aligned(_) | Format::Bare { .. } => self.slot_bytes,
+            Format::Headed => self.slot_bytes - HEADER_BYTES,
         }
     }
 
-    /// Where a slot of a mapped tier starts.
-    fn mapped(&self, slot: u32) -> Option<(*mut u8, usize)> {
-        let (at, bytes) = self.span(slot);
-        match &self.storage {
-            // SAFETY: the slot lies inside this region (`span` asserts it), and the region
-            // inside the mapping (asserted when it was made).
-            Storage::Mapped { mapping, offset } => {
-                Some((unsafe { mapping.as_mut_ptr().add(*offset + at) }, bytes))
-            }
-            _ => None,
-        }
-    }
-
-    /// The bytes of a slot of a mapped tier, to read. Read handles may read them at the same
-    /// time; nothing writes them while the shard's lock is held (`&self`).
-    fn memory(&self, slot: u32) -> Option<&[u8]> {
-        let (start, bytes) = self.mapped(slot)?;
-        // SAFETY: as above; shared references may coexist, and writes happen only through
-        // `Storage::write_memory` under the lock, to unpinned slots.
-        Some(unsafe { std::slice::from_raw_parts(start, bytes) })
-    }
-
-    /// Stores `value` for `key` in `slot` (as the tier's device profile would, if emulated).
+    /// Stores `value` for `key` in `slot`.
     pub fn write(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
-        match self.emulator.clone() {
-            Some(e) => {
-                e.serve(Direction::Write, value.len() as u64, || self.write_now(slot, key, value))
+        if let Some(target) = self.in_memory(slot) {
+            let way = self.published.as_ref().map(|table| table.begin_write(slot, key));
+            self.format.write_in_place(target, slot, key, value);
+            if let (Some(table), Some(way)) = (&self.published, way) {
+                table.end_write(way, slot, key, value.len());
             }
-            None => self.write_now(slot, key, value),
-        }
-    }
-
-    fn write_now(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
-        let span = self.span(slot);
-        if let Some(table) = &self.published {
-            let way = table.begin_write(slot, key);
-            self.storage.write_memory(span, slot, key, value);
-            table.end_write(way, slot, key, value.len());
             return Ok(());
         }
-        if self.storage.write_memory(span, slot, key, value) {
-            return Ok(());
-        }
-        let at = slot as u64 * self.slot_bytes as u64;
-        if let Some(faults) = &self.faults {
-            let path = match &self.storage {
-                Storage::Direct(direct) => direct.path(),
-                Storage::File { path, .. } => path,
-                Storage::Dram { .. } | Storage::Mapped { .. } => {
-                    unreachable!("memory tiers return above")
-                }
-            };
-            faults.strike(path)?;
-        }
-        match &mut self.storage {
-            Storage::Direct(direct) => direct.write(slot, key, value),
-            Storage::File { file, offset, path, scratch } => {
+        let at = self.at(slot);
+        let device = &*self.device;
+        let written = match &mut self.format {
+            Format::Bare { lens } => device.write_at(value, at).map(|()| {
+                lens[slot as usize] = value.len() as u32;
+            }),
+            Format::Headed => {
                 let used = HEADER_BYTES + value.len();
-                encode(&mut scratch[..], key, value);
-                file.write_all_at(&scratch[..used], *offset + at).map_err(|source| {
-                    EngineError::Io { path: path.clone(), action: "cannot write a block", source }
-                })
+                self.scratch.resize(used, 0);
+                encode(&mut self.scratch, key, value);
+                device.write_at(&self.scratch, at)
             }
-            Storage::Dram { .. } | Storage::Mapped { .. } => {
-                unreachable!("memory tiers return above")
-            }
-        }
+            Format::Aligned(direct) => direct.write(device, (slot, at), key, value),
+        };
+        written.map_err(|source| write_error(device, source))
     }
 
     /// Copies the value stored for `key` in `slot` into `out` after checking it; returns its
     /// length.
     pub fn read(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
-        match self.emulator.clone() {
-            Some(e) => {
-                e.serve(Direction::Read, self.slot_bytes as u64, || self.read_now(slot, key, out))
-            }
-            None => self.read_now(slot, key, out),
-        }
-    }
-
-    fn read_now(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
-        if matches!(self.storage, Storage::Dram { .. } | Storage::Mapped { .. }) {
+        if self.in_place() {
             return self.locate(slot, key).map(|value| copy_value(value, out));
         }
-        if let Storage::Direct(direct) = &mut self.storage {
-            return direct.read(slot, key, out);
+        let at = self.at(slot);
+        let device = &*self.device;
+        let bytes = self.span(slot).1;
+        match &mut self.format {
+            Format::Aligned(direct) => direct.read(device, (slot, at), key, out),
+            Format::Bare { lens } => {
+                let len = lens[slot as usize] as usize;
+                self.scratch.resize(len, 0);
+                read_exact_at(device, &mut self.scratch, at).map_err(ReadFault::Io)?;
+                Ok(copy_value(&self.scratch, out))
+            }
+            Format::Headed => {
+                self.scratch.resize(bytes, 0);
+                read_exact_at(device, &mut self.scratch, at).map_err(ReadFault::Io)?;
+                decode(&self.scratch, key).map(|v| copy_value(v, out)).map_err(ReadFault::Corrupt)
+            }
         }
-        let at = slot as u64 * self.slot_bytes as u64;
-        let Storage::File { file, offset, scratch, .. } = &mut self.storage else { unreachable!() };
-        file.read_exact_at(&mut scratch[..], *offset + at).map_err(ReadFault::Io)?;
-        decode(scratch, key).map(|v| copy_value(v, out)).map_err(ReadFault::Corrupt)
     }
 }
