@@ -15,7 +15,8 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tiercache_core::{format_size, parse_size, DeviceProfile, Op};
 use tiercache_engine::latency::{self, Percentiles};
-use tiercache_engine::{CacheBuilder, CachedFile, StatsSnapshot, TierKind, WriteMode};
+use tiercache_engine::{CacheBuilder, CachedFile, StatsSnapshot, TierKind};
+use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
 use tiercache_policy::{AdmissionConfig, PolicyConfig};
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
 
@@ -110,7 +111,8 @@ pub struct BenchArgs {
     pub backing_profile: Option<String>,
     #[arg(long, default_value = "always")]
     pub admission: String,
-    /// write-through, write-around, write-invalidate, pass-through.
+    /// The Open CAS mode the policy runs in: write-through, write-around, write-invalidate,
+    /// pass-through (write-back and write-only arrive with the durable dirty tier).
     #[arg(long, default_value = "write-through")]
     pub write_mode: String,
     /// Threads writing the flash tier behind its callers (0: callers write it themselves).
@@ -573,6 +575,19 @@ fn cached(
     if let Some(threads) = args.write_behind {
         builder = builder.write_behind(threads);
     }
+    let mode = CacheMode::parse(&args.write_mode).with_context(|| {
+        format!(
+            "--write-mode {}: not one of write-through, write-around, write-invalidate, \
+             pass-through (or wt, wa, wi, pt)",
+            args.write_mode
+        )
+    })?;
+    // Write-through is what a policy does on its own (a write places its block as a miss
+    // would), so it needs no mode around the policy.
+    if mode != CacheMode::WriteThrough {
+        let config = CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) };
+        builder = builder.mode(config);
+    }
     let cache = builder
         .block_size(plan.block)
         .shards(shards(args))
@@ -583,7 +598,7 @@ fn cached(
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
-    let mut file = CachedFile::open(backing, cache, WriteMode::parse(&args.write_mode)?)?;
+    let mut file = CachedFile::open(backing, cache)?;
     if let Some(name) = &args.backing_profile {
         let profile =
             DeviceProfile::load(name).map_err(anyhow::Error::msg).context("--backing-profile")?;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use tiercache_core::limits::BLOCK_SIZE_MAX;
 use tiercache_core::{Capacity, DeviceProfile};
+use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
 use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, PolicyConfig, StackConfig};
 
 use crate::behind::WriteBehind;
@@ -66,6 +67,7 @@ pub struct CacheBuilder {
     unlocked_hits: bool,
     faults: Option<(usize, Faults)>,
     wrappers: Vec<(usize, Wrapper)>,
+    mode: Option<CasConfig>,
     overwrite_foreign_files: bool,
     scrub_rate: u64,
 }
@@ -101,6 +103,7 @@ impl CacheBuilder {
             unlocked_hits: true,
             faults: None,
             wrappers: Vec::new(),
+            mode: None,
             overwrite_foreign_files: false,
             scrub_rate: crate::scrub::DEFAULT_RATE,
         }
@@ -205,6 +208,17 @@ impl CacheBuilder {
     /// The measurement interval of controllers (NHC); 10 ms by default (the paper: 5 ms).
     pub fn measure_every(mut self, interval: std::time::Duration) -> Self {
         self.measure_every = interval;
+        self
+    }
+
+    /// Runs the policy in an Open CAS cache mode (`tiercache_policy::cas`): the mode decides
+    /// what `put` places, updates or drops and whether reads are served from the cache, and a
+    /// [`CachedFile`](crate::CachedFile) over the cache follows it. The engine runs the clean
+    /// modes (write-through, write-around, write-invalidate, pass-through), with NHIT
+    /// promotion, and no sequential cutoff: each shard sees only its own keys, so no shard
+    /// sees a run of consecutive blocks.
+    pub fn mode(mut self, config: CasConfig) -> Self {
+        self.mode = Some(config);
         self
     }
 
@@ -327,6 +341,20 @@ impl CacheBuilder {
                 policy.name()
             );
             return Err(EngineError::config("policy", reason));
+        }
+        if let Some(config) = &self.mode {
+            if matches!(config.mode, CacheMode::WriteBack | CacheMode::WriteOnly) {
+                let reason = format!(
+                    "{} keeps dirty blocks, and the engine does not write back yet: run it in the simulator",
+                    config.mode.short()
+                );
+                return Err(EngineError::config("mode", reason));
+            }
+            if config.seq_cutoff != SeqCutoffPolicy::Never {
+                let reason = "each shard sees only its own keys, so no shard sees a run of \
+                              consecutive blocks: set it to never in the engine";
+                return Err(EngineError::config("seq_cutoff", reason));
+            }
         }
         let controlled = self.measured();
         if controlled && self.measure_every.is_zero() {
@@ -488,7 +516,7 @@ impl CacheBuilder {
             placement: self.placement,
             admission: self.admission.clone(),
             nvcache,
-            mode: None,
+            mode: self.mode.clone(),
             nhc: self.nhc.clone(),
             seed,
         };

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use tiercache_core::{Key, Op, Request};
+use tiercache_policy::cas::CacheMode;
 
 use crate::behind::{Job, WriteBehind};
 use crate::clock::Clock;
@@ -227,6 +228,8 @@ pub struct CacheCore {
     unlocked: Option<Unlocked>,
     /// What the scrubber found.
     scrubbed: Arc<ScrubCounts>,
+    /// The Open CAS mode the policies run in, if any.
+    mode: Option<CacheMode>,
 }
 
 /// What hits without the lock need: each shard's published upper-tier slots, and the hits
@@ -291,6 +294,7 @@ impl CacheCore {
     /// A core over `shards` (a power of two of them); the other settings as in [`Settings`].
     pub(crate) fn new(shards: Vec<Shard>, media: Vec<Medium>, settings: Settings) -> Self {
         let shard_bits = shards.len().trailing_zeros();
+        let mode = shards.first().and_then(|s| s.policy.cache_mode());
         CacheCore {
             shards: shards.into_iter().map(|s| ShardLock(Mutex::new(s))).collect(),
             shard_bits,
@@ -303,7 +307,14 @@ impl CacheCore {
             behind: settings.behind,
             unlocked: settings.unlocked,
             scrubbed: Arc::default(),
+            mode,
         }
+    }
+
+    /// The Open CAS mode the cache's policy runs in (`CacheBuilder::mode`), if any: it decides
+    /// what a write places, updates or drops, and whether reads are served from the cache.
+    pub fn mode(&self) -> Option<CacheMode> {
+        self.mode
     }
 
     /// Waits until every block written behind so far is on its tier (or failed and was

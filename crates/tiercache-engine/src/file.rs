@@ -1,6 +1,10 @@
-//! `CachedFile`: a backing file read and written through the cache in fixed-size blocks, with
-//! the write modes of Open CAS (the Intel-led block cache the Writes Hurt paper compares
-//! NVCache with, section 4):
+//! `CachedFile`: a backing file read and written through the cache in fixed-size blocks, in
+//! the cache's Open CAS mode (`CacheBuilder::mode`; write-through without one). The mode is
+//! the policy's own (`tiercache_policy::cas`, the same code the simulator runs): every write
+//! goes to the backing file and then to the cache as a write request, and the policy decides
+//! whether its block is placed, updated, dropped or left alone; reads are decided the same way.
+//! Open CAS is the Intel-led block cache the Writes Hurt paper compares NVCache with (section
+//! 4); its modes, as the engine runs them:
 //!
 //! | mode | write to a cached block | write to an uncached block | reads |
 //! |---|---|---|---|
@@ -9,48 +13,22 @@
 //! | write-invalidate | backing, then block dropped | backing only | through the cache |
 //! | pass-through | backing, then block dropped | backing only | backing only |
 //!
-//! Write-back needs a durable, recoverable dirty tier and arrives with the durability work;
-//! until then it is refused, not faked. A write that covers part of a block reads the rest of
-//! the block first. Writers of one block take turns (striped locks); a read that misses waits
-//! for a writer of its block before loading it, so blocks are never read torn; hits never wait.
+//! Write-back and write-only need a durable, recoverable dirty tier and arrive with the
+//! durability work; until then the builder refuses them, not fakes them. A write that covers
+//! part of a block reads the rest of the block first. Writers of one block take turns (striped
+//! locks); a read that misses waits for a writer of its block before loading it, so blocks are
+//! never read torn; hits never wait.
 
 use std::fs::OpenOptions;
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use tiercache_policy::cas::CacheMode;
+
 use crate::cache::Cache;
 use crate::device::{Device, Emulated, FileDevice};
 use crate::error::EngineError;
-
-/// How writes treat the cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WriteMode {
-    WriteThrough,
-    WriteAround,
-    WriteInvalidate,
-    PassThrough,
-    WriteBack,
-}
-
-impl WriteMode {
-    pub fn parse(text: &str) -> Result<WriteMode, EngineError> {
-        Ok(match text {
-            "write-through" | "wt" => WriteMode::WriteThrough,
-            "write-around" | "wa" => WriteMode::WriteAround,
-            "write-invalidate" | "wi" => WriteMode::WriteInvalidate,
-            "pass-through" | "pt" => WriteMode::PassThrough,
-            "write-back" | "wb" => WriteMode::WriteBack,
-            other => {
-                let reason = format!(
-                    "'{other}' is not one of write-through, write-around, write-invalidate, pass-through, write-back"
-                );
-                return Err(EngineError::config("write_mode", reason));
-            }
-        })
-    }
-}
 
 const WRITER_STRIPES: usize = 256;
 
@@ -59,14 +37,13 @@ pub struct CachedFile {
     cache: Cache,
     /// The backing file, or any device standing for it (emulated, faulty, a crash image).
     backing: Arc<dyn Device>,
-    mode: WriteMode,
     /// Per stripe of blocks: loads of a block share it, a write of one has it alone.
     writers: Vec<RwLock<()>>,
 }
 
 impl CachedFile {
     /// Opens an existing backing file (read and write) behind `cache`.
-    pub fn open(path: &Path, cache: Cache, mode: WriteMode) -> Result<CachedFile, EngineError> {
+    pub fn open(path: &Path, cache: Cache) -> Result<CachedFile, EngineError> {
         let backing = OpenOptions::new().read(true).write(true).open(path).map_err(|source| {
             EngineError::Io {
                 path: path.to_path_buf(),
@@ -74,21 +51,13 @@ impl CachedFile {
                 source,
             }
         })?;
-        CachedFile::over(Arc::new(FileDevice::new(backing, path)), cache, mode)
+        Ok(CachedFile::over(Arc::new(FileDevice::new(backing, path)), cache))
     }
 
     /// Puts `backing`, any device, behind `cache`.
-    pub fn over(
-        backing: Arc<dyn Device>,
-        cache: Cache,
-        mode: WriteMode,
-    ) -> Result<CachedFile, EngineError> {
-        if mode == WriteMode::WriteBack {
-            let reason = "write-back needs the durable dirty tier, which is not built yet; use write-through";
-            return Err(EngineError::config("write_mode", reason));
-        }
+    pub fn over(backing: Arc<dyn Device>, cache: Cache) -> CachedFile {
         let writers = (0..WRITER_STRIPES).map(|_| RwLock::new(())).collect();
-        Ok(CachedFile { cache, backing, mode, writers })
+        CachedFile { cache, backing, writers }
     }
 
     /// Makes the backing file behave like `profile` (latency, bandwidth, parallelism), as tiers
@@ -110,8 +79,9 @@ impl CachedFile {
         &self.cache
     }
 
-    pub fn mode(&self) -> WriteMode {
-        self.mode
+    /// The cache's Open CAS mode: write-through if it runs in none.
+    pub fn mode(&self) -> CacheMode {
+        self.cache.mode().unwrap_or(CacheMode::WriteThrough)
     }
 
     fn io_error(&self, action: &'static str, source: io::Error) -> EngineError {
@@ -133,8 +103,8 @@ impl CachedFile {
         self.backing.sync().map_err(|e| self.io_error("cannot sync the backing file", e))
     }
 
-    /// Reads one block (short at the end of the file) into `buf`, through the cache unless
-    /// in pass-through mode.
+    /// Reads one block (short at the end of the file) into `buf`, through the cache (which in
+    /// pass-through never hits and admits nothing).
     fn read_block(&self, block: u64, buf: &mut [u8]) -> Result<usize, EngineError> {
         let at = block * self.cache.block_size() as u64;
         // Loading waits for a writer of the same block, so a block is read whole: before or
@@ -143,9 +113,6 @@ impl CachedFile {
             let _turn = self.loader(block);
             self.backing_read(b, at)
         };
-        if self.mode == WriteMode::PassThrough {
-            return load(buf).map_err(|e| self.io_error("cannot read the backing file", e));
-        }
         match self.cache.read_through(block, buf, load) {
             Ok(outcome) => Ok(outcome.len),
             Err(EngineError::Io { source, .. }) => {
@@ -240,17 +207,10 @@ impl CachedFile {
         Ok(done)
     }
 
-    /// What the cache does once the backing file has the new block.
+    /// Tells the cache of a block the backing file now has: the policy's mode decides what
+    /// the write places, updates or drops.
     fn after_backing_write(&self, block: u64, contents: &[u8]) -> Result<(), EngineError> {
-        match self.mode {
-            WriteMode::WriteThrough => self.cache.put(block, contents).map(|_| ()),
-            WriteMode::WriteAround => self.cache.update_if_cached(block, contents).map(|_| ()),
-            WriteMode::WriteInvalidate | WriteMode::PassThrough => {
-                self.cache.invalidate(block);
-                Ok(())
-            }
-            WriteMode::WriteBack => unreachable!("refused when the file was opened"),
-        }
+        self.cache.put(block, contents).map(|_| ())
     }
 }
 

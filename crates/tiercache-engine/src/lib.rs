@@ -15,7 +15,7 @@
 //! once, until it changes, and a scrubber checks those blocks again in the background (see
 //! [`scrub`]). A mismatch is counted, the block dropped, and the caller sees a miss.
 //!
-//! [`CachedFile`] puts a backing file behind a cache with Open CAS's write modes.
+//! [`CachedFile`] puts a backing file behind a cache in one of Open CAS's modes, the policy's.
 //!
 //! A cache has one tier, or two forming an exclusive DRAM-first hierarchy (the upper tier's
 //! victims move down). Every medium, tier or backing file, is a [`device::Device`]; emulation
@@ -71,7 +71,7 @@ pub use {
     cache::{BlockRef, Cache, CacheCore, PutOutcome, ReadOutcome},
     clock::{Clock, ManualClock, MonotonicClock},
     error::EngineError,
-    file::{CachedFile, WriteMode},
+    file::CachedFile,
     latency::{LatencySnapshot, Percentiles},
     stats::StatsSnapshot,
     store::TierKind,

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tiercache_core::SeededRng;
-use tiercache_engine::{CacheBuilder, CachedFile, TierKind, WriteMode};
+use tiercache_engine::{CacheBuilder, CachedFile, TierKind};
+use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
 use tiercache_policy::PolicyConfig;
 
 const BLOCK: usize = 512;
@@ -17,7 +18,12 @@ fn scratch(name: &str) -> PathBuf {
     common::scratch("file", name)
 }
 
-fn open(name: &str, mode: WriteMode, initial: &[u8], blocks: u64) -> CachedFile {
+/// LRU in `mode` (the engine runs no sequential cutoff).
+fn in_mode(mode: CacheMode) -> CasConfig {
+    CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) }
+}
+
+fn open(name: &str, mode: CacheMode, initial: &[u8], blocks: u64) -> CachedFile {
     let path = scratch(name);
     std::fs::write(&path, initial).unwrap();
     let cache = CacheBuilder::new(PolicyConfig::Lru)
@@ -25,16 +31,19 @@ fn open(name: &str, mode: WriteMode, initial: &[u8], blocks: u64) -> CachedFile 
         .block_size(BLOCK)
         .shards(2)
         .capacity_bytes(blocks * BLOCK as u64)
+        .mode(in_mode(mode))
         .build()
         .unwrap();
-    CachedFile::open(&path, cache, mode).unwrap()
+    let file = CachedFile::open(&path, cache).unwrap();
+    assert_eq!(file.mode(), mode);
+    file
 }
 
-const MODES: [WriteMode; 4] = [
-    WriteMode::WriteThrough,
-    WriteMode::WriteAround,
-    WriteMode::WriteInvalidate,
-    WriteMode::PassThrough,
+const MODES: [CacheMode; 4] = [
+    CacheMode::WriteThrough,
+    CacheMode::WriteAround,
+    CacheMode::WriteInvalidate,
+    CacheMode::PassThrough,
 ];
 
 #[test]
@@ -66,36 +75,39 @@ fn random_reads_and_writes_match_a_model_in_every_mode() {
         }
         assert_eq!(file.len().unwrap(), model.len() as u64);
         let stats = file.cache().stats();
-        if mode == WriteMode::PassThrough {
-            assert_eq!(stats.lookups, 0, "pass-through reads bypass the cache");
+        if mode == CacheMode::PassThrough {
+            assert_eq!(stats.hits + stats.inserts, 0, "pass-through reads bypass the cache");
         } else {
             assert!(stats.hits > 0, "{mode:?}: {stats:?}");
         }
     }
 }
 
-/// (mode, block cached before the write?) -> cached after the write?
+/// (mode, block read before the write?) -> cached after the write? In pass-through a read
+/// caches nothing, so the block is never cached before.
 #[test]
 fn write_modes_follow_the_open_cas_table() {
     let table = [
-        (WriteMode::WriteThrough, true, true),
-        (WriteMode::WriteThrough, false, true),
-        (WriteMode::WriteAround, true, true),
-        (WriteMode::WriteAround, false, false),
-        (WriteMode::WriteInvalidate, true, false),
-        (WriteMode::WriteInvalidate, false, false),
-        (WriteMode::PassThrough, true, false),
-        (WriteMode::PassThrough, false, false),
+        (CacheMode::WriteThrough, true, true),
+        (CacheMode::WriteThrough, false, true),
+        (CacheMode::WriteAround, true, true),
+        (CacheMode::WriteAround, false, false),
+        (CacheMode::WriteInvalidate, true, false),
+        (CacheMode::WriteInvalidate, false, false),
+        (CacheMode::PassThrough, true, false),
+        (CacheMode::PassThrough, false, false),
     ];
-    for (mode, cached_before, cached_after) in table {
-        let file = open(&format!("table-{mode:?}-{cached_before}"), mode, &[1u8; 4 * BLOCK], 8);
+    for (mode, read_before, cached_after) in table {
+        let file = open(&format!("table-{mode:?}-{read_before}"), mode, &[1u8; 4 * BLOCK], 8);
         let mut buf = vec![0u8; BLOCK];
-        if cached_before {
-            file.cache().put(2, &[1u8; BLOCK]).unwrap();
+        if read_before {
+            file.read_at(2 * BLOCK as u64, &mut buf).unwrap();
+            let cached = file.cache().get(2, &mut buf).is_some();
+            assert_eq!(cached, mode != CacheMode::PassThrough, "{mode:?}: a read miss");
         }
         file.write_at(2 * BLOCK as u64, &[9u8; BLOCK]).unwrap();
         let cached = file.cache().get(2, &mut buf);
-        assert_eq!(cached.is_some(), cached_after, "{mode:?}, cached before: {cached_before}");
+        assert_eq!(cached.is_some(), cached_after, "{mode:?}, read before: {read_before}");
         if cached.is_some() {
             assert_eq!(buf, vec![9u8; BLOCK], "{mode:?}: the cache holds the new data");
         }
@@ -108,7 +120,7 @@ fn write_modes_follow_the_open_cas_table() {
 #[test]
 fn concurrent_block_writers_and_readers_never_go_back_in_time() {
     let blocks = 48u64;
-    let file = open("concurrent", WriteMode::WriteThrough, &vec![0u8; blocks as usize * BLOCK], 16);
+    let file = open("concurrent", CacheMode::WriteThrough, &vec![0u8; blocks as usize * BLOCK], 16);
     let completed: Vec<AtomicU64> = (0..blocks).map(|_| AtomicU64::new(0)).collect();
     let turns: Vec<std::sync::Mutex<()>> = (0..blocks).map(|_| std::sync::Mutex::new(())).collect();
     std::thread::scope(|s| {
@@ -145,18 +157,24 @@ fn concurrent_block_writers_and_readers_never_go_back_in_time() {
 fn backing_file_errors_are_typed() {
     let cache = || CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).build().unwrap();
     let missing = scratch("missing.img");
-    let err =
-        CachedFile::open(&missing, cache(), WriteMode::WriteThrough).err().unwrap().to_string();
+    let err = CachedFile::open(&missing, cache()).err().unwrap().to_string();
     assert!(err.contains("missing.img") && err.contains("cannot open the backing file"), "{err}");
     let path = scratch("present.img");
     std::fs::write(&path, [5u8; 2048]).unwrap();
-    let err = CachedFile::open(&path, cache(), WriteMode::WriteBack).err().unwrap().to_string();
-    assert!(err.contains("write_mode") && err.contains("write-back"), "{err}");
-    let err = WriteMode::parse("write-sideways").unwrap_err().to_string();
-    assert!(err.contains("write-sideways"), "{err}");
+    // The modes that keep dirty blocks wait for the durable dirty tier; sequential cutoff
+    // cannot see runs across shards.
+    for (config, says) in [
+        (in_mode(CacheMode::WriteBack), "wb keeps dirty blocks"),
+        (in_mode(CacheMode::WriteOnly), "wo keeps dirty blocks"),
+        (CasConfig::new(CacheMode::WriteThrough), "seq_cutoff"),
+    ] {
+        let builder = CacheBuilder::new(PolicyConfig::Lru).mode(config);
+        let err = builder.build().err().unwrap().to_string();
+        assert!(err.contains(says), "{err}");
+    }
     // The backing file vanishes from the directory while open: its data stays readable through
     // the open descriptor, and nothing panics.
-    let file = CachedFile::open(&path, cache(), WriteMode::WriteThrough).unwrap();
+    let file = CachedFile::open(&path, cache()).unwrap();
     std::fs::remove_file(&path).unwrap();
     let mut buf = [0u8; 100];
     assert_eq!(file.read_at(0, &mut buf).unwrap(), 100);
@@ -184,7 +202,7 @@ fn nhc_sends_read_hits_to_the_backing_file_with_the_right_data() {
         .measure_every(std::time::Duration::from_millis(1))
         .build()
         .unwrap();
-    let file = CachedFile::open(&path, cache, WriteMode::WriteThrough).unwrap();
+    let file = CachedFile::open(&path, cache).unwrap();
     let mut buf = vec![0u8; BLOCK];
     // Warm until the hit rate is stable and the split is held (a generous deadline; the
     // scheduler needs a few 1 ms intervals with reads in them).

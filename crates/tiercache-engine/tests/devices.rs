@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tiercache_core::SeededRng;
 use tiercache_engine::device::{CrashImage, Device, Faults, FileDevice, Tear};
-use tiercache_engine::{CacheBuilder, CachedFile, TierKind, WriteMode};
+use tiercache_engine::{CacheBuilder, CachedFile, TierKind};
 use tiercache_policy::PolicyConfig;
 
 const BLOCK: usize = 512;
@@ -139,7 +139,7 @@ fn a_crashed_backing_file_keeps_what_was_synced() {
     for tear in [Tear::None, Tear::Keep { sector: 64, sectors: 3 }] {
         let image = Arc::new(CrashImage::new(file_device(&path)));
         let cache = CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).build().unwrap();
-        let file = CachedFile::over(image.clone(), cache, WriteMode::WriteThrough).unwrap();
+        let file = CachedFile::over(image.clone(), cache);
         for block in 0..64u64 {
             file.write_at(block * BLOCK as u64, &common::value(block, 1, BLOCK)).unwrap();
         }
@@ -178,7 +178,7 @@ fn a_torn_crash_tears_the_last_write_only() {
     std::fs::write(&path, vec![0u8; 4 * BLOCK]).unwrap();
     let image = Arc::new(CrashImage::new(file_device(&path)));
     let cache = CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).build().unwrap();
-    let file = CachedFile::over(image.clone(), cache, WriteMode::WriteThrough).unwrap();
+    let file = CachedFile::over(image.clone(), cache);
     file.write_at(0, &common::value(0, 1, BLOCK)).unwrap();
     file.write_at(BLOCK as u64, &common::value(1, 1, BLOCK)).unwrap();
     image.crash(Tear::Keep { sector: 64, sectors: 3 }).unwrap();

@@ -260,30 +260,32 @@ fn mapped_and_file_tiers_decide_the_same() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `CachedFile` in each Open CAS mode the engine runs makes the simulator's decisions for that
-/// mode (`tiercache_policy::cas`): the same read hits, insertions and invalidations over the
-/// same block requests.
+/// `CachedFile` in each Open CAS mode the engine runs, and with NHIT promotion, makes the
+/// simulator's decisions for that mode (both run `tiercache_policy::cas`): the same read hits,
+/// insertions and invalidations over the same block requests.
 #[test]
 fn cached_file_modes_decide_as_the_simulated_cache_modes() {
-    use tiercache_engine::{CachedFile, WriteMode};
-    use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
+    use tiercache_engine::CachedFile;
+    use tiercache_policy::cas::{CacheMode, CasConfig, NhitConfig, SeqCutoffPolicy};
     let reqs: Vec<Request> = trace().into_iter().take(150_000).collect();
     let dir = std::env::temp_dir().join(format!("tiercache-eq-modes-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let blocks = 2000u64;
     let modes = [
-        (WriteMode::WriteThrough, CacheMode::WriteThrough),
-        (WriteMode::WriteAround, CacheMode::WriteAround),
-        (WriteMode::WriteInvalidate, CacheMode::WriteInvalidate),
-        (WriteMode::PassThrough, CacheMode::PassThrough),
+        (CacheMode::WriteThrough, false),
+        (CacheMode::WriteThrough, true),
+        (CacheMode::WriteAround, false),
+        (CacheMode::WriteInvalidate, true),
+        (CacheMode::PassThrough, false),
     ];
-    for (engine_mode, sim_mode) in modes {
-        // The simulator's side: LRU in the cache mode, no sequential cutoff (CachedFile has none).
+    for (sim_mode, nhit) in modes {
+        // LRU in the cache mode, no sequential cutoff (the engine has none).
         let mut config = CasConfig::new(sim_mode);
         config.seq_cutoff = SeqCutoffPolicy::Never;
+        config.nhit = nhit.then(|| NhitConfig { trigger_fill: 0.5, ..NhitConfig::default() });
         let lru =
             AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(blocks), &[], 0).unwrap();
-        let mut sim = lru.in_mode(config);
+        let mut sim = lru.in_mode(config.clone());
         let (mut read_hits, mut inserts, mut invalidations) = (0u64, 0u64, 0u64);
         let mut decision = Decision::new();
         for r in &reqs {
@@ -299,16 +301,17 @@ fn cached_file_modes_decide_as_the_simulated_cache_modes() {
             }
         }
         // The engine's side: the same requests as block reads and writes of a (sparse) file.
-        let path = dir.join(format!("{engine_mode:?}.img"));
+        let path = dir.join(format!("{sim_mode:?}-{nhit}.img"));
         std::fs::File::create(&path).unwrap().set_len(32 << 30).unwrap();
         let cache = CacheBuilder::new(PolicyConfig::Lru)
             .shards(1)
             .block_size(BLOCK)
             .capacity_bytes(blocks * BLOCK as u64)
             .without_worker()
+            .mode(config)
             .build()
             .unwrap();
-        let file = CachedFile::open(&path, cache, engine_mode).unwrap();
+        let file = CachedFile::open(&path, cache).unwrap();
         let mut buf = vec![0u8; BLOCK];
         for r in &reqs {
             let at = r.key * BLOCK as u64;
@@ -330,7 +333,8 @@ fn cached_file_modes_decide_as_the_simulated_cache_modes() {
         assert_eq!(
             (stats.hits, stats.inserts, stats.invalidations),
             (read_hits, inserts, invalidations),
-            "{engine_mode:?}: engine (hits, inserts, invalidations) against the simulator's"
+            "{sim_mode:?}, NHIT {nhit}: engine (hits, inserts, invalidations) against the \
+             simulator's"
         );
         drop(file);
         std::fs::remove_file(&path).unwrap();

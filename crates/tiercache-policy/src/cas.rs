@@ -175,6 +175,24 @@ impl Cas {
         }
     }
 
+    /// Whether hits are quiet (see [`AnyPolicy::quiet_hits`]): in a mode that serves reads
+    /// from the cache and keeps nothing dirty (write-through, write-around, write-invalidate),
+    /// without sequential cutoff, over a policy whose hits are quiet. The cutoff's run follows
+    /// every request, hits included, so hits told later would move it; in pass-through reads
+    /// never hit; dirty modes clean on time.
+    pub fn quiet_hits(&self) -> bool {
+        let clean = matches!(
+            self.config.mode,
+            CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::WriteInvalidate
+        );
+        clean && self.config.seq_cutoff == SeqCutoffPolicy::Never && self.inner.quiet_hits()
+    }
+
+    /// The mode requests are handled in.
+    pub fn mode(&self) -> CacheMode {
+        self.config.mode
+    }
+
     /// Dirty blocks now.
     pub fn dirty_blocks(&self) -> usize {
         self.dirty.len()

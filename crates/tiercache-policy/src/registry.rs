@@ -297,16 +297,27 @@ impl AnyPolicy {
     /// decides exactly as if told at once. True of the classic single-tier policies: their
     /// `access` ignores the op and leaves ghosts alone, a lookup hit of the size stored never
     /// resizes, and a lookup miss admits nothing (`SingleTier::decide`); a test checks it.
+    /// An Open CAS mode keeps its policy's quiet hits in the clean modes without sequential
+    /// cutoff (`Cas::quiet_hits`).
     pub fn quiet_hits(&self) -> bool {
-        matches!(
-            self,
+        match self {
             AnyPolicy::Fifo(_)
-                | AnyPolicy::Lru(_)
-                | AnyPolicy::Clock(_)
-                | AnyPolicy::Lfu(_)
-                | AnyPolicy::Arc(_)
-                | AnyPolicy::S3fifo(_)
-        )
+            | AnyPolicy::Lru(_)
+            | AnyPolicy::Clock(_)
+            | AnyPolicy::Lfu(_)
+            | AnyPolicy::Arc(_)
+            | AnyPolicy::S3fifo(_) => true,
+            AnyPolicy::Cas(cas) => cas.quiet_hits(),
+            _ => false,
+        }
+    }
+
+    /// The Open CAS mode the policy runs in, if it runs in one.
+    pub fn cache_mode(&self) -> Option<crate::cas::CacheMode> {
+        match self {
+            AnyPolicy::Cas(cas) => Some(cas.mode()),
+            _ => None,
+        }
     }
 }
 

@@ -3,12 +3,32 @@
 //! nothing but a hit in tier 0, and a lookup of a key not resident changes nothing. So hits
 //! told later as lookups, in order, leave every later decision as it would have been.
 
-use tiercache_core::{Capacity, Decision, Op, Request, SeededRng, TierId};
+use tiercache_core::{Action, Capacity, Decision, Op, Request, SeededRng, TierId};
+use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
 use tiercache_policy::{AnyPolicy, Policy, PolicyConfig};
 
+/// A policy by name; `lru[wt]` and the like run it in an Open CAS mode, without sequential
+/// cutoff unless the name ends in `+cutoff`.
 fn policy(name: &str) -> AnyPolicy {
-    AnyPolicy::from_config(&PolicyConfig::parse(name).unwrap(), Capacity::objects(100), &[], 7)
-        .unwrap()
+    let (base, mode) = match name.split_once('[') {
+        Some((base, rest)) => (base, Some(rest.trim_end_matches(']').trim_end_matches("+cutoff"))),
+        None => (name, None),
+    };
+    let policy =
+        AnyPolicy::from_config(&PolicyConfig::parse(base).unwrap(), Capacity::objects(100), &[], 7)
+            .unwrap();
+    match mode {
+        None => policy,
+        Some(mode) => {
+            let mut config = CasConfig::new(CacheMode::parse(mode).unwrap());
+            config.seq_cutoff = match name.ends_with("+cutoff]") {
+                true => SeqCutoffPolicy::Always,
+                false => SeqCutoffPolicy::Never,
+            };
+            config.seq_threshold_bytes = 8192;
+            policy.in_mode(config)
+        }
+    }
 }
 
 /// Reads, writes and deletes over 300 keys, skewed so that a third or so of reads hit.
@@ -29,7 +49,8 @@ fn stream(seed: u64) -> Vec<Request> {
 
 #[test]
 fn quiet_policies_decide_the_same_when_hits_come_as_lookups_with_lookups_of_absent_keys_between() {
-    for name in ["fifo", "lru", "clock", "lfu", "arc", "s3fifo"] {
+    let modes = ["lru[wt]", "lru[wa]", "lru[wi]", "arc[wt]", "s3fifo[wa]"];
+    for name in ["fifo", "lru", "clock", "lfu", "arc", "s3fifo"].into_iter().chain(modes) {
         let (mut plain, mut quiet) = (policy(name), policy(name));
         assert!(quiet.quiet_hits(), "{name}");
         let (mut a, mut b) = (Decision::new(), Decision::new());
@@ -66,4 +87,37 @@ fn policies_with_periodic_work_or_two_tiers_are_not_quiet() {
     let lru = PolicyConfig::Lru;
     let caps = [Capacity::objects(10), Capacity::objects(20)];
     assert!(!AnyPolicy::dram_first(&lru, &lru, caps, &[], 0).unwrap().quiet_hits());
+    // Open CAS modes: pass-through never hits, dirty modes clean on time, and sequential
+    // cutoff follows every request.
+    for name in ["lru[pt]", "lru[wb]", "lru[wo]", "lru[wt+cutoff]", "lfru[wt]"] {
+        assert!(!policy(name).quiet_hits(), "{name}");
+    }
+}
+
+/// Why sequential cutoff cannot have quiet hits: with it, a hit told as a lookup later, out of
+/// its place in a run, changes what a later request decides.
+#[test]
+fn sequential_cutoff_sees_hits_told_late() {
+    let (mut now, mut late) = (policy("lru[wt+cutoff]"), policy("lru[wt+cutoff]"));
+    let mut d = Decision::new();
+    // Key 10 is resident; then a run 7, 8, 9, 10 (a hit), 11, 12 of 4 KiB blocks, whose run
+    // passes the 8 KiB cutoff at 9.
+    for p in [&mut now, &mut late] {
+        d.clear();
+        p.decide(&Request::new(0, 10, 4096, Op::Read), &mut d);
+    }
+    let run = |p: &mut AnyPolicy, keys: &[u64]| {
+        let mut inserted = Vec::new();
+        for &key in keys {
+            let mut d = Decision::new();
+            p.decide(&Request::new(0, key, 4096, Op::Read), &mut d);
+            inserted.extend(
+                d.actions.iter().filter(|a| matches!(a, Action::Insert { .. })).map(|a| a.key()),
+            );
+        }
+        inserted
+    };
+    let told_now = run(&mut now, &[7, 8, 9, 10, 11, 12]);
+    let told_late = run(&mut late, &[7, 8, 9, 11, 12]);
+    assert_ne!(told_now, told_late, "the run broken by a missing hit inserts what it would not");
 }
