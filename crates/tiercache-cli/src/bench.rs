@@ -839,8 +839,8 @@ mod raw {
             Ok(match tier {
                 TierKind::Mapped { path } => {
                     let slots = bytes / block as u64;
-                    let file =
-                        tierfile::open(path, Geometry { slot_bytes: block as u32, slots }, force)?;
+                    let geometry = Geometry { slot_bytes: block as u32, slots };
+                    let (file, _older_format_rewritten) = tierfile::open(path, geometry, force)?;
                     // SAFETY: the file is locked for this run; nothing else maps it.
                     let mapping = unsafe {
                         memmap2::MmapOptions::new()

@@ -1,20 +1,36 @@
-//! The layout of a block in a slot: a 24-byte header, then the value.
+//! The layout of a block in a slot of a mapped or file tier: a 32-byte header, then the value.
 //!
 //! ```text
-//! 0   u32 magic "TCB1"
-//! 4   u32 CRC32C of bytes 8.. (key, length, value)
+//! 0   u32 magic "TCB2"
+//! 4   u32 CRC32C of bytes 8.. (key, length, flags, sequence number, value)
 //! 8   u64 key
 //! 16  u32 value length
-//! 20  u32 reserved (0)
-//! 24  value
+//! 20  u32 flags (bit 0: dirty)
+//! 24  u64 sequence number
+//! 32  value
 //! ```
+//!
+//! Every write of a block takes the next number of its shard's sequence, so of two copies of a
+//! key that both check out, the newer is known (`docs/DURABILITY.md`): a stale copy left by a
+//! lost rewrite can never pass as current.
 //!
 //! The header is checked right before a block is written and right after it is read back
 //! (asserting in pairs): a block whose magic, key, length or checksum is wrong is never
 //! returned.
 
-pub const HEADER_BYTES: usize = 24;
-const MAGIC: u32 = u32::from_le_bytes(*b"TCB1");
+pub const HEADER_BYTES: usize = 32;
+const MAGIC: u32 = u32::from_le_bytes(*b"TCB2");
+
+/// Flag bit: the block is dirty (newer than the backing device's copy).
+const DIRTY: u32 = 1;
+
+/// What a block's header records of its write: when (the shard's sequence number) and whether
+/// its data is dirty.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stamp {
+    pub seq: u64,
+    pub dirty: bool,
+}
 
 /// Why a stored block was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,11 +65,14 @@ pub fn copy_value(value: &[u8], out: &mut [u8]) -> usize {
     value.len()
 }
 
-/// The header of `value` stored for `key`.
-pub fn header(key: u64, value: &[u8]) -> [u8; HEADER_BYTES] {
+/// The header of `value` stored for `key`, written as `stamp` says.
+pub fn header(key: u64, value: &[u8], stamp: Stamp) -> [u8; HEADER_BYTES] {
     let mut header = [0u8; HEADER_BYTES];
     header[8..16].copy_from_slice(&key.to_le_bytes());
     header[16..20].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    let flags = if stamp.dirty { DIRTY } else { 0 };
+    header[20..24].copy_from_slice(&flags.to_le_bytes());
+    header[24..32].copy_from_slice(&stamp.seq.to_le_bytes());
     let crc = crc32c_parts(&header[8..], value);
     header[0..4].copy_from_slice(&MAGIC.to_le_bytes());
     header[4..8].copy_from_slice(&crc.to_le_bytes());
@@ -70,10 +89,17 @@ pub fn holds(header: &[u8], key: u64, value: &[u8]) -> bool {
         && crc32c_parts(&header[8..HEADER_BYTES], value) == word(4)
 }
 
+/// The stamp a stored block's header records (meaningful once [`decode`] accepted it).
+pub fn stamp_of(slot: &[u8]) -> Stamp {
+    let flags = u32::from_le_bytes(slot[20..24].try_into().expect("4 bytes"));
+    let seq = u64::from_le_bytes(slot[24..32].try_into().expect("8 bytes"));
+    Stamp { seq, dirty: flags & DIRTY != 0 }
+}
+
 /// Writes header and value into `slot` (which is `HEADER_BYTES + capacity` long).
-pub fn encode(slot: &mut [u8], key: u64, value: &[u8]) {
+pub fn encode(slot: &mut [u8], key: u64, value: &[u8], stamp: Stamp) {
     assert!(HEADER_BYTES + value.len() <= slot.len(), "value larger than its slot");
-    slot[..HEADER_BYTES].copy_from_slice(&header(key, value));
+    slot[..HEADER_BYTES].copy_from_slice(&header(key, value, stamp));
     slot[HEADER_BYTES..HEADER_BYTES + value.len()].copy_from_slice(value);
     debug_assert_eq!(decode(slot, key).map(|v| v.len()), Ok(value.len()));
 }
@@ -123,8 +149,10 @@ mod tests {
     #[test]
     fn round_trip_and_every_flipped_bit_is_caught() {
         let mut slot = vec![0u8; HEADER_BYTES + 64];
-        encode(&mut slot, 42, b"hello, slow memory");
+        let stamp = Stamp { seq: 0x0123_4567_89AB_CDEF, dirty: true };
+        encode(&mut slot, 42, b"hello, slow memory", stamp);
         assert_eq!(decode(&slot, 42), Ok(&b"hello, slow memory"[..]));
+        assert_eq!(stamp_of(&slot), stamp);
         assert_eq!(decode(&slot, 43), Err(BlockFault::Key));
         for bit in 0..(HEADER_BYTES + 18) * 8 {
             let mut bad = slot.clone();

@@ -683,7 +683,7 @@ impl CacheCore {
 
     /// What the user should know about how the tiers run (fallbacks taken), once each.
     pub fn warnings(&self) -> Vec<String> {
-        self._media.iter().filter_map(|m| m.warning.clone()).collect()
+        self._media.iter().flat_map(|m| m.warnings.iter().cloned()).collect()
     }
 
     /// Read and write latency over all shards; `None` unless built with `record_latency`.

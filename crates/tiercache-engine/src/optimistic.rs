@@ -857,7 +857,7 @@ mod model {
     /// bit of the value after the checksum was taken.
     fn write_block(table: &SlotTable, memory: &SlotMemory, key: Key, value: u8, rotten: bool) {
         let mut block = [0u8; HEADER_BYTES + SLOT_BYTES];
-        block::encode(&mut block, key, &[value; SLOT_BYTES]);
+        block::encode(&mut block, key, &[value; SLOT_BYTES], block::Stamp::default());
         if rotten {
             block[HEADER_BYTES] ^= 1;
         }

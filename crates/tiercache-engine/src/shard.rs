@@ -8,6 +8,7 @@ use tiercache_core::{Action, Decision, Key, KeyMap, Op, Request, TierId};
 use tiercache_policy::{AnyPolicy, Policy};
 
 use crate::behind::{Job, WriteBehind};
+use crate::block::Stamp;
 use crate::error::EngineError;
 use crate::stats::Stats;
 use crate::store::{PinnedRead, ReadFault, Region, Staged};
@@ -200,6 +201,8 @@ pub struct Shard {
     classes: bool,
     block_size: u32,
     loads: u64,
+    /// The sequence number of the shard's last block write (`crate::block::Stamp`).
+    seq: u64,
     /// A block's bytes on their way between tiers.
     scratch: Vec<u8>,
     /// Read and write latency, when recorded.
@@ -223,6 +226,7 @@ impl Shard {
             classes,
             block_size: block_size as u32,
             loads: 0,
+            seq: 0,
             stats: Stats::default(),
             scratch: Vec::new(),
             now_us: 0,
@@ -571,11 +575,15 @@ impl Shard {
     /// otherwise. Returns the place, marked staged if the write is behind.
     fn write_block(&mut self, place: Place, key: Key, data: &[u8]) -> Result<Place, EngineError> {
         let tier = place.tier as usize;
+        self.seq += 1;
+        let stamp = Stamp { seq: self.seq, dirty: false };
         if let Some((behind, shard)) = self.behind.clone() {
             // The same room rule as unlocked reads: pinned slots may all be freed meanwhile,
             // and an overwrite's copy must still find a slot.
             if self.tiers[tier].has_room_to_pin() {
-                if let Some(staged) = self.tiers[tier].region.begin_write(place.slot, key, data) {
+                if let Some(staged) =
+                    self.tiers[tier].region.begin_write(place.slot, key, data, stamp)
+                {
                     let staged = Arc::new(staged);
                     let place = Place { staged: true, ..place };
                     self.tiers[tier].pin(place.slot);
@@ -586,7 +594,7 @@ impl Shard {
                 }
             }
         }
-        self.tiers[tier].region.write(place.slot, key, data)?;
+        self.tiers[tier].region.write(place.slot, key, data, stamp)?;
         Ok(Place { staged: false, ..place })
     }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::atomic_bytes;
-use crate::block::{copy_value, decode, encode, BlockFault, HEADER_BYTES};
+use crate::block::{copy_value, decode, encode, BlockFault, Stamp, HEADER_BYTES};
 use crate::device::{read_exact_at, Device, FileDevice, MemoryDevice};
 use crate::direct::{open_direct, AlignedBuf, DirectSlots};
 use crate::error::EngineError;
@@ -77,8 +77,9 @@ pub struct Medium {
     slot_bytes: usize,
     /// Chunks a page may be split into (1 without size classes).
     chunks: u32,
-    /// Something the user should know about how the medium runs (a fallback taken).
-    pub warning: Option<String>,
+    /// What the user should know about how the medium runs (a fallback taken, an older
+    /// format's file rewritten).
+    pub warnings: Vec<String>,
     /// The tier file, locked for this cache while the medium lives (`tierfile`).
     _locked: Option<File>,
     /// Bytes before the first slot: the tier file's header.
@@ -96,12 +97,14 @@ impl Medium {
         overwrite: bool,
     ) -> Result<Medium, EngineError> {
         let bytes = slots * slot_bytes as u64;
-        let mut warning = None;
+        let mut warnings = Vec::new();
         let geometry = tierfile::Geometry { slot_bytes: slot_bytes as u32, slots };
         let locked = match kind {
             TierKind::Dram => None,
             TierKind::Mapped { path } | TierKind::File { path } | TierKind::Flash { path } => {
-                Some(tierfile::open(path, geometry, overwrite)?)
+                let (file, note) = tierfile::open(path, geometry, overwrite)?;
+                warnings.extend(note);
+                Some(file)
             }
         };
         let device: Arc<dyn Device> = match kind {
@@ -124,7 +127,7 @@ impl Medium {
             }
             TierKind::Flash { path } => {
                 let (file, note) = open_direct(path)?;
-                warning = note;
+                warnings.extend(note);
                 Arc::new(FileDevice::new(file, path))
             }
             TierKind::Mapped { path } => {
@@ -156,7 +159,7 @@ impl Medium {
             device,
             slot_bytes,
             chunks,
-            warning,
+            warnings,
             _locked: locked,
             base,
         })
@@ -312,9 +315,9 @@ impl Format {
     fn write_in_place(
         &mut self,
         (target, bytes): (*mut u8, usize),
-        slot: u32,
-        key: u64,
+        (slot, key): (u32, u64),
         value: &[u8],
+        stamp: Stamp,
     ) {
         match self {
             Format::Bare { lens } => {
@@ -330,7 +333,7 @@ impl Format {
             }
             Format::Headed => {
                 assert!(HEADER_BYTES + value.len() <= bytes, "value larger than its slot");
-                let header = crate::block::header(key, value);
+                let header = crate::block::header(key, value, stamp);
                 // SAFETY: header and value lie in the slot (asserted); as above.
                 unsafe {
                     atomic_bytes::store(header.as_ptr(), target, HEADER_BYTES);
@@ -434,7 +437,13 @@ impl Region {
     /// Prepares the write of `value` for `key` into `slot` to run with the shard unlocked (file
     /// and flash tiers; `None` on memory tiers). The slot reads as empty until
     /// [`end_write`](Self::end_write).
-    pub fn begin_write(&mut self, slot: u32, key: u64, value: &[u8]) -> Option<Staged> {
+    pub fn begin_write(
+        &mut self,
+        slot: u32,
+        key: u64,
+        value: &[u8],
+        stamp: Stamp,
+    ) -> Option<Staged> {
         if !self.io {
             return None;
         }
@@ -445,7 +454,7 @@ impl Region {
                     Some(buf @ IoBuf::Plain(_)) => buf,
                     _ => IoBuf::Plain(vec![0; self.slot_bytes]),
                 };
-                encode(buf.bytes(), key, value);
+                encode(buf.bytes(), key, value, stamp);
                 (buf, HEADER_BYTES + value.len(), HEADER_BYTES, 0)
             }
             Format::Aligned(direct) => {
@@ -554,11 +563,17 @@ impl Region {
         }
     }
 
-    /// Stores `value` for `key` in `slot`.
-    pub fn write(&mut self, slot: u32, key: u64, value: &[u8]) -> Result<(), EngineError> {
+    /// Stores `value` for `key` in `slot`, its header (if it has one) stamped `stamp`.
+    pub fn write(
+        &mut self,
+        slot: u32,
+        key: u64,
+        value: &[u8],
+        stamp: Stamp,
+    ) -> Result<(), EngineError> {
         if let Some(target) = self.in_memory(slot) {
             let way = self.published.as_ref().map(|table| table.begin_write(slot, key));
-            self.format.write_in_place(target, slot, key, value);
+            self.format.write_in_place(target, (slot, key), value, stamp);
             if let (Some(table), Some(way)) = (&self.published, way) {
                 table.end_write(way, slot, key, value.len());
             }
@@ -573,7 +588,7 @@ impl Region {
             Format::Headed => {
                 let used = HEADER_BYTES + value.len();
                 self.scratch.resize(used, 0);
-                encode(&mut self.scratch, key, value);
+                encode(&mut self.scratch, key, value, stamp);
                 device.write_at(&self.scratch, at)
             }
             Format::Aligned(direct) => direct.write(device, (slot, at), key, value),

@@ -27,8 +27,10 @@ pub const HEADER_BYTES: u64 = 4096;
 /// The first bytes of every tier file.
 pub const MAGIC: [u8; 16] = *b"tiercache tier\0\0";
 
-/// The layout version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The layout version this build writes and reads. Version 2 stamps each block with a
+/// sequence number and a dirty flag (`crate::block`); version 1 files are taken and rewritten
+/// (a tier of version 1 was never recovered, so nothing in one is lost).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// What a tier file's header records of its tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,8 +99,13 @@ fn lock(file: &File, path: &Path) -> Result<(), EngineError> {
 
 /// Opens (or creates) the tier file at `path` for a tier of `geometry`, sized to hold the
 /// header and every slot, locked, with a fresh header written. The returned handle holds the
-/// lock for as long as it lives; slot I/O may go through other handles of the same file.
-pub fn open(path: &Path, geometry: Geometry, overwrite: bool) -> Result<File, EngineError> {
+/// lock for as long as it lives; slot I/O may go through other handles of the same file. Also
+/// returns what the user should know (an older format's file rewritten).
+pub fn open(
+    path: &Path,
+    geometry: Geometry,
+    overwrite: bool,
+) -> Result<(File, Option<String>), EngineError> {
     let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
     let mut file = match OpenOptions::new().read(true).write(true).open(path) {
         Ok(file) => file,
@@ -112,12 +119,20 @@ pub fn open(path: &Path, geometry: Geometry, overwrite: bool) -> Result<File, En
         Err(e) => return Err(io("cannot open the tier file", e)),
     };
     lock(&file, path)?;
+    let mut note = None;
     match inspect(&mut file).map_err(|e| io("cannot read the tier file's header", e))? {
         Found::Empty | Found::Tier { version: FORMAT_VERSION } => {}
+        Found::Tier { version } if version < FORMAT_VERSION => {
+            note = Some(format!(
+                "{}: a tier file of format version {version}, from an older build; it is \
+                 rewritten in version {FORMAT_VERSION}",
+                path.display()
+            ));
+        }
         Found::Tier { version } => {
             let reason = format!(
-                "{} is a tier file of format version {version}; this build reads version \
-                 {FORMAT_VERSION} only",
+                "{} is a tier file of format version {version}, from a newer build; this \
+                 build reads version {FORMAT_VERSION} and older only",
                 path.display()
             );
             return Err(EngineError::config("tier path", reason));
@@ -136,7 +151,7 @@ pub fn open(path: &Path, geometry: Geometry, overwrite: bool) -> Result<File, En
     let bytes = HEADER_BYTES + geometry.slots * geometry.slot_bytes as u64;
     file.set_len(bytes).map_err(|e| io("cannot size the tier file", e))?;
     file.write_all_at(&geometry.encode(), 0).map_err(|e| io("cannot write the tier header", e))?;
-    Ok(file)
+    Ok((file, note))
 }
 
 #[cfg(test)]
@@ -157,7 +172,8 @@ mod tests {
     #[test]
     fn a_new_file_is_private_headed_and_reopened() {
         let path = scratch("new.tier");
-        let file = open(&path, GEOMETRY, false).unwrap();
+        let (file, note) = open(&path, GEOMETRY, false).unwrap();
+        assert_eq!(note, None);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(file.metadata().unwrap().len(), HEADER_BYTES + 4 * 4096);
@@ -185,10 +201,34 @@ mod tests {
     #[test]
     fn a_file_in_use_is_refused() {
         let path = scratch("busy.tier");
-        let held = open(&path, GEOMETRY, false).unwrap();
+        let (held, _) = open(&path, GEOMETRY, false).unwrap();
         let e = open(&path, GEOMETRY, false).unwrap_err().to_string();
         assert!(e.contains("busy.tier") && e.contains("in use"), "{e}");
         drop(held);
         open(&path, GEOMETRY, false).unwrap();
+    }
+
+    /// A header of format `version`, checksummed.
+    fn header_of_version(version: u32) -> Vec<u8> {
+        let mut header = GEOMETRY.encode().to_vec();
+        header[16..20].copy_from_slice(&version.to_le_bytes());
+        let crc = crate::block::crc32c(&header[..32]);
+        header[32..36].copy_from_slice(&crc.to_le_bytes());
+        header
+    }
+
+    #[test]
+    fn an_older_format_is_rewritten_and_a_newer_one_refused() {
+        let path = scratch("versions.tier");
+        std::fs::write(&path, header_of_version(1)).unwrap();
+        let (file, note) = open(&path, GEOMETRY, false).unwrap();
+        let note = note.expect("the user is told");
+        assert!(note.contains("versions.tier") && note.contains("version 1"), "{note}");
+        drop(file);
+        assert_eq!(&std::fs::read(&path).unwrap()[..40], &GEOMETRY.encode()[..]);
+        std::fs::write(&path, header_of_version(FORMAT_VERSION + 1)).unwrap();
+        let e = open(&path, GEOMETRY, false).unwrap_err().to_string();
+        assert!(e.contains("newer build"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), header_of_version(FORMAT_VERSION + 1));
     }
 }

@@ -597,3 +597,38 @@ fn read_handles_pin_their_block_until_dropped() {
         assert_eq!(cache.stats().checksum_failures, 0);
     }
 }
+
+/// Every block write is stamped with its shard's next sequence number, so among the copies of
+/// a key left on a file tier (an overwrite goes to a fresh slot, the old one is not erased),
+/// the newest one that checks out is the latest value: the rule recovery will apply.
+#[test]
+fn the_newest_stamped_copy_of_a_key_is_its_latest_value() {
+    use tiercache_engine::block::{decode, stamp_of, HEADER_BYTES as BLOCK_HEADER};
+    let path = scratch("stamped.tier");
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(TierKind::File { path: path.clone() })
+        .block_size(BLOCK)
+        .shards(1)
+        .capacity_bytes(32 * BLOCK as u64)
+        .build()
+        .unwrap();
+    for version in 1..=5 {
+        cache.put(3, &value(3, version)).unwrap();
+    }
+    cache.flush();
+    drop(cache);
+    let bytes = std::fs::read(&path).unwrap();
+    let slot_bytes = BLOCK + BLOCK_HEADER;
+    let mut copies: Vec<(u64, u64)> = bytes[HEADER_BYTES as usize..]
+        .chunks_exact(slot_bytes)
+        .filter_map(|slot| {
+            let value = decode(slot, 3).ok()?;
+            Some((stamp_of(slot).seq, version_of(3, value)))
+        })
+        .collect();
+    copies.sort_by_key(|(seq, _)| *seq);
+    assert!(copies.len() > 1, "an overwrite left the old copy: {copies:?}");
+    assert!(copies.windows(2).all(|w| w[0].0 < w[1].0), "distinct stamps: {copies:?}");
+    assert!(copies.windows(2).all(|w| w[0].1 < w[1].1), "newer stamp, newer value: {copies:?}");
+    assert_eq!(copies.last().unwrap().1, 5, "the newest copy is the latest value");
+}
