@@ -67,14 +67,6 @@ impl CachedFile {
         self
     }
 
-    fn backing_read(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
-        self.backing.read_at(buf, at)
-    }
-
-    fn backing_write(&self, data: &[u8], at: u64) -> io::Result<()> {
-        self.backing.write_at(data, at)
-    }
-
     pub fn cache(&self) -> &Cache {
         &self.cache
     }
@@ -111,7 +103,7 @@ impl CachedFile {
         // after a write, never half of each. Hits never wait.
         let load = |b: &mut [u8]| {
             let _turn = self.loader(block);
-            self.backing_read(b, at)
+            self.backing.read_at(b, at)
         };
         match self.cache.read_through(block, buf, load) {
             Ok(outcome) => Ok(outcome.len),
@@ -184,7 +176,8 @@ impl CachedFile {
             let _turn = self.writer(block);
             if n == bs {
                 let whole = &data[done..done + bs];
-                self.backing_write(whole, position)
+                self.backing
+                    .write_at(whole, position)
                     .map_err(|e| self.io_error("cannot write the backing file", e))?;
                 self.after_backing_write(block, whole)?;
                 done += n;
@@ -193,13 +186,15 @@ impl CachedFile {
             // A partial block: the rest of it comes from what is stored now.
             block_buf.resize(bs, 0);
             let valid = self
-                .backing_read(&mut block_buf, block * bs as u64)
+                .backing
+                .read_at(&mut block_buf, block * bs as u64)
                 .map_err(|e| self.io_error("cannot read the backing file", e))?;
             // Past the end of the file is a hole, and holes read as zeros.
             block_buf[valid.min(within)..within].fill(0);
             block_buf[within..within + n].copy_from_slice(&data[done..done + n]);
             let valid = valid.max(within + n);
-            self.backing_write(&data[done..done + n], position)
+            self.backing
+                .write_at(&data[done..done + n], position)
                 .map_err(|e| self.io_error("cannot write the backing file", e))?;
             self.after_backing_write(block, &block_buf[..valid])?;
             done += n;
