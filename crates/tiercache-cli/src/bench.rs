@@ -85,6 +85,11 @@ pub struct BenchArgs {
     /// (without it, such a file is refused and left as it was).
     #[arg(long)]
     pub force: bool,
+    /// What to do with the blocks a reused --slow-path or --flash-path holds: wipe (start
+    /// empty, the default for a benchmark), quiet (restart warm, dropping what fails its
+    /// checks) or strict (restart warm, or refuse to start on any damage).
+    #[arg(long, default_value = "wipe")]
+    pub recover: tiercache_engine::Recover,
     /// The replacement policy, optionally with controllers joined by '+': 'nhc+lru',
     /// 'obp:0.1+s3fifo', 'interference:0.1+lru' (the same specs as --nhc and --nvcache).
     #[arg(long, default_value = "lru")]
@@ -541,7 +546,8 @@ fn cached(
         .admission(AdmissionConfig::parse_chain(&args.admission)?)
         .tier(tier.clone())
         .capacity_bytes(tier_bytes)
-        .overwrite_foreign_files(args.force);
+        .overwrite_foreign_files(args.force)
+        .recover(args.recover);
     let nvcache = either(&policy.nvcache, &args.nvcache, "--nvcache")?;
     if let Some(spec) = nvcache {
         let config = tiercache_policy::nvcache::NvcacheConfig::parse(spec).context("--nvcache")?;
@@ -751,7 +757,7 @@ mod raw {
     use std::os::unix::fs::FileExt;
 
     use tiercache_engine::direct::AlignedBuf;
-    use tiercache_engine::tierfile::{self, Geometry};
+    use tiercache_engine::tierfile::{self, Geometry, Recover};
 
     use super::*;
 
@@ -788,8 +794,9 @@ mod raw {
                 // Direct I/O with aligned buffers, as the flash tier does (buffered where the
                 // file system refuses it, as there too).
                 // The same tier file as the cache's: made or taken only as it allows, locked.
-                let geometry = Geometry { slot_bytes: block as u32, slots };
-                let _locked = tierfile::open(path, geometry, args.force)?;
+                let geometry = raw_geometry(block, slots, 2);
+                // The run overwrites every slot: nothing in the file is kept.
+                let _locked = tierfile::open(path, geometry, args.force, Recover::Wipe)?;
                 let (file, warning) = tiercache_engine::direct::open_direct(path)?;
                 if let Some(w) = warning {
                     eprintln!("note: {w}");
@@ -818,6 +825,12 @@ mod raw {
         Ok(report(args, plan, "raw", label, reads, writes, seconds, None, None))
     }
 
+    /// The geometry a raw run's tier file records: headerless slots of one block, one shard.
+    fn raw_geometry(block: usize, slots: u64, kind: u32) -> Geometry {
+        let block = block as u32;
+        Geometry { slot_bytes: block, slots, block_size: block, shards: 1, chunks: 1, kind }
+    }
+
     /// Process memory or a mapped file, held open for the run.
     enum Memory {
         Dram(memmap2::MmapMut),
@@ -839,8 +852,8 @@ mod raw {
             Ok(match tier {
                 TierKind::Mapped { path } => {
                     let slots = bytes / block as u64;
-                    let geometry = Geometry { slot_bytes: block as u32, slots };
-                    let (file, _older_format_rewritten) = tierfile::open(path, geometry, force)?;
+                    let geometry = raw_geometry(block, slots, 1);
+                    let file = tierfile::open(path, geometry, force, Recover::Wipe)?.file;
                     // SAFETY: the file is locked for this run; nothing else maps it.
                     let mapping = unsafe {
                         memmap2::MmapOptions::new()

@@ -21,6 +21,11 @@
 pub const HEADER_BYTES: usize = 32;
 const MAGIC: u32 = u32::from_le_bytes(*b"TCB2");
 
+/// The magic of a slot whose block was dropped (evicted, invalidated, moved away, or found
+/// stale at recovery): a freed slot is marked so, so that recovery never brings back a block
+/// the cache had let go of, whose data the backing device may since have changed.
+pub const FREE: [u8; 4] = *b"TCB0";
+
 /// Flag bit: the block is dirty (newer than the backing device's copy).
 const DIRTY: u32 = 1;
 
@@ -96,6 +101,30 @@ pub fn stamp_of(slot: &[u8]) -> Stamp {
     Stamp { seq, dirty: flags & DIRTY != 0 }
 }
 
+/// What recovery finds in a slot of a mapped or file tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// Never written (zeros) or freed ([`FREE`]).
+    Empty,
+    /// A whole block: its key, value length and stamp.
+    Block { key: u64, len: u32, stamp: Stamp },
+    /// Neither: a block that fails its checks (a torn or partial write, flipped bits).
+    Damaged(BlockFault),
+}
+
+/// Looks at a slot's bytes as recovery does.
+pub fn inspect(slot: &[u8]) -> Found {
+    let magic: [u8; 4] = slot[..4].try_into().expect("4 bytes");
+    if magic == [0; 4] || magic == FREE {
+        return Found::Empty;
+    }
+    let key = u64::from_le_bytes(slot[8..16].try_into().expect("8 bytes"));
+    match decode(slot, key) {
+        Ok(value) => Found::Block { key, len: value.len() as u32, stamp: stamp_of(slot) },
+        Err(fault) => Found::Damaged(fault),
+    }
+}
+
 /// Writes header and value into `slot` (which is `HEADER_BYTES + capacity` long).
 pub fn encode(slot: &mut [u8], key: u64, value: &[u8], stamp: Stamp) {
     assert!(HEADER_BYTES + value.len() <= slot.len(), "value larger than its slot");
@@ -144,6 +173,24 @@ mod tests {
         assert_eq!(crc32c(&long), !reference);
         let (head, tail) = long.split_at(16);
         assert_eq!(crc32c_parts(head, tail), !reference);
+    }
+
+    #[test]
+    fn recovery_tells_empty_whole_and_damaged_slots_apart() {
+        let mut slot = vec![0u8; HEADER_BYTES + 16];
+        assert_eq!(inspect(&slot), Found::Empty);
+        let stamp = Stamp { seq: 7, dirty: false };
+        encode(&mut slot, 9, b"value", stamp);
+        assert_eq!(inspect(&slot), Found::Block { key: 9, len: 5, stamp });
+        let mut torn = slot.clone();
+        torn[HEADER_BYTES + 2] ^= 0x40;
+        assert_eq!(inspect(&torn), Found::Damaged(BlockFault::Checksum));
+        // A flipped bit in the magic is damage too, not a free slot.
+        let mut flipped = slot.clone();
+        flipped[1] ^= 1;
+        assert_eq!(inspect(&flipped), Found::Damaged(BlockFault::Magic));
+        slot[..4].copy_from_slice(&FREE);
+        assert_eq!(inspect(&slot), Found::Empty);
     }
 
     #[test]

@@ -16,7 +16,8 @@ use crate::direct::DIRECT_ALIGN;
 use crate::error::EngineError;
 use crate::latency;
 use crate::shard::Shard;
-use crate::store::{Medium, TierKind};
+use crate::store::{Layout, Medium, TierKind};
+use crate::tierfile::{Previous, Recover};
 
 /// Most shards a cache may have.
 pub const SHARDS_MAX: usize = 4096;
@@ -70,6 +71,7 @@ pub struct CacheBuilder {
     mode: Option<CasConfig>,
     overwrite_foreign_files: bool,
     scrub_rate: u64,
+    recover: Recover,
 }
 
 /// Wraps a tier's device in another (see [`CacheBuilder::wrap_tier`]).
@@ -106,7 +108,17 @@ impl CacheBuilder {
             mode: None,
             overwrite_foreign_files: false,
             scrub_rate: crate::scrub::DEFAULT_RATE,
+            recover: Recover::Quiet,
         }
+    }
+
+    /// What to do with the blocks a reused tier file holds (mapped and file tiers; see
+    /// `docs/DURABILITY.md`): keep every block that checks out (`Quiet`, the default: the
+    /// cache restarts warm), refuse to start on any damage (`Strict`), or start empty
+    /// (`Wipe`). A tier file of another geometry is an error unless wiped.
+    pub fn recover(mut self, recover: Recover) -> Self {
+        self.recover = recover;
+        self
     }
 
     /// Bytes per second the scrubber of a mapped upper tier reads (see [`crate::scrub`]):
@@ -523,24 +535,87 @@ impl CacheBuilder {
         Ok(stack.build()?)
     }
 
+    /// Takes back the blocks of the tiers whose files held a tier of this geometry (mapped and
+    /// file tiers without size classes; others start empty, with a note), shard by shard.
+    fn recover_blocks(
+        &self,
+        media: &[Medium],
+        shards: &mut [Shard],
+    ) -> Result<Option<crate::cache::Recovery>, EngineError> {
+        let started = std::time::Instant::now();
+        let mut tiers = Vec::new();
+        let mut recovery = crate::cache::Recovery::default();
+        for (t, medium) in media.iter().enumerate() {
+            let Previous::Tier { backing, state, short } = medium.previous else { continue };
+            let path = medium.path().expect("a tier file");
+            let recoverable =
+                matches!(medium.kind(), TierKind::Mapped { .. } | TierKind::File { .. })
+                    && self.size_classes == 1;
+            if !recoverable {
+                recovery.notes.push(format!(
+                    "{}: this tier's blocks are not recovered yet (flash needs the metadata \
+                     journal, size classes a page map), so it starts empty",
+                    path.display()
+                ));
+                continue;
+            }
+            recovery.backing = recovery.backing.or(backing);
+            recovery.clean &= state == crate::tierfile::State::Clean;
+            if short {
+                recovery.notes.push(format!(
+                    "{}: the tier file was shorter than its tier; the missing slots read as empty",
+                    path.display()
+                ));
+            }
+            tiers.push((t, path));
+        }
+        if tiers.is_empty() {
+            return Ok(None);
+        }
+        let bits = self.shards.trailing_zeros();
+        let indices: Vec<usize> = tiers.iter().map(|(t, _)| *t).collect();
+        let scans = shards
+            .iter_mut()
+            .enumerate()
+            .map(|(i, shard)| shard.scan(&indices, |key| crate::cache::shard_index(key, bits) == i))
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.recover == Recover::Strict {
+            // Refused before anything is changed.
+            let damaged = shards.iter().zip(&scans).filter_map(|(s, scan)| s.first_damage(scan));
+            if let Some((t, at, what)) = damaged.clone().next() {
+                let what = format!(
+                    "the slot at byte {at} fails its checks ({what}); {} shards have damage",
+                    damaged.count()
+                );
+                let path = tiers.iter().find(|(i, _)| *i == t).expect("scanned").1;
+                return Err(EngineError::Damaged { path: path.to_path_buf(), what });
+            }
+        }
+        for (shard, scan) in shards.iter_mut().zip(scans) {
+            shard.restore(scan)?;
+        }
+        recovery.seconds = started.elapsed().as_secs_f64();
+        Ok(Some(recovery))
+    }
+
     pub fn build(mut self) -> Result<Cache, EngineError> {
         let per_shard = self.validate()?;
         let mut wrappers = std::mem::take(&mut self.wrappers);
-        let media: Vec<Medium> = self
+        let mut media: Vec<Medium> = self
             .tiers
             .iter()
             .zip(&per_shard)
             .enumerate()
             .map(|(i, (tier, n))| {
-                let slot_bytes = tier.kind.slot_bytes(self.block_size, self.chunks());
-                let slots = self.medium_slots(tier, *n);
-                let mut medium = Medium::open(
-                    &tier.kind,
-                    slots,
-                    slot_bytes,
-                    self.chunks(),
-                    self.overwrite_foreign_files,
-                )?;
+                let layout = Layout {
+                    slots: self.medium_slots(tier, *n),
+                    slot_bytes: tier.kind.slot_bytes(self.block_size, self.chunks()),
+                    chunks: self.chunks(),
+                    block_size: self.block_size,
+                    shards: self.shards,
+                };
+                let mut medium =
+                    Medium::open(&tier.kind, layout, self.overwrite_foreign_files, self.recover)?;
                 for (_, wrapper) in wrappers.extract_if(.., |(t, _)| *t == i) {
                     medium.wrap(wrapper);
                 }
@@ -605,6 +680,11 @@ impl CacheBuilder {
             }
             shards.push(shard);
         }
+        let recovery = self.recover_blocks(&media, &mut shards)?;
+        // From here on blocks are written: the tier files say a cache has them open.
+        for medium in &mut media {
+            medium.begin()?;
+        }
         let timed = self.tiers.iter().any(|t| t.policy.uses_time());
         let measured = self.measured();
         let tick_every = match (self.worker_off, self.tick_every, timed) {
@@ -628,7 +708,8 @@ impl CacheBuilder {
                 log: crate::optimistic::HitLog::new(self.shards),
             }),
         };
-        let core = CacheCore::new(shards, media, settings);
+        let mut core = CacheCore::new(shards, media, settings);
+        core.recovery = recovery;
         Ok(Cache::start(core, tick_every, writers, self.scrub_rate))
     }
 }

@@ -25,6 +25,7 @@ use crate::scrub::{Scrub, ScrubCounts};
 use crate::shard::{Served, Shard};
 use crate::stats::{Stats, StatsSnapshot};
 use crate::store::Medium;
+use crate::tierfile::Backing;
 
 /// What a read did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +115,11 @@ impl Drop for Cache {
         for writer in self.writers.drain(..) {
             // A panic in a writer is a bug that already printed; shutting down goes on.
             let _ = writer.join();
+        }
+        if let Err(e) = self.core.close_clean() {
+            // Nothing to return it to: the tiers stay marked open, and the next start checks
+            // every block as after a crash.
+            eprintln!("tiercache: the cache did not stop cleanly: {e}");
         }
     }
 }
@@ -209,14 +215,52 @@ impl Cache {
     }
 }
 
+/// The shard of `key` in a cache of `1 << bits` shards.
+#[inline]
+pub(crate) fn shard_index(key: Key, bits: u32) -> usize {
+    let mixed = (key ^ (key >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    if bits == 0 {
+        0
+    } else {
+        (mixed >> (64 - bits)) as usize
+    }
+}
+
+/// What a cache found on its tiers when it opened (see [`CacheBuilder::recover`]); the blocks
+/// counted are in [`StatsSnapshot`] (`recovered`, `recovery_damaged`, `recovery_stale`,
+/// `recovery_declined`).
+///
+/// [`CacheBuilder::recover`]: crate::CacheBuilder::recover
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Recovery {
+    /// Seconds the scan and the restore took.
+    pub seconds: f64,
+    /// Whether every recovered tier had been stopped cleanly (everything synced).
+    pub clean: bool,
+    /// The backing file the recovered blocks belong to, if a `CachedFile` recorded one.
+    #[serde(skip)]
+    pub backing: Option<crate::tierfile::Backing>,
+    /// What the user should know (tiers not recovered, short files).
+    pub notes: Vec<String>,
+}
+
+impl Default for Recovery {
+    fn default() -> Recovery {
+        Recovery { seconds: 0.0, clean: true, backing: None, notes: Vec::new() }
+    }
+}
+
 /// The shared part of a cache: its shards and settings. Used through [`Cache`].
 pub struct CacheCore {
     shards: Box<[ShardLock]>,
     shard_bits: u32,
     block_size: usize,
     clock: Arc<dyn Clock>,
-    /// Holds the tiers' files and mappings open for the shards' regions.
-    _media: Vec<Medium>,
+    /// Holds the tiers' files and mappings open for the shards' regions; locked to sync them
+    /// and to rewrite their superblocks.
+    media: Mutex<Vec<Medium>>,
+    /// What the cache found on its tiers when it opened, if any tier held blocks.
+    pub(crate) recovery: Option<Recovery>,
     record_latency: bool,
     /// Whether any tier's policy reads request times.
     timed: bool,
@@ -300,7 +344,8 @@ impl CacheCore {
             shard_bits,
             block_size: settings.block_size,
             clock: settings.clock,
-            _media: media,
+            media: Mutex::new(media),
+            recovery: None,
             record_latency: settings.record_latency,
             timed: settings.timed,
             meter: settings.meter.map(Mutex::new),
@@ -410,12 +455,7 @@ impl CacheCore {
     }
 
     fn shard_of(&self, key: Key) -> usize {
-        let mixed = (key ^ (key >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        if self.shard_bits == 0 {
-            0
-        } else {
-            (mixed >> (64 - self.shard_bits)) as usize
-        }
+        shard_index(key, self.shard_bits)
     }
 
     /// Locks a shard. Hits served without the lock and not yet told to its policy are told
@@ -681,9 +721,61 @@ impl CacheCore {
         shard.apply(key, None).expect("dropping a block does no I/O");
     }
 
-    /// What the user should know about how the tiers run (fallbacks taken), once each.
+    /// What the user should know about how the tiers run (fallbacks taken, tiers not
+    /// recovered), once each.
     pub fn warnings(&self) -> Vec<String> {
-        self._media.iter().flat_map(|m| m.warnings.iter().cloned()).collect()
+        let media = self.media();
+        let notes = self.recovery.iter().flat_map(|r| r.notes.iter().cloned());
+        media.iter().flat_map(|m| m.warnings.iter().cloned()).chain(notes).collect()
+    }
+
+    fn media(&self) -> MutexGuard<'_, Vec<Medium>> {
+        self.media.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What the cache found on its tiers when it opened, if a tier file held blocks: how long
+    /// recovery took and whether the cache before it had stopped cleanly. The blocks counted
+    /// are in [`stats`](Self::stats).
+    pub fn recovery(&self) -> Option<&Recovery> {
+        self.recovery.as_ref()
+    }
+
+    /// Makes every block written and dropped so far durable on the persistent tiers (waits for
+    /// the blocks written behind, then `msync` or `fdatasync`s each tier): after a crash, the
+    /// cache reopens with these blocks, and with none it had dropped.
+    pub fn sync(&self) -> Result<(), EngineError> {
+        self.flush();
+        self.media().iter().try_for_each(Medium::sync)
+    }
+
+    /// Records `backing` (at `path`) as the file whose blocks the cache holds, in every tier
+    /// file's superblock. Refused if the cache recovered blocks of another file: serving them
+    /// as this one's would return another file's data.
+    pub(crate) fn attach_backing(
+        &self,
+        backing: Backing,
+        path: &std::path::Path,
+    ) -> Result<(), EngineError> {
+        let recovered = self.recovery.as_ref().filter(|_| self.stats().recovered > 0);
+        let mut media = self.media();
+        if let Some(found) = recovered.map(|r| r.backing).filter(|b| *b != Some(backing)) {
+            let tier = media.iter().find_map(|m| m.path()).expect("a tier file was recovered");
+            return Err(EngineError::Mismatch {
+                path: tier.to_path_buf(),
+                found: match found {
+                    Some(other) => format!("blocks of the backing file at {other}"),
+                    None => "blocks of no backing file (put through the cache directly)".into(),
+                },
+                wanted: format!("{} ({backing}) behind it", path.display()),
+            });
+        }
+        media.iter_mut().try_for_each(|m| m.set_backing(Some(backing)))
+    }
+
+    /// A clean stop's last step: every tier synced, then marked clean.
+    fn close_clean(&self) -> Result<(), EngineError> {
+        self.flush();
+        self.media().iter_mut().try_for_each(Medium::close_clean)
     }
 
     /// Read and write latency over all shards; `None` unless built with `record_latency`.

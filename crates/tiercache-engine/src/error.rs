@@ -12,6 +12,12 @@ pub enum EngineError {
     Io { path: PathBuf, action: &'static str, source: std::io::Error },
     #[error("value of {len} bytes is larger than the block size of {block_size} bytes")]
     TooLarge { len: usize, block_size: usize },
+    /// A tier file made for another cache: another geometry, or another backing file.
+    #[error("{}: the tier file holds {found}, and this cache has {wanted}; open it as it was made, or start the cache empty (recover = wipe)", path.display())]
+    Mismatch { path: PathBuf, found: String, wanted: String },
+    /// Damage that `recover = strict` refuses to start on.
+    #[error("{}: {what} (recover = strict refuses to start on damage: quiet drops what fails its checks, wipe starts empty)", path.display())]
+    Damaged { path: PathBuf, what: String },
     #[error(transparent)]
     Policy(#[from] tiercache_policy::PolicyError),
 }

@@ -29,6 +29,7 @@ use tiercache_policy::cas::CacheMode;
 use crate::cache::Cache;
 use crate::device::{Device, Emulated, FileDevice};
 use crate::error::EngineError;
+use crate::tierfile::Backing;
 
 const WRITER_STRIPES: usize = 256;
 
@@ -42,19 +43,23 @@ pub struct CachedFile {
 }
 
 impl CachedFile {
-    /// Opens an existing backing file (read and write) behind `cache`.
+    /// Opens an existing backing file (read and write) behind `cache`. The tier files record
+    /// which file their blocks are copies of: a cache that recovered blocks of another file is
+    /// refused (an error naming both), since it would serve that file's data as this one's.
     pub fn open(path: &Path, cache: Cache) -> Result<CachedFile, EngineError> {
-        let backing = OpenOptions::new().read(true).write(true).open(path).map_err(|source| {
-            EngineError::Io {
-                path: path.to_path_buf(),
-                action: "cannot open the backing file",
-                source,
-            }
-        })?;
+        let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
+        let backing = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| io("cannot open the backing file", e))?;
+        let identity = Backing::of(&backing).map_err(|e| io("cannot stat the backing file", e))?;
+        cache.attach_backing(identity, path)?;
         Ok(CachedFile::over(Arc::new(FileDevice::new(backing, path)), cache))
     }
 
-    /// Puts `backing`, any device, behind `cache`.
+    /// Puts `backing`, any device, behind `cache`. Nothing checks that blocks the cache
+    /// recovered are `backing`'s: the caller vouches for it (`open` checks a file's identity).
     pub fn over(backing: Arc<dyn Device>, cache: Cache) -> CachedFile {
         let writers = (0..WRITER_STRIPES).map(|_| RwLock::new(())).collect();
         CachedFile { cache, backing, writers }
@@ -89,9 +94,10 @@ impl CachedFile {
         Ok(self.len()? == 0)
     }
 
-    /// Makes acknowledged writes durable on the backing file.
+    /// Makes acknowledged writes durable: the cache's tiers first (so no block it dropped
+    /// comes back after a crash, stale), then the backing file.
     pub fn sync(&self) -> Result<(), EngineError> {
-        self.cache.flush();
+        self.cache.sync()?;
         self.backing.sync().map_err(|e| self.io_error("cannot sync the backing file", e))
     }
 

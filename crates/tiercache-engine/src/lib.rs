@@ -68,11 +68,12 @@ pub mod tierfile;
 #[cfg(not(loom))]
 pub use {
     builder::{CacheBuilder, TierSpec},
-    cache::{BlockRef, Cache, CacheCore, PutOutcome, ReadOutcome},
+    cache::{BlockRef, Cache, CacheCore, PutOutcome, ReadOutcome, Recovery},
     clock::{Clock, ManualClock, MonotonicClock},
     error::EngineError,
     file::CachedFile,
     latency::{LatencySnapshot, Percentiles},
     stats::StatsSnapshot,
     store::TierKind,
+    tierfile::Recover,
 };

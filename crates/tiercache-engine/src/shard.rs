@@ -76,6 +76,15 @@ impl Space {
         Some(page)
     }
 
+    /// Takes `held` (pages of blocks recovered) out of the free pages, before any is handed
+    /// out (pages unsplit, without size classes).
+    fn claim(&mut self, held: &[u32]) {
+        for &page in held {
+            self.live[page as usize] = 1;
+        }
+        self.pages.retain(|&page| self.live[page as usize] == 0);
+    }
+
     /// Returns a slot no read holds any more.
     fn give_back(&mut self, region: &Region, slot: u32) {
         let page = slot / region.chunks();
@@ -115,14 +124,30 @@ impl Tier {
 
     /// Returns a slot to the free list, or, while reads hold it, marks it to return when they
     /// end: a slot is never rewritten under a running read.
-    fn free_slot(&mut self, slot: u32, key: Key) {
+    fn free_slot(&mut self, slot: u32, key: Key, stats: &mut Stats) {
         self.region.vacate(slot, key);
         let pins = &mut self.pins[slot as usize];
         if *pins > 0 {
             *pins |= ZOMBIE;
         } else {
-            self.space.give_back(&self.region, slot);
+            self.give_back(slot, stats);
         }
+    }
+
+    /// Marks a slot found at recovery, and never claimed, free on the medium.
+    fn give_back_unused(&mut self, slot: u32, stats: &mut Stats) {
+        if self.region.erase(slot).is_err() {
+            stats.erase_errors += 1;
+        }
+    }
+
+    /// Marks a slot free on the medium (so recovery never brings its block back) and returns
+    /// it to the free list.
+    fn give_back(&mut self, slot: u32, stats: &mut Stats) {
+        if self.region.erase(slot).is_err() {
+            stats.erase_errors += 1;
+        }
+        self.space.give_back(&self.region, slot);
     }
 
     /// Whether one more slot may be pinned: every pinned slot may be freed while pinned, and
@@ -140,7 +165,7 @@ impl Tier {
     }
 
     /// Releases a pin (of an unlocked read or write, or a read handle).
-    fn unpin(&mut self, slot: u32) {
+    fn unpin(&mut self, slot: u32, stats: &mut Stats) {
         let pins = &mut self.pins[slot as usize];
         *pins -= 1;
         if *pins & !ZOMBIE == 0 {
@@ -148,9 +173,27 @@ impl Tier {
         }
         if *pins == ZOMBIE {
             *pins = 0;
-            self.space.give_back(&self.region, slot);
+            self.give_back(slot, stats);
         }
     }
+}
+
+/// A whole block found by a recovery scan.
+struct Copy {
+    seq: u64,
+    key: Key,
+    tier: usize,
+    slot: u32,
+    len: u32,
+    dirty: bool,
+}
+
+/// What a recovery scan found on a shard's tiers ([`Shard::scan`]).
+#[derive(Default)]
+pub struct Scanned {
+    copies: Vec<Copy>,
+    /// Tier, slot and what is wrong.
+    damaged: Vec<(usize, u32, String)>,
 }
 
 /// A hit held for a read handle.
@@ -315,12 +358,12 @@ impl Shard {
         if place.staged {
             self.staging.remove(&key);
         }
-        self.tiers[place.tier as usize].free_slot(place.slot, key);
+        self.tiers[place.tier as usize].free_slot(place.slot, key, &mut self.stats);
     }
 
     /// Releases a pin (of an unlocked read or write, or a read handle).
     pub fn unpin(&mut self, tier: usize, slot: u32) {
-        self.tiers[tier].unpin(slot);
+        self.tiers[tier].unpin(slot, &mut self.stats);
     }
 
     /// Overwrites a resident key's block: in place on memory tiers; into a fresh slot on file
@@ -338,7 +381,7 @@ impl Shard {
             || !same_class
         {
             place.slot = self.allocate(TierId(old.tier), class, key);
-            self.tiers[tier].free_slot(old.slot, key);
+            self.tiers[tier].free_slot(old.slot, key, &mut self.stats);
         }
         if old.staged {
             self.staging.remove(&key);
@@ -558,7 +601,7 @@ impl Shard {
             }
             self.scratch = scratch;
         }
-        self.tiers[from.index()].free_slot(old.slot, key);
+        self.tiers[from.index()].free_slot(old.slot, key, &mut self.stats);
         self.places.insert(key, new);
         Ok(good)
     }
@@ -613,7 +656,7 @@ impl Shard {
             self.staging.remove(&key);
         }
         self.tiers[tier].region.end_write(place.slot, staged, result.is_ok());
-        self.tiers[tier].unpin(place.slot);
+        self.tiers[tier].unpin(place.slot, &mut self.stats);
         match result {
             Ok(()) if current => {
                 self.places.insert(key, Place { staged: false, ..place });
@@ -714,7 +757,7 @@ impl Shard {
     ) -> Option<usize> {
         let tier = place.tier as usize;
         self.tiers[tier].region.end_read(read);
-        self.tiers[tier].unpin(place.slot);
+        self.tiers[tier].unpin(place.slot, &mut self.stats);
         match result {
             Ok(len) => {
                 self.stats.bytes_read += len as u64;
@@ -762,6 +805,98 @@ impl Shard {
                 None
             }
         }
+    }
+
+    /// Reads the tiers `tiers` (mapped and file tiers of this geometry) as a cache opening
+    /// over them does, changing nothing: every whole block, and every slot that fails its
+    /// checks. `belongs` says whether a key is this shard's: a block of another shard's key
+    /// was misdirected, and counts as damage.
+    pub fn scan(
+        &mut self,
+        tiers: &[usize],
+        belongs: impl Fn(Key) -> bool,
+    ) -> Result<Scanned, EngineError> {
+        use crate::block::Found;
+        let mut scanned = Scanned::default();
+        for &t in tiers {
+            self.tiers[t].region.scan(|slot, found| match found {
+                Found::Empty => {}
+                Found::Block { key, len, stamp } if belongs(key) => scanned.copies.push(Copy {
+                    seq: stamp.seq,
+                    key,
+                    tier: t,
+                    slot,
+                    len,
+                    dirty: stamp.dirty,
+                }),
+                Found::Block { key, .. } => scanned.damaged.push((
+                    t,
+                    slot,
+                    format!("a block of key {key}, not this shard's"),
+                )),
+                Found::Damaged(fault) => {
+                    scanned.damaged.push((t, slot, format!("{fault:?}").to_lowercase()))
+                }
+            })?;
+        }
+        Ok(scanned)
+    }
+
+    /// The first damaged slot `scanned` found, if any: its tier, byte offset and what is wrong.
+    pub fn first_damage(&self, scanned: &Scanned) -> Option<(usize, u64, String)> {
+        let (t, slot, what) = scanned.damaged.first()?;
+        Some((*t, self.tiers[*t].region.offset_of(*slot), what.clone()))
+    }
+
+    /// Takes back what [`scan`](Self::scan) found: the newest whole copy of each key is told to
+    /// the policy, oldest first, and kept where it lies if the policy takes it; older copies,
+    /// blocks the policy declines and damaged slots are marked free. The shard's sequence
+    /// restarts above every number found.
+    pub fn restore(&mut self, scanned: Scanned) -> Result<(), EngineError> {
+        let Scanned { mut copies, damaged } = scanned;
+        for (t, slot, _) in damaged {
+            self.stats.recovery_damaged += 1;
+            self.tiers[t].give_back_unused(slot, &mut self.stats);
+        }
+        self.seq = copies.iter().map(|c| c.seq).max().unwrap_or(0);
+        // The newest copy of each key wins; older ones are freed.
+        copies.sort_unstable_by_key(|c| std::cmp::Reverse(c.seq));
+        let mut newest = KeyMap::default();
+        copies.retain(|c| {
+            let first = newest.insert(c.key, ()).is_none();
+            if !first {
+                self.stats.recovery_stale += 1;
+                self.tiers[c.tier].give_back_unused(c.slot, &mut self.stats);
+            }
+            first
+        });
+        copies.reverse();
+        for t in 0..self.tiers.len() {
+            let held: Vec<u32> = copies.iter().filter(|c| c.tier == t).map(|c| c.slot).collect();
+            self.tiers[t].space.claim(&held);
+        }
+        let size = self.block_size;
+        for copy in copies {
+            self.decision.clear();
+            let tier = TierId(copy.tier as u8);
+            if !self.policy.restore(copy.key, size, tier, copy.dirty, &mut self.decision) {
+                // Dirty data is never dropped: a policy that cannot keep it is a bug.
+                assert!(!copy.dirty, "the policy declined dirty key {}", copy.key);
+                self.stats.recovery_declined += 1;
+                self.tiers[copy.tier].give_back(copy.slot, &mut self.stats);
+                continue;
+            }
+            self.places.insert(copy.key, Place::new(copy.tier as u8, copy.slot));
+            self.tiers[copy.tier].region.republish(copy.slot, copy.key, copy.len as usize);
+            // Room the policy made (a policy whose capacity is less than its tier's slots):
+            // earlier blocks go.
+            self.apply(copy.key, None)?;
+        }
+        // Nothing else has run on the shard: what it holds was recovered, and what the policy
+        // evicted to make room was not kept.
+        self.stats.recovered = self.places.len() as u64;
+        self.stats.recovery_declined += std::mem::take(&mut self.stats.evictions);
+        Ok(())
     }
 
     /// Publishes the upper tier's slots for hits served without the lock; see

@@ -94,5 +94,10 @@ counters! {
     fill_misses: "Reads of a block still being filled by another reader; served as misses.",
     io_errors: "Tier reads that failed; served as misses.",
     space_evictions: "Blocks dropped to empty a page for another size class (the policy is told).",
+    erase_errors: "Dropped blocks whose slot could not be marked free on a file tier: until the slot is reused, a recovery after a crash could bring the old block back.",
+    recovered: "Blocks found on the persistent tiers when the cache opened, and kept (a warm restart).",
+    recovery_damaged: "Slots found failing their checks when the cache opened (torn writes, flipped bits); dropped.",
+    recovery_stale: "Older copies of a key found when the cache opened, behind a newer one; dropped.",
+    recovery_declined: "Blocks found when the cache opened that the policy did not take back (no room, or a policy that does not restore); dropped.",
     writes_dropped: "Writes acknowledged but not applied. Always 0: a write the policy declines is counted in rejections.",
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::atomic_bytes;
-use crate::block::{copy_value, decode, encode, BlockFault, Stamp, HEADER_BYTES};
+use crate::block::{copy_value, decode, encode, BlockFault, Found, Stamp, HEADER_BYTES};
 use crate::device::{read_exact_at, Device, FileDevice, MemoryDevice};
 use crate::direct::{open_direct, AlignedBuf, DirectSlots};
 use crate::error::EngineError;
@@ -78,35 +78,64 @@ pub struct Medium {
     /// Chunks a page may be split into (1 without size classes).
     chunks: u32,
     /// What the user should know about how the medium runs (a fallback taken, an older
-    /// format's file rewritten).
+    /// format's file emptied).
     pub warnings: Vec<String>,
-    /// The tier file, locked for this cache while the medium lives (`tierfile`).
-    _locked: Option<File>,
+    /// The tier file, locked for this cache while the medium lives (`tierfile`), and its
+    /// superblock as last written.
+    file: Option<(File, PathBuf, tierfile::Superblock)>,
+    /// What the tier file held when it was opened.
+    pub previous: tierfile::Previous,
     /// Bytes before the first slot: the tier file's header.
     base: u64,
 }
 
+/// How a cache lays its tiers out, as a tier file's superblock records it.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    pub slots: u64,
+    pub slot_bytes: usize,
+    pub chunks: u32,
+    pub block_size: usize,
+    pub shards: usize,
+}
+
 impl Medium {
     /// Opens the tier: DRAM is allocated; a mapped, file or flash tier's file is made or taken
-    /// as `tierfile` allows (a foreign file only when `overwrite`), locked, and sized.
+    /// as `tierfile` allows (a foreign file only when `overwrite`; its blocks kept for recovery
+    /// as `recover` says), locked, and sized.
     pub fn open(
         kind: &TierKind,
-        slots: u64,
-        slot_bytes: usize,
-        chunks: u32,
+        layout: Layout,
         overwrite: bool,
+        recover: tierfile::Recover,
     ) -> Result<Medium, EngineError> {
+        let Layout { slots, slot_bytes, chunks, .. } = layout;
         let bytes = slots * slot_bytes as u64;
         let mut warnings = Vec::new();
-        let geometry = tierfile::Geometry { slot_bytes: slot_bytes as u32, slots };
-        let locked = match kind {
+        let geometry = tierfile::Geometry {
+            slot_bytes: slot_bytes as u32,
+            slots,
+            block_size: layout.block_size as u32,
+            shards: layout.shards as u32,
+            chunks,
+            kind: match kind {
+                TierKind::Dram => 0,
+                TierKind::Mapped { .. } => 1,
+                TierKind::File { .. } => 2,
+                TierKind::Flash { .. } => 3,
+            },
+        };
+        let mut previous = tierfile::Previous::Nothing;
+        let file = match kind {
             TierKind::Dram => None,
             TierKind::Mapped { path } | TierKind::File { path } | TierKind::Flash { path } => {
-                let (file, note) = tierfile::open(path, geometry, overwrite)?;
-                warnings.extend(note);
-                Some(file)
+                let opened = tierfile::open(path, geometry, overwrite, recover)?;
+                warnings.extend(opened.note);
+                previous = opened.previous;
+                Some((opened.file, path.clone(), opened.superblock))
             }
         };
+        let locked = file.as_ref().map(|(file, _, _)| file);
         let device: Arc<dyn Device> = match kind {
             TierKind::Dram => {
                 // Anonymous memory, page-aligned, touched only through raw slot slices so a
@@ -131,7 +160,7 @@ impl Medium {
                 Arc::new(FileDevice::new(file, path))
             }
             TierKind::Mapped { path } => {
-                let file = locked.as_ref().expect("a tier file");
+                let file = locked.expect("a tier file");
                 let length = (tierfile::HEADER_BYTES + bytes) as usize;
                 let mapping = MmapOptions::new().len(length).map_raw(file).map_err(|source| {
                     EngineError::Io {
@@ -143,13 +172,12 @@ impl Medium {
                 Arc::new(MemoryDevice::mapped(mapping, path))
             }
             TierKind::File { path } => {
-                let file = locked.as_ref().expect("a tier file").try_clone().map_err(|source| {
-                    EngineError::Io {
+                let file =
+                    locked.expect("a tier file").try_clone().map_err(|source| EngineError::Io {
                         path: path.clone(),
                         action: "cannot open the tier file",
                         source,
-                    }
-                })?;
+                    })?;
                 Arc::new(FileDevice::new(file, path))
             }
         };
@@ -160,9 +188,59 @@ impl Medium {
             slot_bytes,
             chunks,
             warnings,
-            _locked: locked,
+            file,
+            previous,
             base,
         })
+    }
+
+    pub fn kind(&self) -> &TierKind {
+        &self.kind
+    }
+
+    /// Makes every block write and free mark so far durable (`msync` of a mapped tier,
+    /// `fdatasync` of a file or flash tier).
+    pub fn sync(&self) -> Result<(), EngineError> {
+        self.device.sync().map_err(|source| EngineError::Io {
+            path: self.device.path().to_path_buf(),
+            action: "cannot sync the tier",
+            source,
+        })
+    }
+
+    /// Rewrites the superblock (synced) with `change` applied.
+    fn rewrite(
+        &mut self,
+        change: impl FnOnce(&mut tierfile::Superblock),
+    ) -> Result<(), EngineError> {
+        let Some((file, path, superblock)) = &mut self.file else { return Ok(()) };
+        change(superblock);
+        tierfile::write_superblock(file, path, superblock)
+    }
+
+    /// Records the backing file whose blocks the tier holds.
+    pub fn set_backing(&mut self, backing: Option<tierfile::Backing>) -> Result<(), EngineError> {
+        if self.file.as_ref().is_some_and(|(_, _, s)| s.backing == backing) {
+            return Ok(());
+        }
+        self.rewrite(|superblock| superblock.backing = backing)
+    }
+
+    /// Marks the tier file open (synced), before the first block of this run is written: a
+    /// crash from here on leaves it open.
+    pub fn begin(&mut self) -> Result<(), EngineError> {
+        self.rewrite(|superblock| superblock.state = tierfile::State::Open)
+    }
+
+    /// Ends a clean stop: every block is synced, then the superblock says clean.
+    pub fn close_clean(&mut self) -> Result<(), EngineError> {
+        self.sync()?;
+        self.rewrite(|superblock| superblock.state = tierfile::State::Clean)
+    }
+
+    /// The tier file's path, if the tier has one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.file.as_ref().map(|(_, path, _)| path.as_path())
     }
 
     /// Wraps the medium's device (emulation, faults, a crash image: see [`crate::device`]).
@@ -412,6 +490,11 @@ impl Region {
         }
     }
 
+    /// Where `slot` starts on the device (for errors that name it).
+    pub fn offset_of(&self, slot: u32) -> u64 {
+        self.at(slot)
+    }
+
     /// Where `slot` starts on the device.
     fn at(&self, slot: u32) -> u64 {
         self.offset + self.span(slot).0 as u64
@@ -594,6 +677,63 @@ impl Region {
             Format::Aligned(direct) => direct.write(device, (slot, at), key, value),
         };
         written.map_err(|source| write_error(device, source))
+    }
+
+    /// Marks `slot`, whose block was dropped, free on the medium (mapped and file tiers), so
+    /// that recovery never brings the block back. The caller holds the shard's lock and no
+    /// read holds the slot. DRAM has nothing to mark, and flash keeps no headers on its medium.
+    pub fn erase(&mut self, slot: u32) -> Result<(), EngineError> {
+        if !matches!(self.format, Format::Headed) {
+            return Ok(());
+        }
+        if let Some((target, _)) = self.in_memory(slot) {
+            // SAFETY: the slot's first bytes lie in the region (`in_memory`); only the lock
+            // holder writes them, and readers without the lock copy them as atomics too.
+            unsafe { atomic_bytes::store(crate::block::FREE.as_ptr(), target, 4) };
+            return Ok(());
+        }
+        let device = &*self.device;
+        device.write_at(&crate::block::FREE, self.at(slot)).map_err(|source| EngineError::Io {
+            path: device.path().to_path_buf(),
+            action: "cannot mark a dropped block's slot free",
+            source,
+        })
+    }
+
+    /// Reads every slot as recovery does (mapped and file tiers, whole-block slots), calling
+    /// `found` with each slot's number and what it holds.
+    pub fn scan(&mut self, mut found: impl FnMut(u32, Found)) -> Result<(), EngineError> {
+        assert!(matches!(self.format, Format::Headed) && self.chunks == 1, "a headed region");
+        if let Some(mapping) = &self.memory {
+            for slot in 0..self.count as u32 {
+                let at = self.offset as usize + slot as usize * self.slot_bytes;
+                // SAFETY: the slot lies in the region and the region in the mapping (asserted
+                // when it was made); nothing else runs on the cache while it recovers.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(mapping.as_ptr().add(at), self.slot_bytes)
+                };
+                found(slot, crate::block::inspect(bytes));
+            }
+            return Ok(());
+        }
+        // Many slots per read: recovery reads the whole tier.
+        const BATCH: usize = 256;
+        let mut buf = vec![0u8; BATCH * self.slot_bytes];
+        let device = &*self.device;
+        for first in (0..self.count as usize).step_by(BATCH) {
+            let n = BATCH.min(self.count as usize - first);
+            let bytes = &mut buf[..n * self.slot_bytes];
+            let at = self.offset + (first * self.slot_bytes) as u64;
+            read_exact_at(device, bytes, at).map_err(|source| EngineError::Io {
+                path: device.path().to_path_buf(),
+                action: "cannot read the tier to recover it",
+                source,
+            })?;
+            for (i, slot) in bytes.chunks_exact(self.slot_bytes).enumerate() {
+                found((first + i) as u32, crate::block::inspect(slot));
+            }
+        }
+        Ok(())
     }
 
     /// Copies the value stored for `key` in `slot` into `out` after checking it; returns its

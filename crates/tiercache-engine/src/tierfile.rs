@@ -1,23 +1,27 @@
 //! Tier files have an identity: the first [`HEADER_BYTES`] of a mapped, file or flash tier hold
-//! a header (magic, format version, geometry, a checksum), and the tier's slots start after it.
-//! A file is only ever written by the cache that made it:
+//! a superblock (magic, format version, geometry, the backing file the blocks belong to, open or
+//! clean, a checksum), and the tier's slots start after it. A file is only ever written by the
+//! cache that made it:
 //!
 //! - a path that does not exist is created, readable and writable by its owner only (0600);
-//! - an existing file is taken only if it is empty or starts with our header; anything else
+//! - an existing file is taken only if it is empty or starts with our superblock; anything else
 //!   (a database, a disk image, a device with data on it) is refused with an error naming the
 //!   path, unless the builder is told to overwrite it on purpose;
 //! - the file is locked (`flock`, exclusive) while the cache has it open, so a second process
 //!   given the same tier file is refused with an "in use" error instead of both corrupting each
 //!   other's blocks.
 //!
-//! The durable-tiers work builds the on-media format (superblock, block headers, recovery) on
-//! this header; today a reopened tier starts empty.
+//! A tier file of this format and geometry is recovered (`crate::recover`); one of another
+//! geometry is refused unless the cache starts empty (`Recover::Wipe`); one of an older format,
+//! whose blocks were never recoverable, is emptied with a note.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::EngineError;
 
@@ -27,28 +31,149 @@ pub const HEADER_BYTES: u64 = 4096;
 /// The first bytes of every tier file.
 pub const MAGIC: [u8; 16] = *b"tiercache tier\0\0";
 
-/// The layout version this build writes and reads. Version 2 stamps each block with a
-/// sequence number and a dirty flag (`crate::block`); version 1 files are taken and rewritten
-/// (a tier of version 1 was never recovered, so nothing in one is lost).
-pub const FORMAT_VERSION: u32 = 2;
+/// The layout version this build writes and reads. Version 3: the superblock records the whole
+/// geometry, the backing file and whether the cache stopped cleanly, and freed slots are marked
+/// (`crate::block::FREE`), so blocks are recovered. Versions 1 and 2 were never recovered; such
+/// a file is emptied and taken, with a note.
+pub const FORMAT_VERSION: u32 = 3;
 
-/// What a tier file's header records of its tier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Geometry {
-    pub slot_bytes: u32,
-    pub slots: u64,
+/// Bytes of the superblock (the rest of the header page is zeros).
+const SUPERBLOCK_BYTES: usize = 76;
+
+/// How a cache opens tier files that hold blocks: see `docs/DURABILITY.md`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recover {
+    /// Start empty, whatever the files hold.
+    Wipe,
+    /// Keep every block that checks out; drop (and count) what does not.
+    #[default]
+    Quiet,
+    /// Keep every block, or refuse to start on any damage.
+    Strict,
 }
 
-impl Geometry {
-    fn encode(&self) -> [u8; 40] {
-        let mut header = [0u8; 40];
-        header[..16].copy_from_slice(&MAGIC);
-        header[16..20].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        header[20..24].copy_from_slice(&self.slot_bytes.to_le_bytes());
-        header[24..32].copy_from_slice(&self.slots.to_le_bytes());
-        let crc = crate::block::crc32c(&header[..32]);
-        header[32..36].copy_from_slice(&crc.to_le_bytes());
-        header
+impl std::str::FromStr for Recover {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Recover, String> {
+        match text {
+            "wipe" => Ok(Recover::Wipe),
+            "quiet" => Ok(Recover::Quiet),
+            "strict" => Ok(Recover::Strict),
+            _ => Err(format!("'{text}' is not a recover mode: wipe, quiet or strict")),
+        }
+    }
+}
+
+/// What a tier file's superblock records of its tier's layout; a tier is recovered only into a
+/// cache of the same geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Bytes of a slot (a page, with size classes).
+    pub slot_bytes: u32,
+    /// Slots in the file, over all shards.
+    pub slots: u64,
+    pub block_size: u32,
+    pub shards: u32,
+    /// Chunks a page splits into (1 without size classes).
+    pub chunks: u32,
+    /// 1 mapped, 2 file, 3 flash.
+    pub kind: u32,
+}
+
+impl std::fmt::Display for Geometry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            1 => "mapped",
+            2 => "file",
+            3 => "flash",
+            _ => "unknown",
+        };
+        write!(
+            f,
+            "a {kind} tier of {} slots of {} bytes ({}-byte blocks, {} shards, {} chunks a page)",
+            self.slots, self.slot_bytes, self.block_size, self.shards, self.chunks
+        )
+    }
+}
+
+/// The backing file a tier's blocks are copies of: its device and inode numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backing {
+    pub device: u64,
+    pub inode: u64,
+}
+
+impl Backing {
+    /// The identity of an open file.
+    pub fn of(file: &File) -> std::io::Result<Backing> {
+        let meta = file.metadata()?;
+        Ok(Backing { device: meta.dev(), inode: meta.ino() })
+    }
+}
+
+impl std::fmt::Display for Backing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "device {} inode {}", self.device, self.inode)
+    }
+}
+
+/// Whether a cache has the tier open, or stopped cleanly (every write synced).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Open = 1,
+    Clean = 2,
+}
+
+/// The fields of a tier file's superblock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Superblock {
+    pub geometry: Geometry,
+    pub backing: Option<Backing>,
+    pub state: State,
+}
+
+impl Superblock {
+    fn encode(&self) -> [u8; SUPERBLOCK_BYTES] {
+        let g = &self.geometry;
+        let mut b = [0u8; SUPERBLOCK_BYTES];
+        b[..16].copy_from_slice(&MAGIC);
+        b[16..20].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[20..24].copy_from_slice(&g.slot_bytes.to_le_bytes());
+        b[24..32].copy_from_slice(&g.slots.to_le_bytes());
+        b[32..36].copy_from_slice(&g.block_size.to_le_bytes());
+        b[36..40].copy_from_slice(&g.shards.to_le_bytes());
+        b[40..44].copy_from_slice(&g.chunks.to_le_bytes());
+        b[44..48].copy_from_slice(&g.kind.to_le_bytes());
+        let backing = self.backing.unwrap_or(Backing { device: 0, inode: 0 });
+        b[48..56].copy_from_slice(&backing.device.to_le_bytes());
+        b[56..64].copy_from_slice(&backing.inode.to_le_bytes());
+        b[64..68].copy_from_slice(&(self.state as u32).to_le_bytes());
+        let crc = crate::block::crc32c(&b[..72]);
+        b[72..76].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// The superblock in `b`, if its checksum holds.
+    fn decode(b: &[u8; SUPERBLOCK_BYTES]) -> Option<Superblock> {
+        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        if u32_at(72) != crate::block::crc32c(&b[..72]) {
+            return None;
+        }
+        let geometry = Geometry {
+            slot_bytes: u32_at(20),
+            slots: u64_at(24),
+            block_size: u32_at(32),
+            shards: u32_at(36),
+            chunks: u32_at(40),
+            kind: u32_at(44),
+        };
+        let backing = Some(Backing { device: u64_at(48), inode: u64_at(56) })
+            .filter(|b| (b.device, b.inode) != (0, 0));
+        let state = if u32_at(64) == State::Clean as u32 { State::Clean } else { State::Open };
+        Some(Superblock { geometry, backing, state })
     }
 }
 
@@ -56,12 +181,20 @@ impl Geometry {
 #[derive(Debug, PartialEq, Eq)]
 enum Found {
     Empty,
-    Tier { version: u32 },
+    /// A tier file of an older format (its header checks out as that format's).
+    Older {
+        version: u32,
+    },
+    Tier(Superblock),
+    /// Of a format newer than this build's.
+    Newer {
+        version: u32,
+    },
     Foreign,
 }
 
 fn inspect(file: &mut File) -> std::io::Result<Found> {
-    let mut head = [0u8; 40];
+    let mut head = [0u8; SUPERBLOCK_BYTES];
     let mut read = 0;
     while read < head.len() {
         match file.read(&mut head[read..])? {
@@ -72,14 +205,26 @@ fn inspect(file: &mut File) -> std::io::Result<Found> {
     if read == 0 {
         return Ok(Found::Empty);
     }
-    if read < head.len() || head[..16] != MAGIC {
+    if read < 40 || head[..16] != MAGIC {
         return Ok(Found::Foreign);
     }
-    let crc = u32::from_le_bytes(head[32..36].try_into().unwrap());
-    if crc != crate::block::crc32c(&head[..32]) {
+    let version = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
+    // Versions 1 and 2: a 40-byte header, its checksum at 32 over the bytes before it.
+    let old_crc = u32::from_le_bytes(head[32..36].try_into().expect("4 bytes"));
+    if version < FORMAT_VERSION && old_crc == crate::block::crc32c(&head[..32]) {
+        return Ok(Found::Older { version });
+    }
+    if read < SUPERBLOCK_BYTES {
         return Ok(Found::Foreign);
     }
-    Ok(Found::Tier { version: u32::from_le_bytes(head[16..20].try_into().unwrap()) })
+    let new_crc = u32::from_le_bytes(head[72..76].try_into().expect("4 bytes"));
+    if new_crc != crate::block::crc32c(&head[..72]) {
+        return Ok(Found::Foreign);
+    }
+    if version > FORMAT_VERSION {
+        return Ok(Found::Newer { version });
+    }
+    Ok(Superblock::decode(&head).map_or(Found::Foreign, Found::Tier))
 }
 
 /// Locks `file` for this process alone, or says who has it.
@@ -97,15 +242,39 @@ fn lock(file: &File, path: &Path) -> Result<(), EngineError> {
     Err(EngineError::Io { path: path.to_path_buf(), action, source })
 }
 
-/// Opens (or creates) the tier file at `path` for a tier of `geometry`, sized to hold the
-/// header and every slot, locked, with a fresh header written. The returned handle holds the
-/// lock for as long as it lives; slot I/O may go through other handles of the same file. Also
-/// returns what the user should know (an older format's file rewritten).
+/// What a tier file held when it was opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Previous {
+    /// No blocks to recover: a new or empty file, or one emptied (another format, a foreign
+    /// file overwritten on purpose, a tier wiped).
+    Nothing,
+    /// A tier of this format and geometry, as its superblock says; `short` if the file ended
+    /// before its last slot (the missing slots read as empty).
+    Tier { backing: Option<Backing>, state: State, short: bool },
+}
+
+/// A tier file, opened and locked.
+pub struct Opened {
+    /// The locked handle; slot I/O may go through other handles of the same file.
+    pub file: File,
+    /// What the user should know (an older format's file emptied).
+    pub note: Option<String>,
+    pub previous: Previous,
+    /// The superblock to write once the tier is recovered (state open).
+    pub superblock: Superblock,
+}
+
+/// Opens (or creates) the tier file at `path` for a tier of `geometry`, locked, sized to hold
+/// the header and every slot; a file with nothing to recover gets its superblock (state open,
+/// synced) at once. What it held
+/// is recovered or not as `recover` says: a tier of another geometry is an error naming both
+/// unless wiped, and a short file is an error under `Recover::Strict`.
 pub fn open(
     path: &Path,
     geometry: Geometry,
     overwrite: bool,
-) -> Result<(File, Option<String>), EngineError> {
+    recover: Recover,
+) -> Result<Opened, EngineError> {
     let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
     let mut file = match OpenOptions::new().read(true).write(true).open(path) {
         Ok(file) => file,
@@ -119,17 +288,40 @@ pub fn open(
         Err(e) => return Err(io("cannot open the tier file", e)),
     };
     lock(&file, path)?;
+    let bytes = HEADER_BYTES + geometry.slots * geometry.slot_bytes as u64;
     let mut note = None;
+    let mut previous = Previous::Nothing;
+    let mut empty_it = false;
     match inspect(&mut file).map_err(|e| io("cannot read the tier file's header", e))? {
-        Found::Empty | Found::Tier { version: FORMAT_VERSION } => {}
-        Found::Tier { version } if version < FORMAT_VERSION => {
+        Found::Empty => {}
+        Found::Tier(_) if recover == Recover::Wipe => empty_it = true,
+        Found::Tier(found) if found.geometry != geometry => {
+            return Err(EngineError::Mismatch {
+                path: path.to_path_buf(),
+                found: found.geometry.to_string(),
+                wanted: geometry.to_string(),
+            })
+        }
+        Found::Tier(found) => {
+            let len = file.metadata().map_err(|e| io("cannot stat the tier file", e))?.len();
+            let short = len < bytes;
+            if short && recover == Recover::Strict {
+                return Err(EngineError::Damaged {
+                    path: path.to_path_buf(),
+                    what: format!("the tier file is {len} bytes long, short of its {bytes}"),
+                });
+            }
+            previous = Previous::Tier { backing: found.backing, state: found.state, short };
+        }
+        Found::Older { version } => {
             note = Some(format!(
-                "{}: a tier file of format version {version}, from an older build; it is \
-                 rewritten in version {FORMAT_VERSION}",
+                "{}: a tier file of format version {version}, from an older build, whose blocks \
+                 were never recoverable; it is emptied and rewritten in version {FORMAT_VERSION}",
                 path.display()
             ));
+            empty_it = true;
         }
-        Found::Tier { version } => {
+        Found::Newer { version } => {
             let reason = format!(
                 "{} is a tier file of format version {version}, from a newer build; this \
                  build reads version {FORMAT_VERSION} and older only",
@@ -137,7 +329,7 @@ pub fn open(
             );
             return Err(EngineError::config("tier path", reason));
         }
-        Found::Foreign if overwrite => {}
+        Found::Foreign if overwrite => empty_it = true,
         Found::Foreign => {
             let reason = format!(
                 "{} exists and is not a tiercache tier file (it has no tier header): refusing to \
@@ -148,10 +340,36 @@ pub fn open(
             return Err(EngineError::config("tier path", reason));
         }
     }
-    let bytes = HEADER_BYTES + geometry.slots * geometry.slot_bytes as u64;
+    if empty_it {
+        // Every old block goes: none may be found by a later recovery.
+        file.set_len(0).map_err(|e| io("cannot empty the tier file", e))?;
+    }
     file.set_len(bytes).map_err(|e| io("cannot size the tier file", e))?;
-    file.write_all_at(&geometry.encode(), 0).map_err(|e| io("cannot write the tier header", e))?;
-    Ok((file, note))
+    let backing = match previous {
+        Previous::Tier { backing, .. } => backing,
+        Previous::Nothing => None,
+    };
+    let superblock = Superblock { geometry, backing, state: State::Open };
+    if previous == Previous::Nothing {
+        // Nothing to keep: the file is ours from now on. A tier with blocks keeps its old
+        // superblock until the cache has recovered it (`Medium::begin`), so a refused start
+        // changes nothing.
+        write_superblock(&file, path, &superblock)?;
+    }
+    Ok(Opened { file, note, previous, superblock })
+}
+
+/// Writes `superblock` to the tier file and syncs it: a clean state only once everything it
+/// vouches for is durable, an open one before the first block of a run is written.
+pub fn write_superblock(
+    file: &File,
+    path: &Path,
+    superblock: &Superblock,
+) -> Result<(), EngineError> {
+    let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
+    file.write_all_at(&superblock.encode(), 0)
+        .map_err(|e| io("cannot write the tier header", e))?;
+    file.sync_data().map_err(|e| io("cannot sync the tier header", e))
 }
 
 #[cfg(test)]
@@ -167,18 +385,68 @@ mod tests {
         path
     }
 
-    const GEOMETRY: Geometry = Geometry { slot_bytes: 4096, slots: 4 };
+    const GEOMETRY: Geometry =
+        Geometry { slot_bytes: 4096, slots: 4, block_size: 4096, shards: 1, chunks: 1, kind: 3 };
+
+    fn open_quiet(path: &Path, geometry: Geometry) -> Result<Opened, EngineError> {
+        open(path, geometry, false, Recover::Quiet)
+    }
 
     #[test]
-    fn a_new_file_is_private_headed_and_reopened() {
+    fn a_new_file_is_private_headed_and_reopened_as_a_tier() {
         let path = scratch("new.tier");
-        let (file, note) = open(&path, GEOMETRY, false).unwrap();
-        assert_eq!(note, None);
+        let opened = open_quiet(&path, GEOMETRY).unwrap();
+        assert_eq!((opened.note, opened.previous), (None, Previous::Nothing));
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
-        assert_eq!(file.metadata().unwrap().len(), HEADER_BYTES + 4 * 4096);
+        assert_eq!(opened.file.metadata().unwrap().len(), HEADER_BYTES + 4 * 4096);
+        drop(opened.file);
+        let again = open_quiet(&path, GEOMETRY).unwrap();
+        let expected = Previous::Tier { backing: None, state: State::Open, short: false };
+        assert_eq!(again.previous, expected);
+    }
+
+    #[test]
+    fn another_geometry_is_refused_naming_both_unless_wiped() {
+        let path = scratch("geometry.tier");
+        drop(open_quiet(&path, GEOMETRY).unwrap());
+        let other = Geometry { block_size: 8192, slot_bytes: 8192, ..GEOMETRY };
+        for recover in [Recover::Quiet, Recover::Strict] {
+            let e = open(&path, other, false, recover).err().unwrap().to_string();
+            assert!(
+                e.contains("geometry.tier") && e.contains("4096-byte") && e.contains("8192-byte"),
+                "{e}"
+            );
+        }
+        let wiped = open(&path, other, false, Recover::Wipe).unwrap();
+        assert_eq!(wiped.previous, Previous::Nothing);
+    }
+
+    #[test]
+    fn a_short_file_is_recovered_quietly_and_refused_strictly() {
+        let path = scratch("short.tier");
+        drop(open_quiet(&path, GEOMETRY).unwrap());
+        let file = OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(HEADER_BYTES + 4096).unwrap();
         drop(file);
-        open(&path, Geometry { slot_bytes: 4096, slots: 8 }, false).unwrap();
+        let e = open(&path, GEOMETRY, false, Recover::Strict).err().unwrap().to_string();
+        assert!(e.contains("short.tier") && e.contains("short of"), "{e}");
+        let opened = open_quiet(&path, GEOMETRY).unwrap();
+        assert!(matches!(opened.previous, Previous::Tier { short: true, .. }));
+        assert_eq!(opened.file.metadata().unwrap().len(), HEADER_BYTES + 4 * 4096);
+    }
+
+    #[test]
+    fn the_superblock_round_trips_and_checks_its_checksum() {
+        let superblock = Superblock {
+            geometry: GEOMETRY,
+            backing: Some(Backing { device: 7, inode: 99 }),
+            state: State::Clean,
+        };
+        let mut bytes = superblock.encode();
+        assert_eq!(Superblock::decode(&bytes), Some(superblock));
+        bytes[60] ^= 4;
+        assert_eq!(Superblock::decode(&bytes), None);
     }
 
     #[test]
@@ -186,49 +454,59 @@ mod tests {
         let path = scratch("precious.db");
         let precious: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(&path, &precious).unwrap();
-        let e = open(&path, GEOMETRY, false).unwrap_err().to_string();
+        let e = open_quiet(&path, GEOMETRY).err().unwrap().to_string();
         assert!(e.contains("precious.db") && e.contains("not a tiercache tier file"), "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), precious);
         // A file that merely starts like ours, but whose header checksum fails, is foreign too.
-        let mut forged = GEOMETRY.encode().to_vec();
+        let superblock = Superblock { geometry: GEOMETRY, backing: None, state: State::Open };
+        let mut forged = superblock.encode().to_vec();
         forged[20] ^= 1;
         std::fs::write(&path, &forged).unwrap();
-        assert!(open(&path, GEOMETRY, false).is_err());
+        assert!(open_quiet(&path, GEOMETRY).is_err());
         // On purpose, it is taken.
-        open(&path, GEOMETRY, true).unwrap();
+        open(&path, GEOMETRY, true, Recover::Quiet).unwrap();
     }
 
     #[test]
     fn a_file_in_use_is_refused() {
         let path = scratch("busy.tier");
-        let (held, _) = open(&path, GEOMETRY, false).unwrap();
-        let e = open(&path, GEOMETRY, false).unwrap_err().to_string();
+        let held = open_quiet(&path, GEOMETRY).unwrap();
+        let e = open_quiet(&path, GEOMETRY).err().unwrap().to_string();
         assert!(e.contains("busy.tier") && e.contains("in use"), "{e}");
         drop(held);
-        open(&path, GEOMETRY, false).unwrap();
+        open_quiet(&path, GEOMETRY).unwrap();
     }
 
-    /// A header of format `version`, checksummed.
+    /// A version-1 or -2 header: 40 bytes, checksummed at 32.
     fn header_of_version(version: u32) -> Vec<u8> {
-        let mut header = GEOMETRY.encode().to_vec();
+        let mut header = vec![0u8; 4096 + 100];
+        header[..16].copy_from_slice(&MAGIC);
         header[16..20].copy_from_slice(&version.to_le_bytes());
+        header[4096..].fill(0xAB);
         let crc = crate::block::crc32c(&header[..32]);
         header[32..36].copy_from_slice(&crc.to_le_bytes());
         header
     }
 
     #[test]
-    fn an_older_format_is_rewritten_and_a_newer_one_refused() {
+    fn an_older_format_is_emptied_and_a_newer_one_refused() {
         let path = scratch("versions.tier");
-        std::fs::write(&path, header_of_version(1)).unwrap();
-        let (file, note) = open(&path, GEOMETRY, false).unwrap();
-        let note = note.expect("the user is told");
-        assert!(note.contains("versions.tier") && note.contains("version 1"), "{note}");
-        drop(file);
-        assert_eq!(&std::fs::read(&path).unwrap()[..40], &GEOMETRY.encode()[..]);
-        std::fs::write(&path, header_of_version(FORMAT_VERSION + 1)).unwrap();
-        let e = open(&path, GEOMETRY, false).unwrap_err().to_string();
+        std::fs::write(&path, header_of_version(2)).unwrap();
+        let opened = open_quiet(&path, GEOMETRY).unwrap();
+        let note = opened.note.expect("the user is told");
+        assert!(note.contains("versions.tier") && note.contains("version 2"), "{note}");
+        assert_eq!(opened.previous, Previous::Nothing);
+        drop(opened.file);
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes[4096..].iter().all(|b| *b == 0), "the old slots are gone");
+        let newer = Superblock { geometry: GEOMETRY, backing: None, state: State::Open };
+        let mut newer = newer.encode();
+        newer[16..20].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+        let crc = crate::block::crc32c(&newer[..72]);
+        newer[72..76].copy_from_slice(&crc.to_le_bytes());
+        std::fs::write(&path, newer).unwrap();
+        let e = open_quiet(&path, GEOMETRY).err().unwrap().to_string();
         assert!(e.contains("newer build"), "{e}");
-        assert_eq!(std::fs::read(&path).unwrap(), header_of_version(FORMAT_VERSION + 1));
+        assert_eq!(std::fs::read(&path).unwrap(), newer);
     }
 }

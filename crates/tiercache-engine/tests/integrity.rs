@@ -598,12 +598,12 @@ fn read_handles_pin_their_block_until_dropped() {
     }
 }
 
-/// Every block write is stamped with its shard's next sequence number, so among the copies of
-/// a key left on a file tier (an overwrite goes to a fresh slot, the old one is not erased),
-/// the newest one that checks out is the latest value: the rule recovery will apply.
+/// Every block write is stamped with its shard's next sequence number, and an overwrite on a
+/// file tier goes to a fresh slot: the old slot is marked free on the medium, so that the only
+/// copy of the key a recovery could find is the latest value.
 #[test]
-fn the_newest_stamped_copy_of_a_key_is_its_latest_value() {
-    use tiercache_engine::block::{decode, stamp_of, HEADER_BYTES as BLOCK_HEADER};
+fn an_overwrite_leaves_one_copy_the_newest() {
+    use tiercache_engine::block::{decode, stamp_of, FREE, HEADER_BYTES as BLOCK_HEADER};
     let path = scratch("stamped.tier");
     let cache = CacheBuilder::new(PolicyConfig::Lru)
         .tier(TierKind::File { path: path.clone() })
@@ -619,16 +619,13 @@ fn the_newest_stamped_copy_of_a_key_is_its_latest_value() {
     drop(cache);
     let bytes = std::fs::read(&path).unwrap();
     let slot_bytes = BLOCK + BLOCK_HEADER;
-    let mut copies: Vec<(u64, u64)> = bytes[HEADER_BYTES as usize..]
-        .chunks_exact(slot_bytes)
-        .filter_map(|slot| {
-            let value = decode(slot, 3).ok()?;
-            Some((stamp_of(slot).seq, version_of(3, value)))
-        })
+    let slots = || bytes[HEADER_BYTES as usize..].chunks_exact(slot_bytes);
+    let copies: Vec<(u64, u64)> = slots()
+        .filter_map(|slot| Some((stamp_of(slot).seq, version_of(3, decode(slot, 3).ok()?))))
         .collect();
-    copies.sort_by_key(|(seq, _)| *seq);
-    assert!(copies.len() > 1, "an overwrite left the old copy: {copies:?}");
-    assert!(copies.windows(2).all(|w| w[0].0 < w[1].0), "distinct stamps: {copies:?}");
-    assert!(copies.windows(2).all(|w| w[0].1 < w[1].1), "newer stamp, newer value: {copies:?}");
-    assert_eq!(copies.last().unwrap().1, 5, "the newest copy is the latest value");
+    assert_eq!(copies, [(5, 5)], "the fifth write, stamped 5");
+    // The writes take turns between two slots (the freed one is taken next): one holds the
+    // latest copy, the other is marked free, and no other was written.
+    assert_eq!(slots().filter(|slot| slot[..4] == FREE).count(), 1, "{copies:?}");
+    assert_eq!(slots().filter(|slot| slot[..4] == [0; 4]).count(), slots().count() - 2);
 }

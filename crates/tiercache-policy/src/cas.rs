@@ -334,6 +334,25 @@ impl Cas {
 impl Policy for Cas {
     crate::delegate_to_inner!();
 
+    /// The block goes to the policy the mode wraps, as clean (its copies are); a dirty one is
+    /// then remembered dirty here, as if written at time 0, so the cleaner writes it back.
+    fn restore(
+        &mut self,
+        key: Key,
+        size: u32,
+        tier: TierId,
+        dirty: bool,
+        out: &mut Decision,
+    ) -> bool {
+        if !self.inner.restore(key, size, tier, false, out) {
+            return false;
+        }
+        if dirty {
+            self.mark_dirty(key, 0, tier, size);
+        }
+        true
+    }
+
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         self.clean(req.time_us, out);
         self.last_io_us = req.time_us;

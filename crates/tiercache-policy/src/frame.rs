@@ -189,6 +189,29 @@ impl<E: Eviction> Policy for SingleTier<E> {
         }
     }
 
+    /// A restored block is inserted as a miss would be, less the admission filters; a dirty
+    /// one is refused (the frame's copies are all clean: dirty blocks are a cache mode's).
+    fn restore(
+        &mut self,
+        key: Key,
+        size: u32,
+        tier: TierId,
+        dirty: bool,
+        out: &mut Decision,
+    ) -> bool {
+        let req = Request::new(0, key, size, Op::Write);
+        if tier != self.tier
+            || dirty
+            || !self.capacity.fits(size)
+            || self.eviction.peek(key).is_some()
+        {
+            return false;
+        }
+        self.make_room(&req, out);
+        self.eviction.insert(&req);
+        true
+    }
+
     fn tier_count(&self) -> usize {
         1
     }

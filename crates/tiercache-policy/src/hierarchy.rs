@@ -249,6 +249,27 @@ impl Policy for Hybrid {
         }
     }
 
+    /// A restored block goes into its tier as a block moving in would (its tier's victims
+    /// move down). Dirty blocks are refused: the hierarchy's copies are all clean.
+    fn restore(
+        &mut self,
+        key: Key,
+        size: u32,
+        tier: TierId,
+        dirty: bool,
+        out: &mut Decision,
+    ) -> bool {
+        let t = tier.index();
+        if dirty || t >= self.tiers.len() || self.peek(key).is_some() {
+            return false;
+        }
+        let req = Request::new(0, key, size, Op::Write);
+        if t == 0 && !self.capacities[0].fits(size) {
+            return false;
+        }
+        self.place(t, &req, out)
+    }
+
     #[inline]
     fn prefetch(&self, key: Key) {
         self.tiers[0].prefetch(key);

@@ -10,10 +10,25 @@
 //! registered in one place, [`PolicyConfig`] and [`AnyPolicy`].
 
 /// For a policy that wraps another (`inner: Box<AnyPolicy>`) and changes only its decisions:
-/// the tiers, their contents and prefetching are the inner policy's.
+/// the tiers, their contents and prefetching are the inner policy's. With `restore`, restored
+/// blocks are the inner policy's too.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! delegate_to_inner {
+    (restore) => {
+        fn restore(
+            &mut self,
+            key: tiercache_core::Key,
+            size: u32,
+            tier: tiercache_core::TierId,
+            dirty: bool,
+            out: &mut tiercache_core::Decision,
+        ) -> bool {
+            self.inner.restore(key, size, tier, dirty, out)
+        }
+
+        $crate::delegate_to_inner!();
+    };
     () => {
         #[inline]
         fn prefetch(&self, key: tiercache_core::Key) {
@@ -99,6 +114,24 @@ pub trait Policy {
     /// CPU cache. It must not change any state a decision depends on.
     #[inline]
     fn prefetch(&self, _key: Key) {}
+
+    /// Takes back a block a restarted cache found on its media: `key`, of `size`, in `tier`,
+    /// dirty or clean. The engine restores blocks oldest first, so a policy that orders by
+    /// recency ends up in the order they were last written. True if the policy now holds the
+    /// key in `tier`; the actions in `out` are what it did to make room (evictions,
+    /// demotions), for the caller to apply. No admission filter is asked: the block was
+    /// admitted before the restart. The default takes nothing (the block is dropped, and the
+    /// cache restarts cold for that policy).
+    fn restore(
+        &mut self,
+        _key: Key,
+        _size: u32,
+        _tier: TierId,
+        _dirty: bool,
+        _out: &mut Decision,
+    ) -> bool {
+        false
+    }
 
     /// Where a resident key is and its stored size, without touching any state.
     fn peek(&self, key: Key) -> Option<(TierId, u32)>;

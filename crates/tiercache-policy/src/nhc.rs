@@ -379,7 +379,7 @@ impl Nhc {
 }
 
 impl Policy for Nhc {
-    crate::delegate_to_inner!();
+    crate::delegate_to_inner!(restore);
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         let from = out.actions.len();

@@ -364,7 +364,7 @@ impl Nvcache {
 }
 
 impl Policy for Nvcache {
-    crate::delegate_to_inner!();
+    crate::delegate_to_inner!(restore);
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         if req.op != Op::Delete && self.seen.insert(req.key) {

@@ -449,6 +449,17 @@ impl Policy for AnyPolicy {
         dispatch!(self, p => p.decide(req, out))
     }
 
+    fn restore(
+        &mut self,
+        key: tiercache_core::Key,
+        size: u32,
+        tier: TierId,
+        dirty: bool,
+        out: &mut Decision,
+    ) -> bool {
+        dispatch!(self, p => p.restore(key, size, tier, dirty, out))
+    }
+
     fn tier_count(&self) -> usize {
         dispatch!(self, p => p.tier_count())
     }

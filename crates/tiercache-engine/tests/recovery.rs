@@ -1,0 +1,348 @@
+//! Recovery: a cache reopened over its tier files keeps what they hold (warm restart), never
+//! brings back a block it had let go of, and treats damage as its recover mode says
+//! (`docs/DURABILITY.md`): quiet drops and counts it, strict refuses to start naming the file
+//! and the offset, wipe starts empty.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use tiercache_engine::block::{FREE, HEADER_BYTES as BLOCK_HEADER};
+use tiercache_engine::tierfile::HEADER_BYTES;
+use tiercache_engine::{Cache, CacheBuilder, CachedFile, Recover, TierKind};
+use tiercache_policy::PolicyConfig;
+use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
+
+use common::{value, version_of};
+
+const BLOCK: usize = 4096;
+const SLOT: usize = BLOCK + BLOCK_HEADER;
+
+fn scratch(name: &str) -> PathBuf {
+    common::scratch("recovery", name)
+}
+
+fn tier(kind: &str, path: &Path) -> TierKind {
+    match kind {
+        "mapped" => TierKind::Mapped { path: path.to_path_buf() },
+        _ => TierKind::File { path: path.to_path_buf() },
+    }
+}
+
+/// One tier of `kind` at `path`, `blocks` blocks in `shards` shards, opened as `recover` says.
+fn open(kind: &str, path: &Path, blocks: u64, shards: usize, recover: Recover) -> Cache {
+    try_open(kind, path, blocks, shards, recover).unwrap()
+}
+
+fn try_open(
+    kind: &str,
+    path: &Path,
+    blocks: u64,
+    shards: usize,
+    recover: Recover,
+) -> Result<Cache, String> {
+    CacheBuilder::new(PolicyConfig::Lru)
+        .tier(tier(kind, path))
+        .block_size(BLOCK)
+        .shards(shards)
+        .capacity_bytes(blocks * BLOCK as u64)
+        .recover(recover)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Keys of a skewed stream (scrambled Zipf 0.9 over 4,000 objects).
+fn stream() -> Vec<u64> {
+    let config = SyntheticConfig {
+        distribution: KeyDistribution::ScrambledZipf { theta: 0.9 },
+        objects: 4000,
+        requests: 20_000,
+        read_ratio: 1.0,
+        size: SizeDistribution::Fixed { bytes: BLOCK as u32 },
+        seed: 5,
+    };
+    Synthetic::new(config).unwrap().map(|r| r.key).collect()
+}
+
+/// Runs `keys` as a read-through workload (a miss puts the key's value) and returns the hit
+/// ratio, checking every hit's bytes.
+fn replay(cache: &Cache, keys: &[u64]) -> f64 {
+    let mut buf = vec![0u8; BLOCK];
+    let mut hits = 0;
+    for &key in keys {
+        match cache.get(key, &mut buf) {
+            Some(len) => {
+                assert_eq!(version_of(key, &buf[..len]), 1, "key {key}");
+                hits += 1;
+            }
+            None => {
+                cache.put(key, &value(key, 1, BLOCK)).unwrap();
+            }
+        }
+    }
+    hits as f64 / keys.len() as f64
+}
+
+#[test]
+fn a_clean_restart_is_warm_on_mapped_and_file_tiers() {
+    let keys = stream();
+    for kind in ["mapped", "file"] {
+        let path = scratch(&format!("warm.{kind}"));
+        let cache = open(kind, &path, 1000, 4, Recover::Quiet);
+        assert!(cache.recovery().is_none(), "a new file holds nothing");
+        replay(&cache, &keys);
+        let before = replay(&cache, &keys);
+        let resident = cache.occupancy().0;
+        drop(cache);
+        let cache = open(kind, &path, 1000, 4, Recover::Quiet);
+        let recovery = cache.recovery().expect("the tier held blocks");
+        assert!(recovery.clean, "{kind}: the cache before stopped cleanly");
+        let stats = cache.stats();
+        assert_eq!(stats.recovered, resident, "{kind}: every block came back");
+        assert_eq!(
+            (stats.recovery_damaged, stats.recovery_stale, stats.recovery_declined),
+            (0, 0, 0),
+            "{kind}"
+        );
+        let after = replay(&cache, &keys);
+        assert!(
+            (after - before).abs() <= 0.02,
+            "{kind}: hit ratio {before:.4} before the restart, {after:.4} after"
+        );
+        drop(cache);
+        // Wiped, it starts empty, and so does the next recovery.
+        let wiped = open(kind, &path, 1000, 4, Recover::Wipe);
+        assert_eq!(wiped.occupancy().0, 0);
+        drop(wiped);
+        let cache = open(kind, &path, 1000, 4, Recover::Quiet);
+        assert_eq!(cache.stats().recovered, 0, "{kind}: nothing of the wiped run came back");
+    }
+}
+
+#[test]
+fn a_block_the_cache_let_go_of_never_comes_back() {
+    for kind in ["mapped", "file"] {
+        let path = scratch(&format!("dropped.{kind}"));
+        let cache = open(kind, &path, 8, 1, Recover::Quiet);
+        for key in 0..8 {
+            cache.put(key, &value(key, 1, BLOCK)).unwrap();
+        }
+        cache.invalidate(3);
+        // Two more keys: the first takes the invalidated block's room, the second evicts the
+        // least recently used (0).
+        for key in 8..10 {
+            cache.put(key, &value(key, 1, BLOCK)).unwrap();
+        }
+        cache.put(5, &value(5, 2, BLOCK)).unwrap();
+        cache.sync().unwrap();
+        drop(cache);
+        let cache = open(kind, &path, 8, 1, Recover::Quiet);
+        let mut buf = vec![0u8; BLOCK];
+        let mut held: Vec<(u64, u64)> = (0..10)
+            .filter_map(|key| {
+                let len = cache.get(key, &mut buf)?;
+                Some((key, version_of(key, &buf[..len])))
+            })
+            .collect();
+        held.sort();
+        let expected = [(1, 1), (2, 1), (4, 1), (5, 2), (6, 1), (7, 1), (8, 1), (9, 1)];
+        assert_eq!(held, expected, "{kind}");
+    }
+}
+
+/// Bytes of the tier file at `path`, and a way to write them back.
+fn bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+/// Where slot `slot` of a one-shard tier starts in its file.
+fn slot_at(slot: usize) -> usize {
+    HEADER_BYTES as usize + slot * SLOT
+}
+
+/// The slot holding `key`'s block in a tier file, if any.
+fn slot_of(file: &[u8], key: u64) -> Option<usize> {
+    file[HEADER_BYTES as usize..]
+        .chunks_exact(SLOT)
+        .position(|slot| tiercache_engine::block::decode(slot, key).is_ok())
+}
+
+/// A one-shard tier of eight blocks, keys 0..8 at version 1, stopped cleanly.
+fn eight_blocks(name: &str) -> PathBuf {
+    let path = scratch(name);
+    let cache = open("file", &path, 8, 1, Recover::Quiet);
+    for key in 0..8 {
+        cache.put(key, &value(key, 1, BLOCK)).unwrap();
+    }
+    drop(cache);
+    path
+}
+
+#[test]
+fn a_flipped_bit_is_dropped_quietly_refused_strictly_and_wiped() {
+    for (name, at) in [("data", BLOCK_HEADER + 100), ("header", 12), ("magic", 1)] {
+        let path = eight_blocks(&format!("flip-{name}.img"));
+        let mut file = bytes(&path);
+        let slot = slot_of(&file, 6).unwrap();
+        file[slot_at(slot) + at] ^= 0x10;
+        std::fs::write(&path, &file).unwrap();
+        let e = try_open("file", &path, 8, 1, Recover::Strict).err().expect("strict refuses");
+        let offset = slot_at(slot).to_string();
+        assert!(e.contains("flip-") && e.contains(&offset) && e.contains("strict"), "{e}");
+        assert!(bytes(&path) == file, "{name}: a refused start changes nothing");
+        let cache = open("file", &path, 8, 1, Recover::Quiet);
+        let stats = cache.stats();
+        assert_eq!((stats.recovered, stats.recovery_damaged), (7, 1), "{name}");
+        let mut buf = vec![0u8; BLOCK];
+        assert_eq!(cache.get(6, &mut buf), None, "{name}: the damaged block is gone");
+        assert_eq!(cache.get(5, &mut buf), Some(BLOCK));
+        drop(cache);
+        // The damaged slot was marked free: a strict start now finds nothing wrong.
+        let cache = open("file", &path, 8, 1, Recover::Strict);
+        assert_eq!(cache.stats().recovered, 7, "{name}");
+        drop(cache);
+        let cache = open("file", &path, 8, 1, Recover::Wipe);
+        assert_eq!(cache.occupancy().0, 0);
+    }
+}
+
+#[test]
+fn a_stale_copy_whose_free_mark_was_lost_loses_to_the_newer_one() {
+    let path = eight_blocks("stale.img");
+    let old = bytes(&path);
+    let cache = open("file", &path, 8, 1, Recover::Quiet);
+    cache.put(2, &value(2, 2, BLOCK)).unwrap();
+    drop(cache);
+    // As if the old copy's free mark never reached the medium: its bytes are put back.
+    let mut file = bytes(&path);
+    let first = slot_at(slot_of(&old, 2).unwrap());
+    assert_eq!(file[first..first + 4], FREE, "the old slot was marked free");
+    file[first..first + SLOT].copy_from_slice(&old[first..first + SLOT]);
+    std::fs::write(&path, &file).unwrap();
+    let cache = open("file", &path, 8, 1, Recover::Strict);
+    let stats = cache.stats();
+    assert_eq!((stats.recovered, stats.recovery_stale), (8, 1));
+    let mut buf = vec![0u8; BLOCK];
+    assert_eq!(cache.get(2, &mut buf), Some(BLOCK));
+    assert_eq!(version_of(2, &buf), 2, "the newer copy wins");
+}
+
+#[test]
+fn a_misdirected_block_is_damage() {
+    let path = scratch("misdirected.img");
+    let cache = open("file", &path, 64, 4, Recover::Quiet);
+    for key in 0..64 {
+        cache.put(key, &value(key, 1, BLOCK)).unwrap();
+    }
+    let resident = cache.occupancy().0;
+    drop(cache);
+    // A block copied into a free slot of every other shard's region (a quarter of the slots):
+    // in those shards, its key is not theirs.
+    let mut file = bytes(&path);
+    let per_shard = (file.len() - HEADER_BYTES as usize) / SLOT / 4;
+    let region = |shard: usize| (0..per_shard).map(move |s| slot_at(shard * per_shard + s));
+    let from = region(0).find(|at| file[*at..*at + 4] == *b"TCB2").expect("shard 0 holds a block");
+    let block = file[from..from + SLOT].to_vec();
+    for shard in 1..4 {
+        let at = region(shard).find(|at| file[*at..*at + 4] != *b"TCB2").expect("a free slot");
+        file[at..at + SLOT].copy_from_slice(&block);
+    }
+    std::fs::write(&path, &file).unwrap();
+    let e = try_open("file", &path, 64, 4, Recover::Strict).err().unwrap();
+    assert!(e.contains("not this shard's") && e.contains("3 shards have damage"), "{e}");
+    let cache = open("file", &path, 64, 4, Recover::Quiet);
+    let stats = cache.stats();
+    assert_eq!((stats.recovered, stats.recovery_damaged), (resident, 3), "{stats:?}");
+}
+
+#[test]
+fn a_short_file_is_recovered_quietly_and_refused_strictly() {
+    let path = eight_blocks("short.img");
+    let file = bytes(&path);
+    let keep = slot_at(4);
+    std::fs::write(&path, &file[..keep]).unwrap();
+    let e = try_open("file", &path, 8, 1, Recover::Strict).err().unwrap();
+    assert!(e.contains("short.img") && e.contains("short of"), "{e}");
+    let cache = open("file", &path, 8, 1, Recover::Quiet);
+    assert_eq!(cache.stats().recovered, 4, "the four whole slots before the cut");
+    assert!(cache.warnings().iter().any(|w| w.contains("shorter")), "{:?}", cache.warnings());
+}
+
+#[test]
+fn another_geometry_is_an_error_naming_both_unless_wiped() {
+    let path = eight_blocks("geometry.img");
+    let file = bytes(&path);
+    for recover in [Recover::Quiet, Recover::Strict] {
+        let e = CacheBuilder::new(PolicyConfig::Lru)
+            .tier(TierKind::File { path: path.clone() })
+            .block_size(8192)
+            .shards(1)
+            .capacity_bytes(8 * 8192)
+            .recover(recover)
+            .build()
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("4096-byte blocks") && e.contains("8192-byte blocks"), "{e}");
+        let e = try_open("file", &path, 16, 1, recover).err().unwrap();
+        assert!(e.contains("geometry.img") && e.contains("wipe"), "{e}");
+    }
+    assert!(bytes(&path) == file, "refusing changed nothing");
+    let cache = open("file", &path, 16, 1, Recover::Wipe);
+    assert_eq!(cache.occupancy().0, 0);
+}
+
+#[test]
+fn blocks_of_another_backing_file_are_refused() {
+    let (a, b) = (scratch("backing-a"), scratch("backing-b"));
+    std::fs::write(&a, vec![1u8; 16 * BLOCK]).unwrap();
+    std::fs::write(&b, vec![2u8; 16 * BLOCK]).unwrap();
+    let path = scratch("backed.img");
+    let file = CachedFile::open(&a, open("file", &path, 8, 1, Recover::Quiet)).unwrap();
+    let mut buf = vec![0u8; BLOCK];
+    for block in 0..4 {
+        file.read_at(block * BLOCK as u64, &mut buf).unwrap();
+    }
+    drop(file);
+    let e = CachedFile::open(&b, open("file", &path, 8, 1, Recover::Quiet)).err().unwrap();
+    let e = e.to_string();
+    assert!(e.contains("backed.img") && e.contains("backing-b") && e.contains("inode"), "{e}");
+    // Over its own file, the cache is warm and serves that file's bytes.
+    let file = CachedFile::open(&a, open("file", &path, 8, 1, Recover::Strict)).unwrap();
+    assert_eq!(file.cache().stats().recovered, 4);
+    file.read_at(0, &mut buf).unwrap();
+    assert!(buf.iter().all(|b| *b == 1));
+    assert_eq!(file.cache().stats().hits, 1);
+    drop(file);
+    // Wiped, any file may be put behind it.
+    CachedFile::open(&b, open("file", &path, 8, 1, Recover::Wipe)).unwrap();
+}
+
+#[test]
+fn a_hierarchy_restarts_with_its_lower_tier() {
+    let path = scratch("lower.mem");
+    let build = || {
+        CacheBuilder::new(PolicyConfig::Lru)
+            .capacity_bytes(4 * BLOCK as u64)
+            .lower_tier(
+                TierKind::Mapped { path: path.clone() },
+                16 * BLOCK as u64,
+                PolicyConfig::Lru,
+            )
+            .block_size(BLOCK)
+            .shards(1)
+            .build()
+            .unwrap()
+    };
+    let cache = build();
+    for key in 0..20 {
+        cache.put(key, &value(key, 1, BLOCK)).unwrap();
+    }
+    drop(cache);
+    let cache = build();
+    // DRAM's four blocks (16..20) are gone with the process; the lower tier's sixteen are back.
+    assert_eq!(cache.stats().recovered, 16);
+    let mut buf = vec![0u8; BLOCK];
+    let held: Vec<u64> = (0..20).filter(|k| cache.get(*k, &mut buf).is_some()).collect();
+    assert_eq!(held, (0..16).collect::<Vec<_>>());
+}
