@@ -169,6 +169,9 @@ pub struct BenchReport {
     pub cache: Option<StatsSnapshot>,
     /// The controllers' knobs at the end of the run (NHC's load_admit...).
     pub knobs: std::collections::BTreeMap<&'static str, f64>,
+    /// What the cache found on its tier files when it opened (`--recover quiet|strict`); the
+    /// blocks counted are in `cache` (`recovered`, `recovery_damaged`...).
+    pub recovery: Option<tiercache_engine::Recovery>,
 }
 
 /// The setup every thread shares.
@@ -604,6 +607,19 @@ fn cached(
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
+    let recovery = cache.recovery().cloned();
+    if let Some(r) = &recovery {
+        let s = cache.stats();
+        eprintln!(
+            "recovered {} blocks in {:.3} s ({} damaged, {} stale, {} not taken back), after a {} stop",
+            s.recovered,
+            r.seconds,
+            s.recovery_damaged,
+            s.recovery_stale,
+            s.recovery_declined,
+            if r.clean { "clean" } else { "crash or unclean" }
+        );
+    }
     let mut file = CachedFile::open(backing, cache)?;
     if let Some(name) = &args.backing_profile {
         let profile =
@@ -652,6 +668,7 @@ fn cached(
     let mut report =
         report(args, plan, "cache", label, reads, writes, seconds, hit_ratio, Some(stats));
     report.knobs = file.cache().knobs().into_iter().collect();
+    report.recovery = recovery;
     Ok(report)
 }
 
@@ -693,6 +710,7 @@ fn report(
         hit_ratio,
         cache,
         knobs: Default::default(),
+        recovery: None,
     }
 }
 

@@ -15,9 +15,7 @@ use common::data_trace;
 const DEADLINE: Duration = Duration::from_secs(120);
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tiercache-cli-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("cli-bad", name)
 }
 
 /// Runs `tiercache ARGS` to its end or the deadline; returns success and stderr.

@@ -8,9 +8,7 @@ use std::path::PathBuf;
 use common::{data_trace, sim_blocks, sim_json, tiercache, tiercache_fails};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tiercache-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("cli", name)
 }
 
 #[test]
@@ -317,6 +315,59 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
         "2MiB",
     ]);
     assert!(e.contains("/nonexistent/dir/slow"), "{e}");
+}
+
+/// `bench --recover quiet` restarts over the tier file the run before it left: every block comes
+/// back, and the restarted run's first reads hit. The default (wipe) starts empty.
+#[test]
+fn bench_restarts_warm_over_its_tier_file() {
+    let (backing, slow) = (scratch("warm.backing"), scratch("warm.slow"));
+    let bench = |recover: &str| -> serde_json::Value {
+        let args = [
+            "bench",
+            "--slow-path",
+            slow.to_str().unwrap(),
+            "--slow-size",
+            "4MiB",
+            "--backing",
+            backing.to_str().unwrap(),
+            "--reuse-backing",
+            "--working-set",
+            "8MiB",
+            "--dist",
+            "uniform",
+            "--ops",
+            "1000",
+            "--warmup",
+            "0",
+            "--threads",
+            "1",
+            "--recover",
+            recover,
+            "--json",
+        ];
+        serde_json::from_str(&tiercache(&args)).unwrap()
+    };
+    let cold = bench("wipe");
+    assert_eq!(cold["cache"]["recovered"], 0, "{cold}");
+    assert!(cold["recovery"].is_null(), "{cold}");
+    let warm = bench("quiet");
+    let count = |run: &serde_json::Value, counter: &str| run["cache"][counter].as_u64().unwrap();
+    let left = count(&cold, "inserts") - count(&cold, "evictions") - count(&cold, "invalidations");
+    assert!(left > 500, "{cold}");
+    assert_eq!(count(&warm, "recovered"), left, "every block the run before left: {warm}");
+    assert_eq!(warm["recovery"]["clean"], true, "{warm}");
+    let (cold_hits, warm_hits) =
+        (cold["hit_ratio"].as_f64().unwrap(), warm["hit_ratio"].as_f64().unwrap());
+    // The same seed replays the same 1,000 requests: a cold cache hits only what it read
+    // since it started, a warm one what the run before it left.
+    assert!(warm_hits > cold_hits + 0.5, "cold {cold_hits}, warm {warm_hits}");
+    let left =
+        left + count(&warm, "inserts") - count(&warm, "evictions") - count(&warm, "invalidations");
+    let strict = bench("strict");
+    assert_eq!(count(&strict, "recovered"), left, "{strict}");
+    let e = tiercache_fails(&["bench", "--recover", "maybe"]);
+    assert!(e.contains("--recover") && e.contains("wipe, quiet or strict"), "{e}");
 }
 
 #[test]
