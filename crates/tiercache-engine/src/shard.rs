@@ -134,19 +134,17 @@ impl Tier {
         }
     }
 
-    /// Marks a slot found at recovery, and never claimed, free on the medium.
-    fn give_back_unused(&mut self, slot: u32, stats: &mut Stats) {
+    /// Marks a slot free on the medium, so recovery never brings its block back (a failure
+    /// is counted). Slots found at recovery and never claimed need only this.
+    fn mark_free(&mut self, slot: u32, stats: &mut Stats) {
         if self.region.erase(slot).is_err() {
             stats.erase_errors += 1;
         }
     }
 
-    /// Marks a slot free on the medium (so recovery never brings its block back) and returns
-    /// it to the free list.
+    /// Marks a slot free on the medium and returns it to the free list.
     fn give_back(&mut self, slot: u32, stats: &mut Stats) {
-        if self.region.erase(slot).is_err() {
-            stats.erase_errors += 1;
-        }
+        self.mark_free(slot, stats);
         self.space.give_back(&self.region, slot);
     }
 
@@ -856,7 +854,7 @@ impl Shard {
         let Scanned { mut copies, damaged } = scanned;
         for (t, slot, _) in damaged {
             self.stats.recovery_damaged += 1;
-            self.tiers[t].give_back_unused(slot, &mut self.stats);
+            self.tiers[t].mark_free(slot, &mut self.stats);
         }
         self.seq = copies.iter().map(|c| c.seq).max().unwrap_or(0);
         // The newest copy of each key wins; older ones are freed.
@@ -866,7 +864,7 @@ impl Shard {
             let first = newest.insert(c.key, ()).is_none();
             if !first {
                 self.stats.recovery_stale += 1;
-                self.tiers[c.tier].give_back_unused(c.slot, &mut self.stats);
+                self.tiers[c.tier].mark_free(c.slot, &mut self.stats);
             }
             first
         });

@@ -5,18 +5,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// A path for `name` in this test run's scratch directory for `group`: new to the run (a
-/// process id alone is reused, and a tier file left by an earlier run would be recovered).
-pub fn scratch(group: &str, name: &str) -> PathBuf {
-    static RUN: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
-    let run = RUN.get_or_init(|| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-        now.as_nanos()
-    });
-    let dir = std::env::temp_dir().join(format!("tiercache-{group}-{}-{run}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+#[path = "../../../tiercache-engine/tests/common/scratch.rs"]
+mod scratch;
+// Not every test file uses it.
+#[allow(unused_imports)]
+pub use scratch::scratch;
 
 /// A trace of the repository's test data (`data/`, with its provenance in `data/README.md`).
 pub fn data_trace(name: &str) -> PathBuf {
