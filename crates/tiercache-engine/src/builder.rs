@@ -72,6 +72,7 @@ pub struct CacheBuilder {
     overwrite_foreign_files: bool,
     scrub_rate: u64,
     recover: Recover,
+    volatile_write_back: bool,
 }
 
 /// Wraps a tier's device in another (see [`CacheBuilder::wrap_tier`]).
@@ -109,7 +110,24 @@ impl CacheBuilder {
             overwrite_foreign_files: false,
             scrub_rate: crate::scrub::DEFAULT_RATE,
             recover: Recover::Quiet,
+            volatile_write_back: false,
         }
+    }
+
+    /// Allows write-back (and write-only) over DRAM tiers only. Without a persistent tier
+    /// (mapped or file), dirty blocks are lost in a crash: a sync writes them back to the
+    /// backing device, but a write acknowledged since the last sync is gone. Refused unless
+    /// asked for by name.
+    pub fn volatile_write_back(mut self, on: bool) -> Self {
+        self.volatile_write_back = on;
+        self
+    }
+
+    /// Whether the cache keeps written data dirty (write-back and write-only modes).
+    fn writes_dirty(&self) -> bool {
+        self.mode
+            .as_ref()
+            .is_some_and(|c| matches!(c.mode, CacheMode::WriteBack | CacheMode::WriteOnly))
     }
 
     /// What to do with the blocks a reused tier file holds (mapped and file tiers; see
@@ -349,19 +367,38 @@ impl CacheBuilder {
         if let policy @ (PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc) = &self.tiers[0].policy
         {
             let reason = format!(
-                "{} keeps dirty blocks, and the engine does not write back yet: run it in the simulator",
+                "{} places dirty blocks itself, and is not live in the engine yet: run it in the \
+                 simulator, or run write-back as an Open CAS mode (mode = wb)",
                 policy.name()
             );
             return Err(EngineError::config("policy", reason));
         }
-        if let Some(config) = &self.mode {
-            if matches!(config.mode, CacheMode::WriteBack | CacheMode::WriteOnly) {
+        if self.writes_dirty() {
+            let mode = self.mode.as_ref().expect("a mode").mode.short();
+            if self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. })) {
                 let reason = format!(
-                    "{} keeps dirty blocks, and the engine does not write back yet: run it in the simulator",
-                    config.mode.short()
+                    "{mode} keeps the only copy of written data on the tiers, and flash tiers \
+                     are not recovered after a restart yet: use mapped or file tiers"
                 );
                 return Err(EngineError::config("mode", reason));
             }
+            if self.size_classes > 1 {
+                let reason = format!("{mode} needs whole blocks, one per slot: use 1 class");
+                return Err(EngineError::config("size_classes", reason));
+            }
+            let persistent = self
+                .tiers
+                .iter()
+                .any(|t| matches!(t.kind, TierKind::Mapped { .. } | TierKind::File { .. }));
+            if !persistent && !self.volatile_write_back {
+                let reason = format!(
+                    "{mode} over DRAM only loses every write since the last sync in a crash: add \
+                     a mapped or file tier, or allow it by name (volatile_write_back)"
+                );
+                return Err(EngineError::config("mode", reason));
+            }
+        }
+        if let Some(config) = &self.mode {
             if config.seq_cutoff != SeqCutoffPolicy::Never {
                 let reason = "each shard sees only its own keys, so no shard sees a run of \
                               consecutive blocks: set it to never in the engine";
@@ -545,6 +582,7 @@ impl CacheBuilder {
         let started = std::time::Instant::now();
         let mut tiers = Vec::new();
         let mut recovery = crate::cache::Recovery::default();
+        let mut written_back = Vec::new();
         for (t, medium) in media.iter().enumerate() {
             let Previous::Tier { backing, state, short } = medium.previous else { continue };
             let path = medium.path().expect("a tier file");
@@ -560,7 +598,11 @@ impl CacheBuilder {
                 continue;
             }
             recovery.backing = recovery.backing.or(backing);
-            recovery.clean &= state == crate::tierfile::State::Clean;
+            recovery.clean &= state != crate::tierfile::State::Open;
+            if state == crate::tierfile::State::Clean {
+                // Everything dirty was written back before the stop.
+                written_back.push(t);
+            }
             if short {
                 recovery.notes.push(format!(
                     "{}: the tier file was shorter than its tier; the missing slots read as empty",
@@ -577,8 +619,13 @@ impl CacheBuilder {
         let scans = shards
             .iter_mut()
             .enumerate()
-            .map(|(i, shard)| shard.scan(&indices, |key| crate::cache::shard_index(key, bits) == i))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|(i, shard)| {
+                let mut scanned =
+                    shard.scan(&indices, |key| crate::cache::shard_index(key, bits) == i)?;
+                scanned.written_back(&written_back);
+                Ok(scanned)
+            })
+            .collect::<Result<Vec<_>, EngineError>>()?;
         if self.recover == Recover::Strict {
             // Refused before anything is changed.
             let damaged = shards.iter().zip(&scans).filter_map(|(s, scan)| s.first_damage(scan));
@@ -685,7 +732,8 @@ impl CacheBuilder {
         for medium in &mut media {
             medium.begin()?;
         }
-        let timed = self.tiers.iter().any(|t| t.policy.uses_time());
+        // Write-back cleans on time (ALRU), so requests carry it and the worker ticks.
+        let timed = self.tiers.iter().any(|t| t.policy.uses_time()) || self.writes_dirty();
         let measured = self.measured();
         let tick_every = match (self.worker_off, self.tick_every, timed) {
             (true, _, _) => None,

@@ -80,6 +80,9 @@ pub struct PutOutcome {
     pub hit: bool,
     /// The value is now in the cache.
     pub cached: bool,
+    /// The cache keeps the value dirty (write-back and write-only modes): the backing device
+    /// gets it when it is written back. Otherwise the caller writes it to the backing device.
+    pub absorbed: bool,
 }
 
 /// A sharded cache of fixed-size blocks over one or two tiers: a handle to the shared core,
@@ -274,6 +277,13 @@ pub struct CacheCore {
     scrubbed: Arc<ScrubCounts>,
     /// The Open CAS mode the policies run in, if any.
     mode: Option<CacheMode>,
+    /// Whether blocks may be dirty (a write-back mode, or dirty blocks recovered): the cache
+    /// then needs its backing device attached before it decides anything.
+    keeps_dirty: bool,
+    /// Whether the backing device is attached (`attach_device`).
+    attached: std::sync::atomic::AtomicBool,
+    /// Tiers that lose their blocks in a crash (DRAM): a sync writes their dirty blocks back.
+    volatile: Vec<tiercache_core::TierId>,
 }
 
 /// What hits without the lock need: each shard's published upper-tier slots, and the hits
@@ -339,6 +349,14 @@ impl CacheCore {
     pub(crate) fn new(shards: Vec<Shard>, media: Vec<Medium>, settings: Settings) -> Self {
         let shard_bits = shards.len().trailing_zeros();
         let mode = shards.first().and_then(|s| s.policy.cache_mode());
+        let keeps_dirty = matches!(mode, Some(CacheMode::WriteBack | CacheMode::WriteOnly))
+            || shards.iter().any(|s| s.dirty_blocks() > 0);
+        let volatile = media
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| matches!(m.kind(), crate::store::TierKind::Dram))
+            .map(|(t, _)| tiercache_core::TierId(t as u8))
+            .collect();
         CacheCore {
             shards: shards.into_iter().map(|s| ShardLock(Mutex::new(s))).collect(),
             shard_bits,
@@ -353,7 +371,66 @@ impl CacheCore {
             unlocked: settings.unlocked,
             scrubbed: Arc::default(),
             mode,
+            keeps_dirty,
+            attached: Default::default(),
+            volatile,
         }
+    }
+
+    /// Gives the cache the device its dirty blocks are written back to, keys being block
+    /// numbers (`CachedFile` does this). A cache that keeps dirty blocks decides nothing until
+    /// it has one.
+    pub fn attach_device(&self, device: Arc<dyn crate::device::Device>) {
+        for mut shard in self.each_shard() {
+            shard.backing = Some(device.clone());
+        }
+        self.attached.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Refuses to decide while dirty blocks would have nowhere to go.
+    fn check_attached(&self) -> Result<(), EngineError> {
+        if self.keeps_dirty && !self.attached.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(EngineError::config(
+                "mode",
+                "this cache keeps dirty blocks and writes them back to its backing device: use \
+                 it through a CachedFile, which attaches that device",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the cache may hold dirty blocks (see [`PutOutcome::absorbed`]).
+    pub fn keeps_dirty(&self) -> bool {
+        self.keeps_dirty
+    }
+
+    /// Dirty blocks now, over all shards.
+    pub fn dirty_blocks(&self) -> usize {
+        self.each_shard().map(|s| s.dirty_blocks()).sum()
+    }
+
+    /// Writes every dirty block back to the backing device and syncs it: afterwards the
+    /// backing device alone has every acknowledged write (the blocks stay cached, clean).
+    /// An error if a block could not be written back; it stays dirty in the cache.
+    pub fn flush_backing(&self) -> Result<(), EngineError> {
+        self.flush();
+        if !self.keeps_dirty {
+            return Ok(());
+        }
+        self.check_attached()?;
+        let mut left = 0;
+        for mut shard in self.each_shard() {
+            shard.write_back_all(None)?;
+            left += shard.dirty_blocks();
+        }
+        if left > 0 {
+            return Err(EngineError::Io {
+                path: "<backing device>".into(),
+                action: "dirty blocks could not be written back (counted in write_back_errors)",
+                source: io::Error::other(format!("{left} blocks stay dirty in the cache")),
+            });
+        }
+        Ok(())
     }
 
     /// The Open CAS mode the cache's policy runs in (`CacheBuilder::mode`), if any: it decides
@@ -438,6 +515,9 @@ impl CacheCore {
 
     /// Runs every shard's periodic work now (what the background worker does each interval).
     pub fn tick(&self) {
+        if self.check_attached().is_err() {
+            return;
+        }
         let now_us = self.clock.now_us();
         for mut shard in self.each_shard() {
             shard.tick(now_us);
@@ -626,16 +706,24 @@ impl CacheCore {
         if let Some(len) = self.get_unlocked(key, buf, Landing::Direct) {
             return Ok(ReadOutcome { hit: true, len });
         }
+        self.check_attached()?;
         let started = self.started();
         let req = self.request(key, Op::Read);
         let reserved = {
             let mut shard = self.shard(key);
+            if shard.lost.contains(&key) {
+                return Err(EngineError::DataLost { key });
+            }
             shard.decide(&req);
             let reserved = shard.apply(key, None)?;
             let (mut shard, served) = self.serve(shard, key, buf);
             if let Some(len) = served {
                 shard.record(Operation::Read, started);
                 return Ok(ReadOutcome { hit: true, len });
+            }
+            // A dirty block that just failed its checks: the backing device's copy is older.
+            if shard.lost.contains(&key) {
+                return Err(EngineError::DataLost { key });
             }
             reserved
         };
@@ -674,6 +762,7 @@ impl CacheCore {
     /// Writes `value` for `key` (write-allocate: a missed key is cached if the policy admits it).
     pub fn put(&self, key: Key, value: &[u8]) -> Result<PutOutcome, EngineError> {
         self.check_len(value)?;
+        self.check_attached()?;
         let started = self.started();
         let mut req = self.request(key, Op::Write);
         let mut shard = self.shard(key);
@@ -685,15 +774,19 @@ impl CacheCore {
         shard.stats.puts += 1;
         let hit = shard.decision.hit.is_some();
         shard.apply(key, Some(value))?;
-        let cached = shard.places.get(&key).is_some_and(|p| p.filling.is_none());
+        let place = shard.places.get(&key).filter(|p| p.filling.is_none());
+        let (cached, absorbed) = (place.is_some(), place.is_some_and(|p| p.dirty));
+        // A write replaces data that was lost: the key reads again.
+        shard.lost.remove(&key);
         shard.record(Operation::Write, started);
-        Ok(PutOutcome { hit, cached })
+        Ok(PutOutcome { hit, cached, absorbed })
     }
 
     /// Overwrites `key`'s cached value if it is cached; never admits it (write-around). Decided
     /// as a lookup: a cached key's state moves as on a read hit.
     pub fn update_if_cached(&self, key: Key, value: &[u8]) -> Result<bool, EngineError> {
         self.check_len(value)?;
+        self.check_attached()?;
         let started = self.started();
         let req = self.request(key, Op::Lookup);
         let mut shard = self.shard(key);
@@ -745,6 +838,16 @@ impl CacheCore {
     /// cache reopens with these blocks, and with none it had dropped.
     pub fn sync(&self) -> Result<(), EngineError> {
         self.flush();
+        if self.keeps_dirty && !self.volatile.is_empty() {
+            // Dirty blocks of DRAM tiers would not survive: written back (and the backing
+            // device synced) first.
+            self.check_attached()?;
+            for mut shard in self.each_shard() {
+                for &tier in &self.volatile {
+                    shard.write_back_all(Some(tier))?;
+                }
+            }
+        }
         self.media().iter().try_for_each(Medium::sync)
     }
 
@@ -775,7 +878,15 @@ impl CacheCore {
     /// A clean stop's last step: every tier synced, then marked clean.
     fn close_clean(&self) -> Result<(), EngineError> {
         self.flush();
-        self.media().iter_mut().try_for_each(Medium::close_clean)
+        let written_back =
+            match self.keeps_dirty && self.attached.load(std::sync::atomic::Ordering::Acquire) {
+                true => self.flush_backing(),
+                false => Ok(()),
+            };
+        // Blocks left dirty are synced on the tiers, and the superblock says they are dirty.
+        let dirty_left = self.keeps_dirty && self.dirty_blocks() > 0;
+        self.media().iter_mut().try_for_each(|m| m.close_clean(dirty_left))?;
+        written_back
     }
 
     /// Read and write latency over all shards; `None` unless built with `record_latency`.

@@ -12,6 +12,12 @@ pub enum EngineError {
     Io { path: PathBuf, action: &'static str, source: std::io::Error },
     #[error("value of {len} bytes is larger than the block size of {block_size} bytes")]
     TooLarge { len: usize, block_size: usize },
+    /// A block whose only copy was dirty in the cache and is gone: it failed its checksum, or
+    /// could not be written back before it was dropped. Reads of it fail (EIO to a block
+    /// device's client) until it is written again; the backing device's older data is never
+    /// served as if current.
+    #[error("block {key}: its data was lost: the cache held it dirty and it failed its checksum or could not be written back; write the block again")]
+    DataLost { key: u64 },
     /// A tier file made for another cache: another geometry, or another backing file.
     #[error("{}: the tier file holds {found}, and this cache has {wanted}; open it as it was made, or start the cache empty (recover = wipe)", path.display())]
     Mismatch { path: PathBuf, found: String, wanted: String },

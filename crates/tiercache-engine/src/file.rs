@@ -1,8 +1,10 @@
 //! `CachedFile`: a backing file read and written through the cache in fixed-size blocks, in
 //! the cache's Open CAS mode (`CacheBuilder::mode`; write-through without one). The mode is
-//! the policy's own (`tiercache_policy::cas`, the same code the simulator runs): every write
-//! goes to the backing file and then to the cache as a write request, and the policy decides
-//! whether its block is placed, updated, dropped or left alone; reads are decided the same way.
+//! the policy's own (`tiercache_policy::cas`, the same code the simulator runs): a write goes
+//! to the cache as a write request, and the policy decides whether its block is placed,
+//! updated, dropped or left alone; reads are decided the same way. In the modes that keep
+//! nothing dirty every write goes to the backing file first; in write-back and write-only the
+//! cache takes it first, and the backing file gets it only when it is written back.
 //! Open CAS is the Intel-led block cache the Writes Hurt paper compares NVCache with (section
 //! 4); its modes, as the engine runs them:
 //!
@@ -12,12 +14,18 @@
 //! | write-around | backing, then cache updated | backing only | through the cache |
 //! | write-invalidate | backing, then block dropped | backing only | through the cache |
 //! | pass-through | backing, then block dropped | backing only | backing only |
+//! | write-back | cache, dirty | cache, dirty, if admitted (else backing) | through the cache |
+//! | write-only | cache, dirty | cache, dirty, if admitted (else backing) | cache hits; misses not cached |
 //!
-//! Write-back and write-only need a durable, recoverable dirty tier and arrive with the
-//! durability work; until then the builder refuses them, not fakes them. A write that covers
-//! part of a block reads the rest of the block first. Writers of one block take turns (striped
-//! locks); a read that misses waits for a writer of its block before loading it, so blocks are
-//! never read torn; hits never wait.
+//! Dirty blocks are written back before they are dropped, by the ALRU cleaner, at
+//! [`flush_backing`](CachedFile::flush_backing) and at a clean stop; [`sync`](CachedFile::sync)
+//! makes every acknowledged write durable on a persistent tier or the backing file
+//! (`docs/DURABILITY.md`). In write-back the backing file's length grows only as blocks are
+//! written back.
+//!
+//! A write that covers part of a block reads the rest of the block first. Writers of one block
+//! take turns (striped locks); a read that misses waits for a writer of its block before
+//! loading it, so blocks are never read torn; hits never wait.
 
 use std::fs::OpenOptions;
 use std::io;
@@ -62,13 +70,15 @@ impl CachedFile {
     /// recovered are `backing`'s: the caller vouches for it (`open` checks a file's identity).
     pub fn over(backing: Arc<dyn Device>, cache: Cache) -> CachedFile {
         let writers = (0..WRITER_STRIPES).map(|_| RwLock::new(())).collect();
+        cache.attach_device(backing.clone());
         CachedFile { cache, backing, writers }
     }
 
     /// Makes the backing file behave like `profile` (latency, bandwidth, parallelism), as tiers
-    /// do with [`CacheBuilder::emulate`](crate::CacheBuilder::emulate).
+    /// do with [`CacheBuilder::emulate`](crate::CacheBuilder::emulate); write-backs see it too.
     pub fn emulate_backing(mut self, profile: tiercache_core::DeviceProfile) -> CachedFile {
         self.backing = Arc::new(Emulated::new(self.backing, profile));
+        self.cache.attach_device(self.backing.clone());
         self
     }
 
@@ -94,10 +104,27 @@ impl CachedFile {
         Ok(self.len()? == 0)
     }
 
-    /// Makes acknowledged writes durable: the cache's tiers first (so no block it dropped
-    /// comes back after a crash, stale), then the backing file.
+    /// Makes acknowledged writes durable: the cache's tiers first (dirty blocks, and free
+    /// marks, so no block the cache dropped comes back after a crash, stale; dirty blocks of
+    /// DRAM tiers are written back), then the backing file.
     pub fn sync(&self) -> Result<(), EngineError> {
         self.cache.sync()?;
+        self.backing.sync().map_err(|e| self.io_error("cannot sync the backing file", e))
+    }
+
+    /// Writes `data` at `offset` and makes it durable before returning (a write with FUA, in
+    /// block-device terms). It syncs as [`sync`](Self::sync) does, so every write acknowledged
+    /// before it is durable too.
+    pub fn write_at_durable(&self, offset: u64, data: &[u8]) -> Result<usize, EngineError> {
+        let written = self.write_at(offset, data)?;
+        self.sync()?;
+        Ok(written)
+    }
+
+    /// Writes every dirty block back and syncs the backing file: afterwards the backing file
+    /// alone has every acknowledged write. A clean stop (dropping the cache) does the same.
+    pub fn flush_backing(&self) -> Result<(), EngineError> {
+        self.cache.flush_backing()?;
         self.backing.sync().map_err(|e| self.io_error("cannot sync the backing file", e))
     }
 
@@ -180,6 +207,11 @@ impl CachedFile {
             let (block, within) = (position / bs as u64, (position % bs as u64) as usize);
             let n = (bs - within).min(data.len() - done);
             let _turn = self.writer(block);
+            if self.cache.keeps_dirty() {
+                self.write_dirty(block, within, &data[done..done + n], &mut block_buf)?;
+                done += n;
+                continue;
+            }
             if n == bs {
                 let whole = &data[done..done + bs];
                 self.backing
@@ -206,6 +238,45 @@ impl CachedFile {
             done += n;
         }
         Ok(done)
+    }
+
+    /// Writes `data` into `block` from byte `within`, in a mode that keeps written data dirty:
+    /// the cache takes the block first, and the backing file gets it only if the cache did not
+    /// absorb it. A partial block's rest is read through the cache, which may hold it dirty.
+    /// The caller holds the block's writer turn.
+    fn write_dirty(
+        &self,
+        block: u64,
+        within: usize,
+        data: &[u8],
+        block_buf: &mut Vec<u8>,
+    ) -> Result<(), EngineError> {
+        let bs = self.cache.block_size();
+        let at = block * bs as u64;
+        let contents: &[u8] = if data.len() == bs {
+            data
+        } else {
+            block_buf.resize(bs, 0);
+            // Loaded without the loader's turn: this writer holds the stripe.
+            let load = |b: &mut [u8]| self.backing.read_at(b, at);
+            let valid = match self.cache.read_through(block, block_buf, load) {
+                Ok(outcome) => outcome.len,
+                Err(EngineError::Io { source, .. }) => {
+                    return Err(self.io_error("cannot read the backing file", source))
+                }
+                Err(e) => return Err(e),
+            };
+            // Past the end of the file is a hole, and holes read as zeros.
+            block_buf[valid.min(within)..within].fill(0);
+            block_buf[within..within + data.len()].copy_from_slice(data);
+            &block_buf[..valid.max(within + data.len())]
+        };
+        if !self.cache.put(block, contents)?.absorbed {
+            self.backing
+                .write_at(contents, at)
+                .map_err(|e| self.io_error("cannot write the backing file", e))?;
+        }
+        Ok(())
     }
 
     /// Tells the cache of a block the backing file now has: the policy's mode decides what

@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
-use tiercache_core::{Action, Decision, Key, KeyMap, Op, Request, TierId};
+use tiercache_core::{Action, Decision, Key, KeyMap, KeySet, Op, Request, TierId};
 use tiercache_policy::{AnyPolicy, Policy};
 
 use crate::behind::{Job, WriteBehind};
 use crate::block::Stamp;
+use crate::device::Device;
 use crate::error::EngineError;
 use crate::stats::Stats;
 use crate::store::{PinnedRead, ReadFault, Region, Staged};
@@ -194,6 +195,16 @@ pub struct Scanned {
     damaged: Vec<(usize, u32, String)>,
 }
 
+impl Scanned {
+    /// Counts the copies on `tiers` clean: their cache stopped after writing every dirty block
+    /// back, so the dirty flags their headers still carry are history.
+    pub fn written_back(&mut self, tiers: &[usize]) {
+        for copy in self.copies.iter_mut().filter(|c| tiers.contains(&c.tier)) {
+            copy.dirty = false;
+        }
+    }
+}
+
 /// A hit held for a read handle.
 pub enum Held {
     /// The block in place on a memory tier; its slot is pinned until released.
@@ -219,11 +230,20 @@ pub struct Place {
     pub filling: Option<u64>,
     /// The block's write is behind: its bytes are in the shard's staging until it lands.
     pub staged: bool,
+    /// The block holds data the backing device does not have yet (write-back modes): it is
+    /// written back before its slot is freed, whatever the policy says.
+    pub dirty: bool,
 }
 
 impl Place {
     fn new(tier: u8, slot: u32) -> Place {
-        Place { tier, slot, filling: None, staged: false }
+        Place { tier, slot, filling: None, staged: false, dirty: false }
+    }
+
+    /// Whether `other` is the same slot (a block's place stays the same slot while it turns
+    /// clean or lands).
+    fn same_slot(&self, other: &Place) -> bool {
+        self.tier == other.tier && self.slot == other.slot
     }
 }
 
@@ -253,6 +273,16 @@ pub struct Shard {
     pub behind: Option<(Arc<WriteBehind>, usize)>,
     /// The blocks whose writes are behind, by key.
     staging: KeyMap<Arc<Staged>>,
+    /// Where dirty blocks are written back (write-back and write-only modes), once attached.
+    pub backing: Option<Arc<dyn Device>>,
+    /// A block was written back since the backing device last synced: before a slot is freed
+    /// (marked free on its tier), the backing device syncs, so no crash can find a block
+    /// neither in the cache nor durable on the backing device.
+    backing_unsynced: bool,
+    /// Keys whose dirty data was lost (unreadable, or dropped without a write-back): reading
+    /// one fails with `EngineError::DataLost` until it is written again, rather than serve
+    /// the backing device's older data as current.
+    pub lost: KeySet,
 }
 
 impl Shard {
@@ -274,6 +304,9 @@ impl Shard {
             latency: None,
             behind: None,
             staging: KeyMap::default(),
+            backing: None,
+            backing_unsynced: false,
+            lost: KeySet::default(),
         }
     }
 
@@ -316,7 +349,8 @@ impl Shard {
         self.decision.clear();
         self.policy.tick(now_us, &mut self.decision);
         if !self.decision.actions.is_empty() {
-            self.apply(0, None).expect("periodic work only drops blocks, which does no I/O");
+            self.apply(0, None)
+                .expect("periodic work drops and writes back blocks, whose errors are counted");
         }
     }
 
@@ -356,7 +390,111 @@ impl Shard {
         if place.staged {
             self.staging.remove(&key);
         }
-        self.tiers[place.tier as usize].free_slot(place.slot, key, &mut self.stats);
+        self.free_slot(place.tier as usize, place.slot, key);
+    }
+
+    /// Frees a slot once what was written back from it is durable (see `backing_unsynced`).
+    fn free_slot(&mut self, tier: usize, slot: u32, key: Key) {
+        self.sync_backing();
+        self.tiers[tier].free_slot(slot, key, &mut self.stats);
+    }
+
+    /// Syncs the backing device if a block was written back since it last synced. A failed
+    /// sync is counted; the slot is freed all the same (the data reached the device's cache,
+    /// and holding slots forever would stop the cache).
+    pub fn sync_backing(&mut self) {
+        if !self.backing_unsynced {
+            return;
+        }
+        let Some(backing) = &self.backing else { return };
+        self.stats.backing_syncs += 1;
+        if backing.sync().is_err() {
+            self.stats.write_back_errors += 1;
+        }
+        self.backing_unsynced = false;
+    }
+
+    /// Writes `key`'s block back to the backing device if it is dirty; it stays resident,
+    /// clean. False if its data is lost: the block did not read back (failed checksum, I/O
+    /// error), so the caller drops it. A failed write to the backing device keeps the block
+    /// dirty, to be tried again before it is dropped. Without a backing device attached yet,
+    /// the block stays dirty.
+    fn write_back(&mut self, key: Key) -> bool {
+        let Some(place) = self.places.get(&key).copied() else { return true };
+        if !place.dirty || place.filling.is_some() {
+            return true;
+        }
+        let Some(backing) = self.backing.clone() else { return true };
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(self.tiers[place.tier as usize].region.value_bytes(), 0);
+        let read = match self.staging.get(&key).filter(|_| place.staged) {
+            Some(staged) => Ok(crate::block::copy_value(staged.value(), &mut scratch)),
+            None => self.tiers[place.tier as usize].region.read(place.slot, key, &mut scratch),
+        };
+        let kept = match read {
+            Ok(len) => {
+                let at = key * self.block_size as u64;
+                match backing.write_at(&scratch[..len], at) {
+                    Ok(()) => {
+                        self.places.insert(key, Place { dirty: false, ..place });
+                        self.backing_unsynced = true;
+                        self.stats.write_backs += 1;
+                        self.stats.bytes_written_back += len as u64;
+                    }
+                    Err(_) => self.stats.write_back_errors += 1,
+                }
+                true
+            }
+            Err(fault) => {
+                self.count_fault(&fault);
+                self.lose(key);
+                false
+            }
+        };
+        self.scratch = scratch;
+        kept
+    }
+
+    /// Records that `key`'s dirty data is lost (its block is about to be dropped): reads of it
+    /// fail until it is written again.
+    fn lose(&mut self, key: Key) {
+        if let Some(place) = self.places.get_mut(&key) {
+            if place.dirty {
+                place.dirty = false;
+                self.stats.dirty_lost += 1;
+                self.lost.insert(key);
+            }
+        }
+    }
+
+    /// Writes back every dirty block the policy names (those of `tier`, or all), then syncs
+    /// the backing device: what a sync asks of volatile tiers and a clean stop of all. Blocks
+    /// the policy no longer counts dirty but the shard does (a write-back that failed) are
+    /// written back too.
+    pub fn write_back_all(&mut self, tier: Option<TierId>) -> Result<(), EngineError> {
+        let saved = std::mem::take(&mut self.decision);
+        self.policy.write_back(tier, &mut self.decision);
+        let result = self.apply(u64::MAX, None);
+        self.decision = saved;
+        result?;
+        let stragglers: Vec<Key> = self
+            .places
+            .iter()
+            .filter(|(_, p)| p.dirty && tier.is_none_or(|t| t.0 == p.tier))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in stragglers {
+            if !self.write_back(key) {
+                self.drop_key(key);
+            }
+        }
+        self.sync_backing();
+        Ok(())
+    }
+
+    /// Dirty blocks now, and whether any failed to be written back.
+    pub fn dirty_blocks(&self) -> usize {
+        self.places.values().filter(|p| p.dirty).count()
     }
 
     /// Releases a pin (of an unlocked read or write, or a read handle).
@@ -368,18 +506,21 @@ impl Shard {
     /// and flash tiers, whose blocks a running read may hold, and wherever a read handle pins
     /// the slot or the value changed size class.
     /// False if the write failed (see `store_or_fail`): the caller drops the key.
-    fn overwrite(&mut self, key: Key, data: &[u8]) -> bool {
+    fn overwrite(&mut self, key: Key, data: &[u8], dirty: bool) -> bool {
         let old = self.places[&key];
         let tier = old.tier as usize;
-        let mut place = Place::new(old.tier, old.slot);
+        let mut place = Place { dirty, ..Place::new(old.tier, old.slot) };
         let class = self.class_of(data.len() as u32);
         let same_class = self.class_at(tier, old.slot) == class;
+        // A dirty block is the only copy of its data: it is never overwritten in place, where
+        // a crash could tear it, but copied, and its slot freed after.
         if self.tiers[tier].region.is_io()
             || self.tiers[tier].pins[old.slot as usize] > 0
             || !same_class
+            || old.dirty
         {
             place.slot = self.allocate(TierId(old.tier), class, key);
-            self.tiers[tier].free_slot(old.slot, key, &mut self.stats);
+            self.free_slot(tier, old.slot, key);
         }
         if old.staged {
             self.staging.remove(&key);
@@ -497,6 +638,14 @@ impl Shard {
         for i in 0..self.decision.actions.len() {
             match self.decision.actions[i] {
                 Action::Evict { tier, key, .. } => {
+                    // The policy wrote a dirty block back first; if it did not (or that
+                    // failed), the block is written back now, never dropped dirty.
+                    if self.places.get(&key).is_some_and(|p| p.dirty) {
+                        self.write_back(key);
+                    }
+                    if self.places.get(&key).is_some_and(|p| p.dirty) {
+                        self.lose(key);
+                    }
                     self.release(key, tier);
                     self.stats.evictions += 1;
                 }
@@ -504,12 +653,14 @@ impl Shard {
                     self.release(key, tier);
                     self.stats.invalidations += 1;
                 }
-                Action::Insert { tier, key: k, size, .. } => {
+                Action::Insert { tier, key: k, size, dirty } => {
                     debug_assert_eq!(k, key, "policies insert the requested key");
                     let class = self.class_of(size);
                     let slot = self.allocate(tier, class, key);
                     self.stats.inserts += 1;
                     let mut place = Place::new(tier.0, slot);
+                    // Only written data is dirty: a read's insert is the backing's own.
+                    place.dirty = dirty && value.is_some();
                     match value {
                         Some(data) => {
                             if !self.store_or_fail(place, key, data) {
@@ -524,8 +675,8 @@ impl Shard {
                         }
                     }
                 }
-                Action::Update { key: k, .. } => {
-                    if value.is_some_and(|data| !self.overwrite(k, data)) {
+                Action::Update { key: k, dirty, .. } => {
+                    if value.is_some_and(|data| !self.overwrite(k, data, dirty)) {
                         lost.push(k);
                     }
                 }
@@ -535,8 +686,10 @@ impl Shard {
                     }
                 }
                 Action::Reject { reason, .. } => self.stats.rejections[reason.index()] += 1,
-                action @ Action::WriteBack { .. } => {
-                    unreachable!("write-back is not built yet, yet the policy asked for {action:?}")
+                Action::WriteBack { key: k, .. } => {
+                    if !self.write_back(k) {
+                        lost.push(k);
+                    }
                 }
             }
         }
@@ -563,7 +716,7 @@ impl Shard {
         let class = self.class_at(from.index(), old.slot);
         debug_assert!(!self.classes || self.block_size >> class == size, "key {key}: size {size}");
         let slot = self.allocate(to, class, key);
-        let mut new = Place { filling: old.filling, ..Place::new(to.0, slot) };
+        let mut new = Place { filling: old.filling, dirty: old.dirty, ..Place::new(to.0, slot) };
         let mut good = true;
         if old.filling.is_none() {
             let mut scratch = std::mem::take(&mut self.scratch);
@@ -599,7 +752,7 @@ impl Shard {
             }
             self.scratch = scratch;
         }
-        self.tiers[from.index()].free_slot(old.slot, key, &mut self.stats);
+        self.free_slot(from.index(), old.slot, key);
         self.places.insert(key, new);
         Ok(good)
     }
@@ -617,7 +770,7 @@ impl Shard {
     fn write_block(&mut self, place: Place, key: Key, data: &[u8]) -> Result<Place, EngineError> {
         let tier = place.tier as usize;
         self.seq += 1;
-        let stamp = Stamp { seq: self.seq, dirty: false };
+        let stamp = Stamp { seq: self.seq, dirty: place.dirty };
         if let Some((behind, shard)) = self.behind.clone() {
             // The same room rule as unlocked reads: pinned slots may all be freed meanwhile,
             // and an overwrite's copy must still find a slot.
@@ -649,15 +802,16 @@ impl Shard {
         result: Result<(), EngineError>,
     ) {
         let tier = place.tier as usize;
-        let current = self.places.get(&key) == Some(&place);
-        if current {
+        let now = self.places.get(&key).copied().filter(|p| p.staged && p.same_slot(&place));
+        if now.is_some() {
             self.staging.remove(&key);
         }
         self.tiers[tier].region.end_write(place.slot, staged, result.is_ok());
         self.tiers[tier].unpin(place.slot, &mut self.stats);
+        let current = now.is_some();
         match result {
             Ok(()) if current => {
-                self.places.insert(key, Place { staged: false, ..place });
+                self.places.insert(key, Place { staged: false, ..now.expect("current") });
             }
             Ok(()) => {}
             Err(_) => {
@@ -671,7 +825,7 @@ impl Shard {
 
     /// Overwrites a resident key's block (write-around's write hit).
     pub fn apply_update(&mut self, key: Key, data: &[u8]) -> Result<(), EngineError> {
-        if !self.overwrite(key, data) {
+        if !self.overwrite(key, data, false) {
             self.drop_key(key);
         }
         Ok(())
@@ -714,6 +868,7 @@ impl Shard {
     /// Drops a resident key (a block that did not check out, or one emptied out of a page),
     /// deciding a `Delete` so the policy stays in step.
     fn drop_key(&mut self, key: Key) {
+        self.lose(key);
         let saved = std::mem::take(&mut self.decision);
         self.decide_sized(&Request::new(self.now_us, key, 0, Op::Delete));
         self.apply(key, None).expect("dropping a block does no I/O");
@@ -763,7 +918,7 @@ impl Shard {
             }
             Err(fault) => {
                 self.count_fault(&fault);
-                if self.places.get(&key) == Some(&place) {
+                if self.places.get(&key).is_some_and(|p| p.same_slot(&place)) {
                     self.drop_key(key);
                 }
                 None
@@ -878,13 +1033,24 @@ impl Shard {
             self.decision.clear();
             let tier = TierId(copy.tier as u8);
             if !self.policy.restore(copy.key, size, tier, copy.dirty, &mut self.decision) {
-                // Dirty data is never dropped: a policy that cannot keep it is a bug.
-                assert!(!copy.dirty, "the policy declined dirty key {}", copy.key);
+                // Dirty data is never dropped: the builder checked the policy keeps it.
+                if copy.dirty {
+                    return Err(EngineError::config(
+                        "mode",
+                        format!(
+                            "a tier holds dirty block {} (written by a write-back cache and \
+                             not yet written back), and this policy keeps nothing dirty: open \
+                             the cache in an Open CAS mode (mode = wb) to write it back",
+                            copy.key
+                        ),
+                    ));
+                }
                 self.stats.recovery_declined += 1;
                 self.tiers[copy.tier].give_back(copy.slot, &mut self.stats);
                 continue;
             }
-            self.places.insert(copy.key, Place::new(copy.tier as u8, copy.slot));
+            let place = Place { dirty: copy.dirty, ..Place::new(copy.tier as u8, copy.slot) };
+            self.places.insert(copy.key, place);
             self.tiers[copy.tier].region.republish(copy.slot, copy.key, copy.len as usize);
             // Room the policy made (a policy whose capacity is less than its tier's slots):
             // earlier blocks go.

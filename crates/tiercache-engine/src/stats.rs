@@ -99,5 +99,10 @@ counters! {
     recovery_damaged: "Slots found failing their checks when the cache opened (torn writes, flipped bits); dropped.",
     recovery_stale: "Older copies of a key found when the cache opened, behind a newer one; dropped.",
     recovery_declined: "Blocks found when the cache opened that the policy did not take back (no room, or a policy that does not restore); dropped.",
+    write_backs: "Dirty blocks written back to the backing device (write-back and write-only modes).",
+    bytes_written_back: "Value bytes written back to the backing device.",
+    write_back_errors: "Write-backs and backing syncs that failed; the block stays dirty and is tried again before it is dropped.",
+    backing_syncs: "Syncs of the backing device a shard made before freeing slots of blocks written back.",
+    dirty_lost: "Dirty blocks lost: unreadable (checksum, I/O) or not written back when dropped. Reads of such a key fail with a data-loss error until it is written again.",
     writes_dropped: "Writes acknowledged but not applied. Always 0: a write the policy declines is counted in rejections.",
 }

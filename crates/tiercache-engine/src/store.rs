@@ -233,9 +233,10 @@ impl Medium {
     }
 
     /// Ends a clean stop: every block is synced, then the superblock says clean.
-    pub fn close_clean(&mut self) -> Result<(), EngineError> {
+    pub fn close_clean(&mut self, dirty_left: bool) -> Result<(), EngineError> {
         self.sync()?;
-        self.rewrite(|superblock| superblock.state = tierfile::State::Clean)
+        let state = if dirty_left { tierfile::State::Synced } else { tierfile::State::Clean };
+        self.rewrite(|superblock| superblock.state = state)
     }
 
     /// The tier file's path, if the tier has one.

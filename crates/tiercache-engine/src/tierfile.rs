@@ -123,7 +123,12 @@ impl std::fmt::Display for Backing {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
     Open = 1,
+    /// Stopped cleanly with nothing dirty: every dirty block was written back and the backing
+    /// device synced, so a block's dirty flag is history.
     Clean = 2,
+    /// Stopped cleanly, every write synced, with blocks still dirty (a write-back failed, or a
+    /// cache that stops without writing back).
+    Synced = 3,
 }
 
 /// The fields of a tier file's superblock.
@@ -172,7 +177,11 @@ impl Superblock {
         };
         let backing = Some(Backing { device: u64_at(48), inode: u64_at(56) })
             .filter(|b| (b.device, b.inode) != (0, 0));
-        let state = if u32_at(64) == State::Clean as u32 { State::Clean } else { State::Open };
+        let state = match u32_at(64) {
+            2 => State::Clean,
+            3 => State::Synced,
+            _ => State::Open,
+        };
         Some(Superblock { geometry, backing, state })
     }
 }

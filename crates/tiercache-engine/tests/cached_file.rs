@@ -161,11 +161,11 @@ fn backing_file_errors_are_typed() {
     assert!(err.contains("missing.img") && err.contains("cannot open the backing file"), "{err}");
     let path = scratch("present.img");
     std::fs::write(&path, [5u8; 2048]).unwrap();
-    // The modes that keep dirty blocks wait for the durable dirty tier; sequential cutoff
-    // cannot see runs across shards.
+    // The modes that keep dirty blocks need a persistent tier (tests/write_back.rs);
+    // sequential cutoff cannot see runs across shards.
     for (config, says) in [
-        (in_mode(CacheMode::WriteBack), "wb keeps dirty blocks"),
-        (in_mode(CacheMode::WriteOnly), "wo keeps dirty blocks"),
+        (in_mode(CacheMode::WriteBack), "wb over DRAM only"),
+        (in_mode(CacheMode::WriteOnly), "wo over DRAM only"),
         (CasConfig::new(CacheMode::WriteThrough), "seq_cutoff"),
     ] {
         let builder = CacheBuilder::new(PolicyConfig::Lru).mode(config);

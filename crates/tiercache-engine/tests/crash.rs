@@ -123,7 +123,12 @@ fn every_sync_point_survives_a_crash_with_nothing_stale() {
     let tears = [Tear::None, Tear::Keep { sector: 512, sectors: 1 }];
     let mut recovered = 0;
     for kind in ["file", "mapped"] {
-        for mode in [CacheMode::WriteThrough, CacheMode::WriteInvalidate] {
+        for mode in [
+            CacheMode::WriteThrough,
+            CacheMode::WriteInvalidate,
+            CacheMode::WriteBack,
+            CacheMode::WriteOnly,
+        ] {
             for syncs in 0..=SYNC_POINTS {
                 for (i, tear) in tears.into_iter().enumerate() {
                     recovered += crash_after(kind, mode, syncs, tear, 1000 + syncs * 2 + i as u64);

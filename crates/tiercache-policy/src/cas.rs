@@ -353,6 +353,20 @@ impl Policy for Cas {
         true
     }
 
+    fn write_back(&mut self, tier: Option<TierId>, out: &mut Decision) {
+        let due: Vec<(u64, Key)> = self
+            .dirty_order
+            .iter()
+            .filter(|(_, key)| tier.is_none_or(|t| self.dirty[key].1 == t))
+            .copied()
+            .collect();
+        for (_, key) in due {
+            let (_, tier, size) = self.dirty[&key];
+            self.forget_dirty(key);
+            out.push(Action::WriteBack { tier, key, size });
+        }
+    }
+
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         self.clean(req.time_us, out);
         self.last_io_us = req.time_us;
@@ -517,6 +531,24 @@ mod tests {
         let d = run(&mut c, Op::Read, 3, 130_000_000);
         assert_eq!(d.actions, vec![Action::WriteBack { tier: TierId(0), key: 20, size: 4096 }]);
         assert_eq!(c.dirty_blocks(), 0);
+    }
+
+    #[test]
+    fn write_back_on_demand_writes_back_every_dirty_block_once_oldest_first() {
+        let mut c = cas(CasConfig::new(CacheMode::WriteBack), 4);
+        run(&mut c, Op::Write, 2, 5);
+        run(&mut c, Op::Write, 1, 7);
+        run(&mut c, Op::Read, 3, 8);
+        let mut d = Decision::new();
+        c.write_back(Some(TierId(1)), &mut d);
+        assert!(d.actions.is_empty(), "no dirty block lives in tier 1: {:?}", d.actions);
+        c.write_back(None, &mut d);
+        let wb = |key| Action::WriteBack { tier: TierId(0), key, size: 4096 };
+        assert_eq!(d.actions, vec![wb(20), wb(10)]);
+        assert_eq!(c.dirty_blocks(), 0);
+        d.clear();
+        c.write_back(None, &mut d);
+        assert!(d.actions.is_empty(), "written back twice: {:?}", d.actions);
     }
 
     #[test]

@@ -27,6 +27,14 @@ macro_rules! delegate_to_inner {
             self.inner.restore(key, size, tier, dirty, out)
         }
 
+        fn write_back(
+            &mut self,
+            tier: Option<tiercache_core::TierId>,
+            out: &mut tiercache_core::Decision,
+        ) {
+            self.inner.write_back(tier, out)
+        }
+
         $crate::delegate_to_inner!();
     };
     () => {
@@ -132,6 +140,12 @@ pub trait Policy {
     ) -> bool {
         false
     }
+
+    /// Writes back every dirty block, or those in `tier` if given: appends a `WriteBack` for
+    /// each and counts it clean from then on. The engine asks it of a sync (the dirty blocks of
+    /// volatile tiers, which a crash would lose) and of a clean stop (all of them). Policies
+    /// that keep nothing dirty have nothing to do.
+    fn write_back(&mut self, _tier: Option<TierId>, _out: &mut Decision) {}
 
     /// Where a resident key is and its stored size, without touching any state.
     fn peek(&self, key: Key) -> Option<(TierId, u32)>;

@@ -460,6 +460,10 @@ impl Policy for AnyPolicy {
         dispatch!(self, p => p.restore(key, size, tier, dirty, out))
     }
 
+    fn write_back(&mut self, tier: Option<TierId>, out: &mut Decision) {
+        dispatch!(self, p => p.write_back(tier, out))
+    }
+
     fn tier_count(&self) -> usize {
         dispatch!(self, p => p.tier_count())
     }

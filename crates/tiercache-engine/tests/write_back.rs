@@ -1,0 +1,284 @@
+//! Write-back through `CachedFile` (`docs/DURABILITY.md`, write-back): writes are acknowledged
+//! into the cache and reach the backing file only when written back (a dirty block's eviction,
+//! the ALRU cleaner, `flush_backing`, a clean stop); a restart finds dirty blocks still dirty;
+//! a dirty block that fails its checksum is a data-loss error, never the backing file's older
+//! data; configurations that would lose acknowledged writes are refused.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tiercache_engine::device::{Device, FileDevice};
+use tiercache_engine::{CacheBuilder, CachedFile, EngineError, Recover, TierKind};
+use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
+use tiercache_policy::PolicyConfig;
+
+use common::{value, version_of};
+
+const BLOCK: usize = 4096;
+
+fn scratch(name: &str) -> PathBuf {
+    common::scratch("write-back", name)
+}
+
+fn tier(kind: &str, path: &Path) -> TierKind {
+    match kind {
+        "mapped" => TierKind::Mapped { path: path.to_path_buf() },
+        "file" => TierKind::File { path: path.to_path_buf() },
+        _ => TierKind::Dram,
+    }
+}
+
+fn builder(kind: &str, path: &Path, blocks: u64, mode: CacheMode) -> CacheBuilder {
+    CacheBuilder::new(PolicyConfig::Lru)
+        .tier(tier(kind, path))
+        .block_size(BLOCK)
+        .shards(2)
+        .capacity_bytes(blocks * BLOCK as u64)
+        .mode(CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) })
+}
+
+/// A backing file of `blocks` blocks, each at version 0.
+fn backing_file(name: &str, blocks: u64) -> PathBuf {
+    let path = scratch(name);
+    let bytes: Vec<u8> = (0..blocks).flat_map(|b| value(b, 0, BLOCK)).collect();
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// The version of `block` in the backing file itself.
+fn on_backing(path: &Path, block: u64) -> u64 {
+    let bytes = std::fs::read(path).unwrap();
+    let at = block as usize * BLOCK;
+    version_of(block, &bytes[at..at + BLOCK])
+}
+
+fn read(file: &CachedFile, block: u64) -> Result<u64, EngineError> {
+    let mut buf = vec![0u8; BLOCK];
+    let n = file.read_at(block * BLOCK as u64, &mut buf)?;
+    assert_eq!(n, BLOCK);
+    Ok(version_of(block, &buf))
+}
+
+fn write(file: &CachedFile, block: u64, version: u64) {
+    file.write_at(block * BLOCK as u64, &value(block, version, BLOCK)).unwrap();
+}
+
+#[test]
+fn writes_stay_in_the_cache_until_written_back() {
+    for kind in ["mapped", "file"] {
+        let backing = backing_file(&format!("absorb-{kind}"), 64);
+        let tier_path = scratch(&format!("absorb-{kind}.tier"));
+        let cache = builder(kind, &tier_path, 16, CacheMode::WriteBack).build().unwrap();
+        let file = CachedFile::open(&backing, cache).unwrap();
+        for block in 0..8 {
+            write(&file, block, 1);
+        }
+        file.sync().unwrap();
+        for block in 0..8 {
+            assert_eq!(on_backing(&backing, block), 0, "{kind}: block {block} went through");
+            assert_eq!(read(&file, block).unwrap(), 1, "{kind}: block {block}");
+        }
+        assert_eq!(file.cache().dirty_blocks(), 8, "{kind}");
+        // Writing 40 more blocks through a 16-block cache evicts the first ones: each is
+        // written back before it goes.
+        for block in 8..48 {
+            write(&file, block, 1);
+        }
+        let stats = file.cache().stats();
+        assert!(stats.write_backs >= 32, "{kind}: {} write-backs", stats.write_backs);
+        for block in 0..8 {
+            assert_eq!(on_backing(&backing, block), 1, "{kind}: block {block} not written back");
+            assert_eq!(read(&file, block).unwrap(), 1, "{kind}: block {block}");
+        }
+        // A partial write of a dirty block keeps the rest of it.
+        let patch = value(40, 2, 100);
+        file.write_at(40 * BLOCK as u64 + 16, &patch).unwrap();
+        let mut buf = vec![0u8; BLOCK];
+        file.read_at(40 * BLOCK as u64, &mut buf).unwrap();
+        assert_eq!(buf[16..116], patch[..], "{kind}");
+        assert_eq!(buf[..16], value(40, 1, 16)[..], "{kind}");
+        assert_eq!(buf[116..], value(40, 1, BLOCK)[116..], "{kind}");
+        file.flush_backing().unwrap();
+        assert_eq!(file.cache().dirty_blocks(), 0, "{kind}");
+        for block in 8..40 {
+            assert_eq!(on_backing(&backing, block), 1, "{kind}: block {block} after the flush");
+        }
+        let bytes = std::fs::read(&backing).unwrap();
+        assert_eq!(bytes[40 * BLOCK + 16..40 * BLOCK + 116], patch[..], "{kind}");
+    }
+}
+
+#[test]
+fn a_clean_stop_writes_everything_back_and_a_crash_keeps_it_dirty() {
+    for kind in ["mapped", "file"] {
+        let backing = backing_file(&format!("stop-{kind}"), 32);
+        let tier_path = scratch(&format!("stop-{kind}.tier"));
+        let cache = builder(kind, &tier_path, 16, CacheMode::WriteBack).build().unwrap();
+        let file = CachedFile::open(&backing, cache).unwrap();
+        for block in 0..10 {
+            write(&file, block, 3);
+        }
+        drop(file);
+        for block in 0..10 {
+            assert_eq!(on_backing(&backing, block), 3, "{kind}: a clean stop left {block} out");
+        }
+        // Reopened warm, clean; new writes, synced, then the process "dies" without a stop:
+        // the tier file alone has them, and the next open finds them dirty.
+        let cache = builder(kind, &tier_path, 16, CacheMode::WriteBack).build().unwrap();
+        assert_eq!(cache.stats().recovered, 10, "{kind}");
+        assert_eq!(cache.dirty_blocks(), 0, "{kind}");
+        let file = CachedFile::open(&backing, cache).unwrap();
+        for block in 0..5 {
+            write(&file, block, 4);
+        }
+        file.sync().unwrap();
+        std::mem::forget(file);
+        let cache = builder(kind, &tier_path, 16, CacheMode::WriteBack).build();
+        // The file is still locked by the leaked cache: a second cache cannot open it.
+        assert!(cache.is_err(), "{kind}: two caches over one tier file");
+        // Copy the tier file as the crash left it, and open the copy.
+        let copy = scratch(&format!("stop-{kind}.copy"));
+        std::fs::copy(&tier_path, &copy).unwrap();
+        let cache = builder(kind, &copy, 16, CacheMode::WriteBack).build().unwrap();
+        assert!(!cache.recovery().unwrap().clean, "{kind}");
+        // The five written since, and perhaps blocks written back before the stop whose
+        // headers still say dirty (written back again: the same bytes).
+        assert!(cache.dirty_blocks() >= 5, "{kind}: {}", cache.dirty_blocks());
+        let file = CachedFile::open(&backing, cache).unwrap();
+        for block in 0..10 {
+            let want = if block < 5 { 4 } else { 3 };
+            assert_eq!(read(&file, block).unwrap(), want, "{kind}: block {block}");
+        }
+        file.flush_backing().unwrap();
+        for block in 0..5 {
+            assert_eq!(on_backing(&backing, block), 4, "{kind}: block {block}");
+        }
+    }
+}
+
+#[test]
+fn a_dirty_block_that_fails_its_checksum_is_lost_not_served_stale() {
+    let backing = backing_file("lost", 16);
+    let tier_path = scratch("lost.tier");
+    let cache = builder("mapped", &tier_path, 8, CacheMode::WriteBack).build().unwrap();
+    let file = CachedFile::open(&backing, cache).unwrap();
+    write(&file, 3, 7);
+    write(&file, 4, 7);
+    file.sync().unwrap();
+    std::mem::forget(file);
+    // Flip a byte of every stored value: the blocks of keys 3 and 4 are damaged.
+    let copy = scratch("lost.copy");
+    let mut bytes = std::fs::read(&tier_path).unwrap();
+    let slot = BLOCK + tiercache_engine::block::HEADER_BYTES;
+    let start = tiercache_engine::tierfile::HEADER_BYTES as usize;
+    let mut flipped = 0;
+    for at in (start..bytes.len()).step_by(slot) {
+        if bytes[at..at + 4] == *b"TCB2" {
+            bytes[at + tiercache_engine::block::HEADER_BYTES + 100] ^= 0x40;
+            flipped += 1;
+        }
+    }
+    assert_eq!(flipped, 2);
+    std::fs::write(&copy, &bytes).unwrap();
+    // Strict refuses; quiet drops the damaged slots at the scan (their keys cannot be trusted).
+    let strict = builder("mapped", &copy, 8, CacheMode::WriteBack).recover(Recover::Strict);
+    assert!(strict.build().is_err());
+    // Damage found while running: the same blocks, corrupted after a clean open.
+    std::fs::write(&copy, std::fs::read(&tier_path).unwrap()).unwrap();
+    let cache = builder("mapped", &copy, 8, CacheMode::WriteBack).build().unwrap();
+    assert_eq!(cache.dirty_blocks(), 2);
+    let device: Arc<dyn Device> = {
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&backing).unwrap();
+        Arc::new(FileDevice::new(f, &backing))
+    };
+    let file = CachedFile::over(device, cache);
+    {
+        let f = std::fs::OpenOptions::new().write(true).open(&copy).unwrap();
+        use std::os::unix::fs::FileExt;
+        for at in (start..bytes.len()).step_by(slot) {
+            if bytes[at..at + 4] == *b"TCB2" {
+                f.write_all_at(&bytes[at..at + slot], at as u64).unwrap();
+            }
+        }
+    }
+    for block in [3, 4] {
+        match read(&file, block) {
+            Err(EngineError::DataLost { key }) => assert_eq!(key, block),
+            other => panic!("block {block}: {other:?}, not a data-loss error"),
+        }
+        // Again: still lost, not the backing file's version 0.
+        assert!(matches!(read(&file, block), Err(EngineError::DataLost { .. })));
+    }
+    assert_eq!(file.cache().stats().dirty_lost, 2);
+    // Writing the block again ends the loss.
+    write(&file, 3, 8);
+    assert_eq!(read(&file, 3).unwrap(), 8);
+    assert!(matches!(read(&file, 4), Err(EngineError::DataLost { .. })));
+}
+
+#[test]
+fn write_back_that_could_lose_writes_is_refused() {
+    let err = |b: CacheBuilder| b.build().err().map(|e| e.to_string()).unwrap_or_default();
+    let dram = builder("dram", Path::new(""), 16, CacheMode::WriteBack);
+    let message = err(dram);
+    assert!(message.contains("volatile_write_back"), "{message}");
+    let allowed =
+        builder("dram", Path::new(""), 16, CacheMode::WriteBack).volatile_write_back(true);
+    assert!(allowed.build().is_ok());
+    let classes = builder("mapped", &scratch("refused.tier"), 16, CacheMode::WriteOnly);
+    let message = err(classes.size_classes(2));
+    assert!(message.contains("size_classes"), "{message}");
+    let flash = builder("mapped", &scratch("refused2.tier"), 16, CacheMode::WriteBack)
+        .tier(TierKind::Flash { path: scratch("refused.flash") });
+    let message = err(flash);
+    assert!(message.contains("flash"), "{message}");
+    // A write-back cache is used through the file it writes back to.
+    let cache = builder("mapped", &scratch("refused3.tier"), 16, CacheMode::WriteBack);
+    let cache = cache.build().unwrap();
+    let message = cache.put(1, &[0; 16]).unwrap_err().to_string();
+    assert!(message.contains("CachedFile"), "{message}");
+}
+
+#[test]
+fn dram_write_back_writes_dirty_blocks_back_at_each_sync() {
+    let backing = backing_file("dram", 16);
+    let cache = builder("dram", Path::new(""), 8, CacheMode::WriteBack)
+        .volatile_write_back(true)
+        .build()
+        .unwrap();
+    let file = CachedFile::open(&backing, cache).unwrap();
+    write(&file, 2, 5);
+    assert_eq!(on_backing(&backing, 2), 0);
+    file.sync().unwrap();
+    assert_eq!(on_backing(&backing, 2), 5, "a sync leaves no dirty block in DRAM");
+    assert_eq!(file.cache().dirty_blocks(), 0);
+    assert_eq!(read(&file, 2).unwrap(), 5);
+}
+
+#[test]
+fn a_tier_with_dirty_blocks_is_not_opened_by_a_policy_that_drops_them() {
+    let backing = backing_file("refuse-dirty", 8);
+    let tier_path = scratch("refuse-dirty.tier");
+    let cache = builder("file", &tier_path, 8, CacheMode::WriteBack).build().unwrap();
+    let file = CachedFile::open(&backing, cache).unwrap();
+    write(&file, 1, 9);
+    file.sync().unwrap();
+    std::mem::forget(file);
+    let copy = scratch("refuse-dirty.copy");
+    std::fs::copy(&tier_path, &copy).unwrap();
+    let plain = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(tier("file", &copy))
+        .block_size(BLOCK)
+        .shards(2)
+        .capacity_bytes(8 * BLOCK as u64);
+    let message = plain.build().err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("dirty block 1") && message.contains("wb"), "{message}");
+    // In write-through the Open CAS layer still writes it back.
+    let wt = builder("file", &copy, 8, CacheMode::WriteThrough).build().unwrap();
+    let file = CachedFile::open(&backing, wt).unwrap();
+    assert_eq!(read(&file, 1).unwrap(), 9);
+    file.flush_backing().unwrap();
+    assert_eq!(on_backing(&backing, 1), 9);
+}
