@@ -521,6 +521,10 @@ impl Shard {
         {
             place.slot = self.allocate(TierId(old.tier), class, key);
             self.free_slot(tier, old.slot, key);
+        } else {
+            // In place, a crash may tear the block: what was written back from it must be
+            // durable on the backing device first.
+            self.sync_backing();
         }
         if old.staged {
             self.staging.remove(&key);
