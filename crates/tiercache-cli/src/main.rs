@@ -1,6 +1,7 @@
 //! `tiercache`: the command line: simulator, engine benchmark, models and the lab.
 
 mod bench;
+mod crashtest;
 mod demo;
 mod experiment;
 mod lab;
@@ -44,6 +45,9 @@ enum Command {
     /// Run the engine under load (threads, key distribution, tiers) and report throughput and
     /// latency; `--raw` measures the medium alone.
     Bench(Box<bench::BenchArgs>),
+    /// Kill -9 a process writing through a write-back cache, again and again; reopen after
+    /// each kill and check every block against the writes that were synced.
+    Crashtest(Box<crashtest::CrashtestArgs>),
     /// Device profiles: list the presets, or show one as TOML.
     #[command(subcommand)]
     Profile(profile::ProfileCommand),
@@ -109,6 +113,7 @@ fn main() {
         Command::Trace(command) => trace::run(command),
         Command::Model(command) => model::run(&command),
         Command::Bench(args) => bench::run(&args),
+        Command::Crashtest(args) => crashtest::run(&args),
         Command::Profile(command) => profile::run(command),
         Command::Lab(command) => lab::run(&command),
     };
