@@ -119,6 +119,56 @@ fn a_clean_restart_is_warm_on_mapped_and_file_tiers() {
     }
 }
 
+/// A process that replays a stream, syncs and is killed with SIGKILL (no destructor runs, the
+/// tier file stays marked open) restarts warm and correct. The test runs itself as the child:
+/// with `TIERCACHE_KILL_CHILD` set, it is the process that gets killed.
+#[test]
+fn a_restart_after_kill_9_is_warm_and_correct() {
+    use std::io::{BufRead, BufReader, Write};
+    let keys = stream();
+    if let Ok(spec) = std::env::var("TIERCACHE_KILL_CHILD") {
+        let (kind, path) = spec.split_once(' ').unwrap();
+        let cache = open(kind, Path::new(path), 1000, 4, Recover::Quiet);
+        replay(&cache, &keys);
+        let before = replay(&cache, &keys);
+        cache.sync().unwrap();
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "\nbefore {before} resident {}", cache.occupancy().0).unwrap();
+        out.flush().unwrap();
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+    for kind in ["mapped", "file"] {
+        let path = scratch(&format!("killed.{kind}"));
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "a_restart_after_kill_9_is_warm_and_correct", "--nocapture"])
+            .env("TIERCACHE_KILL_CHILD", format!("{kind} {}", path.display()))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let said = stdout.lines().map(|l| l.unwrap()).find(|l| l.starts_with("before "));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let said = said.expect("the child reports its hit ratio");
+        let words: Vec<&str> = said.split_whitespace().collect();
+        let (before, resident): (f64, u64) = (words[1].parse().unwrap(), words[3].parse().unwrap());
+        let cache = open(kind, &path, 1000, 4, Recover::Quiet);
+        let recovery = cache.recovery().expect("the tier held blocks");
+        assert!(!recovery.clean, "{kind}: a killed cache did not stop cleanly");
+        let stats = cache.stats();
+        assert_eq!(stats.recovered, resident, "{kind}: every synced block came back");
+        assert_eq!((stats.recovery_damaged, stats.recovery_stale), (0, 0), "{kind}");
+        // `replay` checks every hit's bytes.
+        let after = replay(&cache, &keys);
+        assert!(
+            (after - before).abs() <= 0.02,
+            "{kind}: hit ratio {before:.4} before the kill, {after:.4} after"
+        );
+    }
+}
+
 #[test]
 fn a_block_the_cache_let_go_of_never_comes_back() {
     for kind in ["mapped", "file"] {
