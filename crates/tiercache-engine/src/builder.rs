@@ -123,11 +123,20 @@ impl CacheBuilder {
         self
     }
 
-    /// Whether the cache keeps written data dirty (write-back and write-only modes).
+    /// Whether the cache keeps written data dirty: write-back and write-only modes, and the
+    /// policies that place dirty blocks themselves.
     fn writes_dirty(&self) -> bool {
-        self.mode
-            .as_ref()
-            .is_some_and(|c| matches!(c.mode, CacheMode::WriteBack | CacheMode::WriteOnly))
+        self.dirty_policy()
+            || self
+                .mode
+                .as_ref()
+                .is_some_and(|c| matches!(c.mode, CacheMode::WriteBack | CacheMode::WriteOnly))
+    }
+
+    /// Whether the policy places dirty blocks itself (Hibachi, Hybrid-ARC: dirty pages in
+    /// the lower, persistent tier, clean ones in DRAM).
+    fn dirty_policy(&self) -> bool {
+        matches!(self.tiers[0].policy, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc)
     }
 
     /// What to do with the blocks a reused tier file holds (mapped and file tiers; see
@@ -364,17 +373,18 @@ impl CacheBuilder {
             let reason = format!("{} must be a power of two up to {SHARDS_MAX}", self.shards);
             return Err(EngineError::config("shards", reason));
         }
-        if let policy @ (PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc) = &self.tiers[0].policy
-        {
+        if self.dirty_policy() && self.mode.is_some() {
             let reason = format!(
-                "{} places dirty blocks itself, and is not live in the engine yet: run it in the \
-                 simulator, or run write-back as an Open CAS mode (mode = wb)",
-                policy.name()
+                "{} decides itself which blocks are dirty: run it without an Open CAS mode",
+                self.tiers[0].policy.name()
             );
-            return Err(EngineError::config("policy", reason));
+            return Err(EngineError::config("mode", reason));
         }
         if self.writes_dirty() {
-            let mode = self.mode.as_ref().expect("a mode").mode.short();
+            let mode = match &self.mode {
+                Some(config) => config.mode.short(),
+                None => self.tiers[0].policy.name(),
+            };
             if self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. })) {
                 let reason = format!(
                     "{mode} keeps the only copy of written data on the tiers, and flash tiers \
@@ -385,6 +395,13 @@ impl CacheBuilder {
             if self.size_classes > 1 {
                 let reason = format!("{mode} needs whole blocks, one per slot: use 1 class");
                 return Err(EngineError::config("size_classes", reason));
+            }
+            if self.writers() > 0 {
+                let reason = format!(
+                    "{mode} frees a dirty block's old copy once its new one is written, and a \
+                     write behind lands later: use 0 threads"
+                );
+                return Err(EngineError::config("write_behind", reason));
             }
             let persistent = self
                 .tiers
@@ -732,8 +749,10 @@ impl CacheBuilder {
         for medium in &mut media {
             medium.begin()?;
         }
-        // Write-back cleans on time (ALRU), so requests carry it and the worker ticks.
-        let timed = self.tiers.iter().any(|t| t.policy.uses_time()) || self.writes_dirty();
+        let keeps_dirty = self.writes_dirty();
+        // Open CAS write-back cleans on time (ALRU), so requests carry it and the worker ticks.
+        let timed = self.tiers.iter().any(|t| t.policy.uses_time())
+            || (self.writes_dirty() && self.mode.is_some());
         let measured = self.measured();
         let tick_every = match (self.worker_off, self.tick_every, timed) {
             (true, _, _) => None,
@@ -751,6 +770,7 @@ impl CacheBuilder {
             timed,
             meter,
             behind,
+            keeps_dirty,
             unlocked: (tables.len() == self.shards).then(|| crate::cache::Unlocked {
                 tables: tables.into_boxed_slice(),
                 log: crate::optimistic::HitLog::new(self.shards),

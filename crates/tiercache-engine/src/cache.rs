@@ -315,6 +315,8 @@ pub(crate) struct Settings {
     pub timed: bool,
     pub meter: Option<Meter>,
     pub behind: Option<Arc<WriteBehind>>,
+    /// Whether the policy keeps written data dirty (write-back modes, Hibachi).
+    pub keeps_dirty: bool,
     pub unlocked: Option<Unlocked>,
 }
 
@@ -349,8 +351,7 @@ impl CacheCore {
     pub(crate) fn new(shards: Vec<Shard>, media: Vec<Medium>, settings: Settings) -> Self {
         let shard_bits = shards.len().trailing_zeros();
         let mode = shards.first().and_then(|s| s.policy.cache_mode());
-        let keeps_dirty = matches!(mode, Some(CacheMode::WriteBack | CacheMode::WriteOnly))
-            || shards.iter().any(|s| s.dirty_blocks() > 0);
+        let keeps_dirty = settings.keeps_dirty || shards.iter().any(|s| s.dirty_blocks() > 0);
         let volatile = media
             .iter()
             .enumerate()

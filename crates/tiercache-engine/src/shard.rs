@@ -513,14 +513,16 @@ impl Shard {
         let class = self.class_of(data.len() as u32);
         let same_class = self.class_at(tier, old.slot) == class;
         // A dirty block is the only copy of its data: it is never overwritten in place, where
-        // a crash could tear it, but copied, and its slot freed after.
-        if self.tiers[tier].region.is_io()
+        // a crash could tear it, but copied, and its slot freed once the copy is written (a
+        // process killed between the two leaves the old copy, never neither).
+        let copy = self.tiers[tier].region.is_io()
             || self.tiers[tier].pins[old.slot as usize] > 0
             || !same_class
-            || old.dirty
-        {
+            || old.dirty;
+        if copy {
             place.slot = self.allocate(TierId(old.tier), class, key);
-            self.free_slot(tier, old.slot, key);
+            // Readers without the lock stop finding the old copy before the new one is found.
+            self.tiers[tier].region.vacate(old.slot, key);
         } else {
             // In place, a crash may tear the block: what was written back from it must be
             // durable on the backing device first.
@@ -530,6 +532,9 @@ impl Shard {
             self.staging.remove(&key);
         }
         let written = self.store_or_fail(place, key, data);
+        if copy {
+            self.free_slot(tier, old.slot, key);
+        }
         self.stats.updates += written as u64;
         written
     }

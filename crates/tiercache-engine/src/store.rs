@@ -215,7 +215,17 @@ impl Medium {
     ) -> Result<(), EngineError> {
         let Some((file, path, superblock)) = &mut self.file else { return Ok(()) };
         change(superblock);
-        tierfile::write_superblock(file, path, superblock)
+        if matches!(self.kind, TierKind::Flash { .. }) {
+            // Direct I/O takes aligned buffers only: through the file's own descriptor.
+            return tierfile::write_superblock(file, path, superblock);
+        }
+        // Through the device, so that what wraps it (a crash image, a killed process) sees
+        // the superblock's writes in their place among the blocks'.
+        let io = |action, source| EngineError::Io { path: path.clone(), action, source };
+        self.device
+            .write_at(&superblock.encode(), 0)
+            .map_err(|e| io("cannot write the tier header", e))?;
+        self.device.sync().map_err(|e| io("cannot sync the tier header", e))
     }
 
     /// Records the backing file whose blocks the tier holds.

@@ -140,7 +140,7 @@ pub struct Superblock {
 }
 
 impl Superblock {
-    fn encode(&self) -> [u8; SUPERBLOCK_BYTES] {
+    pub(crate) fn encode(&self) -> [u8; SUPERBLOCK_BYTES] {
         let g = &self.geometry;
         let mut b = [0u8; SUPERBLOCK_BYTES];
         b[..16].copy_from_slice(&MAGIC);

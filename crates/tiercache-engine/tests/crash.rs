@@ -206,3 +206,137 @@ fn a_block_written_back_then_overwritten_survives_a_torn_crash() {
         assert!(read >= 1, "{kind}: block 1 reads version {read}, synced 1");
     }
 }
+
+/// A process killed after its `budget`-th device write: every write before it reached the
+/// file (a killed process's writes are in the page cache), the one at the budget only its
+/// first sector if `tear`, and nothing after. Shared by the tier and the backing file, so the
+/// kill lands at one point of the process's whole sequence of writes.
+struct Killed {
+    inner: Arc<dyn Device>,
+    budget: Arc<std::sync::atomic::AtomicI64>,
+    tear: bool,
+}
+
+impl Killed {
+    fn dead(budget: &std::sync::atomic::AtomicI64) -> bool {
+        budget.load(std::sync::atomic::Ordering::SeqCst) <= 0
+    }
+}
+
+impl Device for Killed {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+        self.inner.read_at(buf, at)
+    }
+
+    fn write_at(&self, data: &[u8], at: u64) -> std::io::Result<()> {
+        match self.budget.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) {
+            left if left > 1 => self.inner.write_at(data, at),
+            1 if self.tear => self.inner.write_at(&data[..data.len().min(512)], at),
+            1 => self.inner.write_at(data, at),
+            _ => Ok(()),
+        }
+    }
+
+    fn sync(&self) -> std::io::Result<()> {
+        match Killed::dead(&self.budget) {
+            true => Ok(()),
+            false => self.inner.sync(),
+        }
+    }
+
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+}
+
+/// Runs the seeded workload of `crash_after` until the process is "killed" at its
+/// `budget`-th device write, reopens and checks every block. Returns whether the kill landed
+/// (the workload had that many writes).
+fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
+    let name = format!("killed-{kind}-{cleaner}-{budget}-{tear}");
+    let (backing, cache_path) =
+        (common::scratch("crash", &name), common::scratch("crash", &format!("{name}.tier")));
+    let initial: Vec<u8> = (0..BLOCKS).flat_map(|b| value(b, 0, BLOCK)).collect();
+    std::fs::write(&backing, &initial).unwrap();
+    let left = Arc::new(std::sync::atomic::AtomicI64::new(budget));
+    let shared = left.clone();
+    let cache = builder(kind, &cache_path, CacheMode::WriteBack, cleaner)
+        .wrap_tier(0, move |inner| Arc::new(Killed { inner, budget: shared, tear }))
+        .build()
+        .unwrap();
+    let killed = Arc::new(Killed { inner: file_device(&backing), budget: left.clone(), tear });
+    let file = CachedFile::over(killed, cache);
+    let mut now = vec![0u64; BLOCKS as usize];
+    let mut durable = now.clone();
+    let mut since: Vec<Vec<u64>> = vec![Vec::new(); BLOCKS as usize];
+    let mut rng = SeededRng::new(budget as u64);
+    let mut buf = vec![0u8; BLOCK];
+    let mut version = 0;
+    for done in 1..=120u64 {
+        let block = if rng.chance(0.33) { rng.below(8) } else { rng.below(BLOCKS) };
+        if rng.chance(0.5) {
+            version += 1;
+            file.write_at(block * BLOCK as u64, &value(block, version, BLOCK)).unwrap();
+            now[block as usize] = version;
+            since[block as usize].push(version);
+        } else {
+            file.read_at(block * BLOCK as u64, &mut buf).unwrap();
+        }
+        if cleaner {
+            file.cache().tick();
+        }
+        if Killed::dead(&left) {
+            break;
+        }
+        if done % EVERY == 0 {
+            file.sync().unwrap();
+            if Killed::dead(&left) {
+                break; // The sync did not finish before the kill.
+            }
+            durable.clone_from(&now);
+            since.iter_mut().for_each(Vec::clear);
+        }
+    }
+    let landed = Killed::dead(&left);
+    // Dropping writes nothing more: the process is dead.
+    drop(file);
+    let cache = builder(kind, &cache_path, CacheMode::WriteBack, cleaner).build().unwrap();
+    let file = CachedFile::over(file_device(&backing), cache);
+    for block in 0..BLOCKS {
+        assert_eq!(file.read_at(block * BLOCK as u64, &mut buf).unwrap(), BLOCK);
+        let read = version_of(block, &buf);
+        let (last_synced, later) = (durable[block as usize], &since[block as usize]);
+        assert!(
+            read == last_synced || later.contains(&read),
+            "{name}: block {block} reads version {read}; synced {last_synced}, written since {later:?}"
+        );
+    }
+    landed
+}
+
+/// Kill -9 at every write: a process writing through a write-back cache is killed after each
+/// of its device writes in turn (the tier's and the backing file's, the last one whole or
+/// torn), on file and mapped tiers, with and without the cleaner. Every block must then read
+/// as its last synced version or a later one. A dirty block's old copy freed before its new
+/// copy is written fails it.
+#[test]
+fn a_kill_at_every_write_loses_no_synced_write() {
+    let mut kills = 0;
+    for kind in ["file", "mapped"] {
+        for cleaner in [false, true] {
+            for tear in [false, true] {
+                for budget in 1.. {
+                    if !killed_after(kind, cleaner, budget, tear) {
+                        break;
+                    }
+                    kills += 1;
+                }
+            }
+        }
+    }
+    assert!(kills > 400, "{kills} kills");
+}

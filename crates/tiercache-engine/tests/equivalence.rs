@@ -383,3 +383,132 @@ fn engine_decides_as_the_simulator_behind_nvcache_admission() {
         assert_eq!(rejected > 0, spec.starts_with("obp"), "{spec}: {rejected} refused");
     }
 }
+
+/// The caches that keep dirty blocks: `CachedFile` in write-back and write-only over a mapped
+/// tier, and Hibachi, its Hybrid-LRU baseline and Hybrid-ARC over DRAM and a mapped tier, make
+/// the simulator's decisions on the same block requests, the engine's clock set to each
+/// request's time (the ALRU cleaner's schedule): the same read hits, inserts, evictions, moves
+/// between tiers and write-backs.
+#[test]
+fn dirty_caches_decide_as_the_simulator() {
+    use tiercache_engine::CachedFile;
+    use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
+    use tiercache_policy::hibachi::HibachiConfig;
+    let reqs: Vec<Request> = trace().into_iter().take(150_000).collect();
+    let dir = std::env::temp_dir().join(format!("tiercache-eq-dirty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let in_mode = |mode| CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) };
+    let hybrid_lru = HibachiConfig { hybrid_lru: true, ..HibachiConfig::default() };
+    // (name, policy, Open CAS mode, DRAM blocks (0: none), mapped blocks)
+    let cases = [
+        ("wb", PolicyConfig::Lru, Some(in_mode(CacheMode::WriteBack)), 0u64, 2000u64),
+        ("wo", PolicyConfig::Lru, Some(in_mode(CacheMode::WriteOnly)), 0, 2000),
+        ("hibachi", PolicyConfig::Hibachi(HibachiConfig::default()), None, 500, 1500),
+        ("hybrid-lru", PolicyConfig::Hibachi(hybrid_lru), None, 500, 1500),
+        ("hybrid-arc", PolicyConfig::HybridArc, None, 500, 1500),
+    ];
+    for (name, policy, mode, dram, mapped) in cases {
+        let mut sim = match (&policy, dram) {
+            (PolicyConfig::Hibachi(config), _) => {
+                let caps = [Capacity::objects(dram), Capacity::objects(mapped)];
+                AnyPolicy::hibachi(config, caps).unwrap()
+            }
+            (PolicyConfig::HybridArc, _) => {
+                AnyPolicy::hybrid_arc([Capacity::objects(dram), Capacity::objects(mapped)]).unwrap()
+            }
+            _ => AnyPolicy::from_config(&policy, Capacity::objects(mapped), &[], 0)
+                .unwrap()
+                .in_mode(mode.clone().unwrap()),
+        };
+        let mut want = [0u64; 5];
+        let mut decision = Decision::new();
+        for r in &reqs {
+            decision.clear();
+            sim.decide(r, &mut decision);
+            want[0] += (r.op != Op::Write && decision.hit.is_some()) as u64;
+            for a in &decision.actions {
+                match a {
+                    tiercache_core::Action::Insert { .. } => want[1] += 1,
+                    tiercache_core::Action::Evict { .. } => want[2] += 1,
+                    tiercache_core::Action::Move { .. } => want[3] += 1,
+                    tiercache_core::Action::WriteBack { .. } => want[4] += 1,
+                    _ => {}
+                }
+            }
+        }
+        let path = dir.join(format!("{name}.img"));
+        std::fs::File::create(&path).unwrap().set_len(32 << 30).unwrap();
+        let tier = TierKind::Mapped { path: dir.join(format!("{name}.mem")) };
+        let clock = Arc::new(ManualClock::default());
+        let mut builder = CacheBuilder::new(policy)
+            .shards(1)
+            .block_size(BLOCK)
+            .clock(clock.clone())
+            .without_worker();
+        builder = match dram {
+            0 => builder.tier(tier).capacity_bytes(mapped * BLOCK as u64),
+            _ => builder.capacity_bytes(dram * BLOCK as u64).lower_tier(
+                tier,
+                mapped * BLOCK as u64,
+                PolicyConfig::Lru,
+            ),
+        };
+        if let Some(mode) = mode {
+            builder = builder.mode(mode);
+        }
+        let backing = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let backing = Arc::new(Unsynced(tiercache_engine::device::FileDevice::new(backing, &path)));
+        let file = CachedFile::over(backing, builder.build().unwrap());
+        let mut buf = vec![0u8; BLOCK];
+        for r in &reqs {
+            clock.set(r.time_us);
+            let at = r.key * BLOCK as u64;
+            match r.op {
+                Op::Write => {
+                    file.write_at(at, &r.key.to_le_bytes().repeat(BLOCK / 8)).unwrap();
+                }
+                _ => {
+                    file.read_at(at, &mut buf).unwrap();
+                }
+            }
+        }
+        let s = file.cache().stats();
+        let got = [s.hits, s.inserts, s.evictions, s.promotions + s.demotions, s.write_backs];
+        assert!(want[0] > 0 && want[4] > 0, "{name}: {want:?}");
+        assert_eq!(
+            got, want,
+            "{name}: engine (read hits, inserts, evictions, moves, write-backs) against the \
+             simulator's"
+        );
+        assert_eq!((s.dirty_lost, s.write_back_errors, s.checksum_failures), (0, 0, 0), "{name}");
+        drop(file);
+        std::fs::remove_file(&path).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A backing file whose syncs do nothing: decisions never depend on them, and tens of
+/// thousands of write-backs each followed by an `fdatasync` would make the test a disk test.
+struct Unsynced(tiercache_engine::device::FileDevice);
+
+impl tiercache_engine::device::Device for Unsynced {
+    fn path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+
+    fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+        self.0.read_at(buf, at)
+    }
+
+    fn write_at(&self, data: &[u8], at: u64) -> std::io::Result<()> {
+        self.0.write_at(data, at)
+    }
+
+    fn sync(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn len(&self) -> std::io::Result<u64> {
+        self.0.len()
+    }
+}

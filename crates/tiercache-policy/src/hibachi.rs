@@ -399,6 +399,39 @@ impl Policy for Hibachi {
         }
     }
 
+    /// A dirty block goes back to the dirty cache, a clean one to the clean cache of its tier
+    /// (NVRAM's borrowed space), as if read once; a tier already full takes nothing more.
+    fn restore(
+        &mut self,
+        key: Key,
+        size: u32,
+        tier: TierId,
+        dirty: bool,
+        _out: &mut Decision,
+    ) -> bool {
+        let fits = tier.index() < 2 && self.free(tier) > 0 && !self.pages.contains_key(&key);
+        if !fits || (dirty && tier != NVRAM) {
+            return false;
+        }
+        let stamp = self.stamp();
+        self.add(key, Page { count: (!dirty) as u32, stamp, tier, dirty, size });
+        true
+    }
+
+    /// Every dirty page (all live in NVRAM) is written back and becomes clean where it is, at
+    /// the LRU end of the clean cache, as a flushed run's pages do (section IV-E).
+    fn write_back(&mut self, tier: Option<TierId>, out: &mut Decision) {
+        if tier.is_some_and(|t| t != NVRAM) {
+            return;
+        }
+        let dirty: Vec<Key> = self.dirty.iter().map(|(_, k)| *k).collect();
+        for key in dirty {
+            let page = self.remove(key).expect("dirty pages are resident");
+            out.push(Action::WriteBack { tier: NVRAM, key, size: page.size });
+            self.add(key, Page { dirty: false, stamp: 0, ..page });
+        }
+    }
+
     fn peek(&self, key: Key) -> Option<(TierId, u32)> {
         self.pages.get(&key).map(|p| (p.tier, p.size))
     }

@@ -206,6 +206,44 @@ impl Policy for HybridArc {
         }
     }
 
+    /// A block goes back to its list: DRAM, NVRAM's clean list or its dirty list, as the most
+    /// recent; a tier already full takes nothing more.
+    fn restore(
+        &mut self,
+        key: Key,
+        size: u32,
+        tier: TierId,
+        dirty: bool,
+        _out: &mut Decision,
+    ) -> bool {
+        let list = match (tier, dirty) {
+            (DRAM, false) => List::Dram,
+            (NVRAM, false) => List::Clean,
+            (NVRAM, true) => List::Dirty,
+            _ => return false,
+        };
+        if self.pages.contains_key(&key) || self.used(tier) >= self.capacities[tier.index()].amount
+        {
+            return false;
+        }
+        self.put(key, list, size);
+        true
+    }
+
+    /// Every dirty page is written back and moves to the clean list, keeping its recency.
+    fn write_back(&mut self, tier: Option<TierId>, out: &mut Decision) {
+        if tier.is_some_and(|t| t != NVRAM) {
+            return;
+        }
+        let dirty: Vec<(u64, Key)> = self.lists[index(List::Dirty)].iter().copied().collect();
+        for (stamp, key) in dirty {
+            let page = self.take(key).expect("listed");
+            out.push(Action::WriteBack { tier: NVRAM, key, size: page.size });
+            self.lists[index(List::Clean)].insert((stamp, key));
+            self.pages.insert(key, Page { list: List::Clean, ..page });
+        }
+    }
+
     fn peek(&self, key: Key) -> Option<(TierId, u32)> {
         self.pages.get(&key).map(|p| (tier(p.list), p.size))
     }
