@@ -37,6 +37,10 @@ pub struct BenchArgs {
     pub dist: String,
     #[arg(long, default_value_t = 0.9)]
     pub theta: f64,
+    /// Spatial locality: each request the distribution draws names a run of this many
+    /// consecutive blocks, which the thread then reads or writes one after another.
+    #[arg(long, default_value_t = 1)]
+    pub run_blocks: u64,
     /// Size of the backing file the keys range over.
     #[arg(long, default_value = "256MiB")]
     pub working_set: String,
@@ -234,6 +238,12 @@ fn validate(args: &BenchArgs, block: usize) -> anyhow::Result<()> {
         args.measure_ms
     );
     anyhow::ensure!(
+        args.run_blocks >= 1 && args.run_blocks <= 1 << 20,
+        "--run-blocks must be 1 to {}, got {}",
+        1 << 20,
+        args.run_blocks
+    );
+    anyhow::ensure!(
         (0.0..=1.0).contains(&args.read_ratio),
         "--read-ratio must be in [0, 1], got {}",
         args.read_ratio
@@ -406,10 +416,10 @@ fn shards(args: &BenchArgs) -> usize {
     (cores * 16).next_power_of_two()
 }
 
-fn generator(plan: &Plan, read_ratio: f64, seed: u64) -> anyhow::Result<Synthetic> {
+fn generator(plan: &Plan, read_ratio: f64, seed: u64, run: u64) -> anyhow::Result<Synthetic> {
     Ok(Synthetic::new(SyntheticConfig {
         distribution: plan.distribution.clone(),
-        objects: plan.blocks,
+        objects: (plan.blocks / run).max(1),
         requests: u64::MAX,
         read_ratio,
         size: SizeDistribution::Fixed { bytes: plan.block as u32 },
@@ -483,7 +493,10 @@ where
     let mut writes = latency::histogram();
     let seed =
         args.seed ^ (thread as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ measured as u64;
-    let mut keys = generator(plan, args.read_ratio, seed)?;
+    let run = args.run_blocks.min(plan.blocks);
+    let mut keys = generator(plan, args.read_ratio, seed, run)?;
+    // The request being issued block by block: its operation, next block and blocks left.
+    let (mut current, mut next, mut left) = (Op::Read, 0u64, 0u64);
     let mut buf = vec![0u8; plan.block];
     let limit = plan.stop_after_ops.filter(|_| measured);
     for i in 0u64.. {
@@ -495,11 +508,16 @@ where
                 break;
             }
         }
-        let req = keys.next().expect("endless generator");
+        if left == 0 {
+            let req = keys.next().expect("endless generator");
+            (current, next, left) = (req.op, req.key * run, run);
+        }
+        let (kind, key) = (current, next);
+        (next, left) = (next + 1, left - 1);
         let started = Instant::now();
-        op(thread, req.op, req.key, &mut buf)?;
+        op(thread, kind, key, &mut buf)?;
         let ns = started.elapsed().as_nanos() as u64;
-        let histogram = if req.op == Op::Read { &mut reads } else { &mut writes };
+        let histogram = if kind == Op::Read { &mut reads } else { &mut writes };
         histogram.saturating_record(ns.max(1));
     }
     Ok((reads, writes))
@@ -559,6 +577,8 @@ fn cached(
 ) -> anyhow::Result<BenchReport> {
     let (tier, tier_bytes) = (&tiers[0].0, tiers[0].1);
     let policy = PolicySpec::parse(&args.policy)?;
+    // Hibachi and Hybrid-ARC place clean and dirty blocks themselves, in their own modes.
+    let own = matches!(policy.base, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc);
     let mut builder = CacheBuilder::new(policy.base)
         .admission(AdmissionConfig::parse_chain(&args.admission)?)
         .tier(tier.clone())
@@ -677,18 +697,18 @@ fn cached(
         .iter()
         .map(|(kind, bytes)| format!("{} {}", tier_name(kind), format_size(*bytes)))
         .collect();
-    let policy = match tiers.len() {
-        1 => args.policy.clone(),
-        _ => format!("dram-first {} > {}", args.policy, args.lower_policy),
+    let (policy, write_mode) = match tiers.len() {
+        _ if own => (args.policy.clone(), "clean in DRAM, dirty in the lower tier"),
+        1 => (args.policy.clone(), args.write_mode.as_str()),
+        _ => (format!("dram-first {} > {}", args.policy, args.lower_policy), &*args.write_mode),
     };
     let backing = match &args.backing_profile {
         Some(profile) => format!(" over a backing file like {profile}"),
         None => String::new(),
     };
     let label = format!(
-        "{}{backing} ({policy}, {}, {} shards)",
+        "{}{backing} ({policy}, {write_mode}, {} shards)",
         names.join(" over "),
-        args.write_mode,
         shards(args)
     );
     let mut report =

@@ -455,6 +455,41 @@ impl Shard {
         kept
     }
 
+    /// Writes back the dirty blocks `first..first + count` as one write to the backing
+    /// device. False, having written nothing, unless every one is resident, dirty, whole,
+    /// and reads back: the caller then writes them back one by one.
+    fn write_back_run(&mut self, first: Key, count: u64) -> bool {
+        let Some(backing) = self.backing.clone() else { return false };
+        let bs = self.block_size as usize;
+        let mut run = vec![0u8; bs * count as usize];
+        let mut places = Vec::with_capacity(count as usize);
+        for (key, chunk) in (first..first + count).zip(run.chunks_mut(bs)) {
+            let Some(place) = self.places.get(&key).copied() else { return false };
+            if !place.dirty || place.filling.is_some() {
+                return false;
+            }
+            let read = match self.staging.get(&key).filter(|_| place.staged) {
+                Some(staged) => Ok(crate::block::copy_value(staged.value(), chunk)),
+                None => self.tiers[place.tier as usize].region.read(place.slot, key, chunk),
+            };
+            if !matches!(read, Ok(n) if n == bs) {
+                return false;
+            }
+            places.push((key, place));
+        }
+        if backing.write_at(&run, first * bs as u64).is_err() {
+            return false;
+        }
+        for (key, place) in places {
+            self.places.insert(key, Place { dirty: false, ..place });
+        }
+        self.backing_unsynced = true;
+        self.stats.write_backs += count;
+        self.stats.bytes_written_back += run.len() as u64;
+        self.stats.write_back_runs += 1;
+        true
+    }
+
     /// Records that `key`'s dirty data is lost (its block is about to be dropped): reads of it
     /// fail until it is written again.
     fn lose(&mut self, key: Key) {
@@ -644,8 +679,11 @@ impl Shard {
     pub fn apply(&mut self, key: Key, value: Option<&[u8]>) -> Result<Option<u64>, EngineError> {
         let mut load = None;
         let mut lost = Vec::new();
-        for i in 0..self.decision.actions.len() {
-            match self.decision.actions[i] {
+        let mut i = 0;
+        while i < self.decision.actions.len() {
+            let action = self.decision.actions[i];
+            i += 1;
+            match action {
                 Action::Evict { tier, key, .. } => {
                     // The policy wrote a dirty block back first; if it did not (or that
                     // failed), the block is written back now, never dropped dirty.
@@ -696,6 +734,19 @@ impl Shard {
                 }
                 Action::Reject { reason, .. } => self.stats.rejections[reason.index()] += 1,
                 Action::WriteBack { key: k, .. } => {
+                    // Write-backs of consecutive blocks that follow one another (Hibachi's
+                    // sequential runs, section IV-E) go to the backing device as one write.
+                    let run = self.decision.actions[i..]
+                        .iter()
+                        .zip(k + 1..)
+                        .take_while(
+                            |(a, next)| matches!(a, Action::WriteBack { key, .. } if key == next),
+                        )
+                        .count();
+                    if run > 0 && self.write_back_run(k, run as u64 + 1) {
+                        i += run;
+                        continue;
+                    }
                     if !self.write_back(k) {
                         lost.push(k);
                     }

@@ -101,6 +101,7 @@ counters! {
     recovery_declined: "Blocks found when the cache opened that the policy did not take back (no room, or a policy that does not restore); dropped.",
     write_backs: "Dirty blocks written back to the backing device (write-back and write-only modes).",
     bytes_written_back: "Value bytes written back to the backing device.",
+    write_back_runs: "Runs of consecutive dirty blocks written back as one write (Hibachi's sequential flushing).",
     write_back_errors: "Write-backs and backing syncs that failed; the block stays dirty and is tried again before it is dropped.",
     backing_syncs: "Syncs of the backing device a shard made before freeing slots of blocks written back.",
     dirty_lost: "Dirty blocks lost: unreadable (checksum, I/O) or not written back when dropped. Reads of such a key fail with a data-loss error until it is written again.",

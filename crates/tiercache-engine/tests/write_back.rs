@@ -282,3 +282,47 @@ fn a_tier_with_dirty_blocks_is_not_opened_by_a_policy_that_drops_them() {
     file.flush_backing().unwrap();
     assert_eq!(on_backing(&backing, 1), 9);
 }
+
+/// Write-backs of consecutive blocks that follow one another in a decision go to the backing
+/// file as one write: Hibachi's sequential runs (section IV-E), and a flush of blocks written
+/// in order.
+#[test]
+fn consecutive_write_backs_are_one_write() {
+    let backing = backing_file("runs", 64);
+    let tier_path = scratch("runs.tier");
+    let cache = builder("mapped", &tier_path, 32, CacheMode::WriteBack).shards(1).build().unwrap();
+    let file = CachedFile::open(&backing, cache).unwrap();
+    for block in 10..22 {
+        write(&file, block, 6);
+    }
+    file.flush_backing().unwrap();
+    let stats = file.cache().stats();
+    assert_eq!((stats.write_backs, stats.write_back_runs), (12, 1), "one run of twelve");
+    for block in 10..22 {
+        assert_eq!(on_backing(&backing, block), 6, "block {block}");
+    }
+    drop(file);
+    // Hibachi over DRAM and a mapped tier flushes a run of ten dirty pages when its dirty
+    // cache is full.
+    let tier_path = scratch("runs-hibachi.tier");
+    let cache = CacheBuilder::new(PolicyConfig::parse("hibachi").unwrap())
+        .block_size(BLOCK)
+        .shards(1)
+        .capacity_bytes(4 * BLOCK as u64)
+        .lower_tier(tier("mapped", &tier_path), 12 * BLOCK as u64, PolicyConfig::Lru)
+        .build()
+        .unwrap();
+    let file = CachedFile::open(&backing, cache).unwrap();
+    for block in 30..50 {
+        write(&file, block, 7);
+    }
+    let stats = file.cache().stats();
+    assert!(stats.write_back_runs >= 1, "{stats:?}");
+    for block in 30..50 {
+        assert_eq!(read(&file, block).unwrap(), 7, "block {block}");
+    }
+    file.flush_backing().unwrap();
+    for block in 30..50 {
+        assert_eq!(on_backing(&backing, block), 7, "block {block}");
+    }
+}
