@@ -418,13 +418,14 @@ impl Policy for Hibachi {
         true
     }
 
-    /// Every dirty page (all live in NVRAM) is written back and becomes clean where it is, at
-    /// the LRU end of the clean cache, as a flushed run's pages do (section IV-E).
+    /// Every dirty page (all live in NVRAM) is written back, in block order, and becomes clean
+    /// where it is, at the LRU end of the clean cache, as a flushed run's pages do (IV-E).
     fn write_back(&mut self, tier: Option<TierId>, out: &mut Decision) {
         if tier.is_some_and(|t| t != NVRAM) {
             return;
         }
-        let dirty: Vec<Key> = self.dirty.iter().map(|(_, k)| *k).collect();
+        let mut dirty: Vec<Key> = self.dirty.iter().map(|(_, k)| *k).collect();
+        dirty.sort_unstable();
         for key in dirty {
             let page = self.remove(key).expect("dirty pages are resident");
             out.push(Action::WriteBack { tier: NVRAM, key, size: page.size });

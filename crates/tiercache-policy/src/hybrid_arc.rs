@@ -230,12 +230,14 @@ impl Policy for HybridArc {
         true
     }
 
-    /// Every dirty page is written back and moves to the clean list, keeping its recency.
+    /// Every dirty page is written back, in block order, and moves to the clean list, keeping
+    /// its recency.
     fn write_back(&mut self, tier: Option<TierId>, out: &mut Decision) {
         if tier.is_some_and(|t| t != NVRAM) {
             return;
         }
-        let dirty: Vec<(u64, Key)> = self.lists[index(List::Dirty)].iter().copied().collect();
+        let mut dirty: Vec<(u64, Key)> = self.lists[index(List::Dirty)].iter().copied().collect();
+        dirty.sort_unstable_by_key(|(_, key)| *key);
         for (stamp, key) in dirty {
             let page = self.take(key).expect("listed");
             out.push(Action::WriteBack { tier: NVRAM, key, size: page.size });
