@@ -183,6 +183,30 @@ pub struct BenchReport {
     pub recovery: Option<tiercache_engine::Recovery>,
     /// Write-back: the blocks still dirty when the timed run ended, written back after it.
     pub written_back_after: Option<WrittenBack>,
+    /// DRAM the cache spent beside its tiers' bytes, per cached block, measured (caches
+    /// without a DRAM tier only).
+    pub metadata: Option<Metadata>,
+}
+
+/// DRAM for metadata, measured as the process's anonymous memory (`RssAnon`) grown from before
+/// the cache was built to the end of the run, over the blocks then cached. Mapped tiers are
+/// file memory, flash tiers are read with direct I/O: neither is in `RssAnon`, so what grew is
+/// the index, the policy, the per-slot state and the bench's own few buffers.
+#[derive(Serialize)]
+pub struct Metadata {
+    pub grown_bytes: u64,
+    pub cached_blocks: u64,
+    pub bytes_per_block: f64,
+    /// What the builder's footprint check assumes a block costs.
+    pub estimated_bytes_per_block: u64,
+}
+
+/// The process's anonymous resident memory, from `/proc/self/status`.
+fn rss_anon_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("RssAnon:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Dirty blocks written back after a timed run, and how long that took.
@@ -577,6 +601,7 @@ fn cached(
 ) -> anyhow::Result<BenchReport> {
     let (tier, tier_bytes) = (&tiers[0].0, tiers[0].1);
     let policy = PolicySpec::parse(&args.policy)?;
+    let anon_before = rss_anon_bytes();
     // Hibachi and Hybrid-ARC place clean and dirty blocks themselves, in their own modes.
     let own = matches!(policy.base, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc);
     let mut builder = CacheBuilder::new(policy.base)
@@ -677,6 +702,7 @@ fn cached(
         };
         Ok(())
     })?;
+    let anon_after = rss_anon_bytes();
     // What write-back deferred: the dirty blocks left, written back after the timed run.
     let written_back = match file.cache().keeps_dirty() {
         true => {
@@ -716,6 +742,17 @@ fn cached(
     report.knobs = file.cache().knobs().into_iter().collect();
     report.recovery = recovery;
     report.written_back_after = written_back;
+    let no_dram = tiers.iter().all(|(kind, _)| !matches!(kind, TierKind::Dram));
+    if let (true, Some(before), Some(after)) = (no_dram, anon_before, anon_after) {
+        let cached_blocks = file.cache().occupancy().0;
+        let grown_bytes = after.saturating_sub(before);
+        report.metadata = (cached_blocks > 0).then(|| Metadata {
+            grown_bytes,
+            cached_blocks,
+            bytes_per_block: grown_bytes as f64 / cached_blocks as f64,
+            estimated_bytes_per_block: tiercache_engine::footprint::slot_bytes(&tiers[0].0, 1),
+        });
+    }
     Ok(report)
 }
 
@@ -759,6 +796,7 @@ fn report(
         knobs: Default::default(),
         recovery: None,
         written_back_after: None,
+        metadata: None,
     }
 }
 
@@ -815,6 +853,16 @@ fn print(r: &BenchReport) {
     if !r.knobs.is_empty() {
         let knobs: Vec<String> = r.knobs.iter().map(|(k, v)| format!("{k} {v:.3}")).collect();
         println!("knobs at the end: {}", knobs.join(", "));
+    }
+    if let Some(m) = &r.metadata {
+        println!(
+            "DRAM beside the tier: {:.0} bytes per cached block ({} for {} blocks; the \
+             footprint check assumes {})",
+            m.bytes_per_block,
+            format_size(m.grown_bytes),
+            m.cached_blocks,
+            m.estimated_bytes_per_block
+        );
     }
 }
 
