@@ -23,8 +23,7 @@ const BLOCK: usize = 4096;
 
 #[derive(Args, Clone, Debug)]
 pub struct CrashtestArgs {
-    /// The tier the dirty blocks live on: mapped or file. (Flash tiers are not recovered
-    /// after a restart yet, so write-back refuses them.)
+    /// The tier the dirty blocks live on: mapped, file or flash.
     #[arg(long, default_value = "mapped")]
     pub tier: String,
     /// The Open CAS mode the child writes in: wb, wo, or any other (wt, wa, wi, pt).
@@ -135,11 +134,8 @@ fn cache(args: &CrashtestArgs, tier_path: &Path) -> anyhow::Result<CacheBuilder>
     let tier = match args.tier.as_str() {
         "mapped" => TierKind::Mapped { path: tier_path.to_path_buf() },
         "file" => TierKind::File { path: tier_path.to_path_buf() },
-        "flash" => bail!(
-            "--tier flash: flash tiers are not recovered after a restart yet, so write-back \
-             refuses them; use mapped or file"
-        ),
-        other => bail!("--tier {other}: not mapped or file"),
+        "flash" => TierKind::Flash { path: tier_path.to_path_buf() },
+        other => bail!("--tier {other}: not mapped, file or flash"),
     };
     let mode = CacheMode::parse(&args.mode)
         .with_context(|| format!("--mode {}: not one of wb, wo, wt, wa, wi, pt", args.mode))?;

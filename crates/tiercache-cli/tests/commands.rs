@@ -719,7 +719,7 @@ fn bench_runs_the_controllers_through_policy() {
 /// synced write or a later one, whole.
 #[test]
 fn crashtest_kills_a_write_back_writer_and_loses_nothing() {
-    for tier in ["mapped", "file"] {
+    for tier in ["mapped", "file", "flash"] {
         let dir = scratch(&format!("crashtest-{tier}"));
         let args = ["crashtest", "--tier", tier, "--mode", "wb", "--kills", "20", "--seed", "11"];
         let out = tiercache(&[&args[..], &["--json", "--dir", dir.to_str().unwrap()]].concat());
@@ -733,8 +733,8 @@ fn crashtest_kills_a_write_back_writer_and_loses_nothing() {
         assert!(report["recovered_dirty"].as_u64().unwrap() > 100, "{tier}: {report}");
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let err = tiercache_fails(&["crashtest", "--tier", "flash", "--kills", "1"]);
-    assert!(err.contains("--tier flash"), "{err}");
+    let err = tiercache_fails(&["crashtest", "--tier", "pmem", "--kills", "1"]);
+    assert!(err.contains("--tier pmem"), "{err}");
 }
 
 /// `bench --write-mode wb`: writes stay dirty on the mapped tier, evictions write them back,

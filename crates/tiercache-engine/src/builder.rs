@@ -328,8 +328,11 @@ impl CacheBuilder {
 
     /// Threads writing behind, as set or by default.
     fn writers(&self) -> usize {
+        // Write-back writes in the caller's turn (see `validate`).
         let flash = self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. }));
-        self.write_behind.unwrap_or(if flash { crate::behind::DEFAULT_THREADS } else { 0 })
+        let default =
+            if flash && !self.writes_dirty() { crate::behind::DEFAULT_THREADS } else { 0 };
+        self.write_behind.unwrap_or(default)
     }
 
     /// Whether upper-tier hits may be served without the shard's lock, the policy told of
@@ -385,13 +388,6 @@ impl CacheBuilder {
                 Some(config) => config.mode.short(),
                 None => self.tiers[0].policy.name(),
             };
-            if self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. })) {
-                let reason = format!(
-                    "{mode} keeps the only copy of written data on the tiers, and flash tiers \
-                     are not recovered after a restart yet: use mapped or file tiers"
-                );
-                return Err(EngineError::config("mode", reason));
-            }
             if self.size_classes > 1 {
                 let reason = format!("{mode} needs whole blocks, one per slot: use 1 class");
                 return Err(EngineError::config("size_classes", reason));
@@ -403,14 +399,11 @@ impl CacheBuilder {
                 );
                 return Err(EngineError::config("write_behind", reason));
             }
-            let persistent = self
-                .tiers
-                .iter()
-                .any(|t| matches!(t.kind, TierKind::Mapped { .. } | TierKind::File { .. }));
+            let persistent = self.tiers.iter().any(|t| !matches!(t.kind, TierKind::Dram));
             if !persistent && !self.volatile_write_back {
                 let reason = format!(
                     "{mode} over DRAM only loses every write since the last sync in a crash: add \
-                     a mapped or file tier, or allow it by name (volatile_write_back)"
+                     a mapped, file or flash tier, or allow it by name (volatile_write_back)"
                 );
                 return Err(EngineError::config("mode", reason));
             }
@@ -603,13 +596,10 @@ impl CacheBuilder {
         for (t, medium) in media.iter().enumerate() {
             let Previous::Tier { backing, state, short } = medium.previous else { continue };
             let path = medium.path().expect("a tier file");
-            let recoverable =
-                matches!(medium.kind(), TierKind::Mapped { .. } | TierKind::File { .. })
-                    && self.size_classes == 1;
-            if !recoverable {
+            if self.size_classes > 1 {
                 recovery.notes.push(format!(
-                    "{}: this tier's blocks are not recovered yet (flash needs the metadata \
-                     journal, size classes a page map), so it starts empty",
+                    "{}: blocks of size-classed tiers are not recovered yet (they need a page \
+                     map on the medium), so it starts empty",
                     path.display()
                 ));
                 continue;

@@ -849,7 +849,12 @@ impl CacheCore {
                 }
             }
         }
-        self.media().iter().try_for_each(Medium::sync)
+        self.media().iter().try_for_each(Medium::sync)?;
+        // What was held until the newer copies were durable can go now.
+        for mut shard in self.each_shard() {
+            shard.release_limbo(None);
+        }
+        Ok(())
     }
 
     /// Records `backing` (at `path`) as the file whose blocks the cache holds, in every tier

@@ -302,11 +302,41 @@ impl Device for Faulty {
     }
 }
 
+/// Bytes read back from a device: in a buffer aligned for direct I/O when the range allows
+/// (a device opened with `O_DIRECT` takes nothing else), else in a plain one.
+enum Saved {
+    Plain(Vec<u8>),
+    Aligned(crate::direct::AlignedBuf, usize),
+}
+
+impl Saved {
+    /// Up to `len` bytes at `at` (fewer where the device ends).
+    fn read(device: &dyn Device, at: u64, len: usize) -> io::Result<Saved> {
+        if len > 0 && at.is_multiple_of(512) && len.is_multiple_of(512) {
+            let align = crate::direct::DIRECT_ALIGN;
+            let mut buf = crate::direct::AlignedBuf::new(len.next_multiple_of(align));
+            let n = device.read_at(&mut buf.as_mut_slice()[..len], at)?;
+            return Ok(Saved::Aligned(buf, n));
+        }
+        let mut old = vec![0; len];
+        let n = device.read_at(&mut old, at)?;
+        old.truncate(n);
+        Ok(Saved::Plain(old))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Saved::Plain(bytes) => bytes,
+            Saved::Aligned(buf, n) => &buf.as_slice()[..*n],
+        }
+    }
+}
+
 /// A write no sync has covered yet: where it went and what it overwrote.
 struct Unsynced {
     at: u64,
     /// The bytes it overwrote (fewer than it wrote where it extended the device).
-    old: Vec<u8>,
+    old: Saved,
     written: usize,
     /// The device's length before it.
     len_before: u64,
@@ -369,19 +399,18 @@ impl CrashImage {
         let torn = match (tear, lost.last()) {
             (Tear::Keep { sector, sectors }, Some(last)) => {
                 let whole = last.written / sector.max(1);
-                let mut prefix = vec![0; sectors.min(whole.saturating_sub(1)) * sector];
-                read_exact_at(&*self.inner, &mut prefix, last.at)?;
-                Some((last.at, prefix))
+                let keep = sectors.min(whole.saturating_sub(1)) * sector;
+                Some((last.at, Saved::read(&*self.inner, last.at, keep)?))
             }
             _ => None,
         };
         let mut length = lost.first().map(|w| w.len_before);
         for write in lost.iter().rev() {
-            self.inner.write_at(&write.old, write.at)?;
+            self.inner.write_at(write.old.bytes(), write.at)?;
         }
-        if let Some((at, prefix)) = torn.filter(|(_, prefix)| !prefix.is_empty()) {
-            self.inner.write_at(&prefix, at)?;
-            length = length.map(|l| l.max(at + prefix.len() as u64));
+        if let Some((at, prefix)) = torn.filter(|(_, prefix)| !prefix.bytes().is_empty()) {
+            self.inner.write_at(prefix.bytes(), at)?;
+            length = length.map(|l| l.max(at + prefix.bytes().len() as u64));
         }
         if let Some(length) = length {
             if self.inner.len()? > length {
@@ -422,9 +451,7 @@ impl Device for CrashImage {
             return Err(crashed());
         }
         let len_before = self.inner.len()?;
-        let mut old = vec![0; data.len()];
-        let n = self.inner.read_at(&mut old, at)?;
-        old.truncate(n);
+        let old = Saved::read(&*self.inner, at, data.len())?;
         self.inner.write_at(data, at)?;
         state.unsynced.push(Unsynced { at, old, written: data.len(), len_before });
         Ok(())

@@ -11,7 +11,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::ptr::NonNull;
 
-use crate::block::BlockFault;
+use crate::block::{BlockFault, Stamp};
 use crate::device::{read_exact_at, Device};
 use crate::error::EngineError;
 use crate::store::ReadFault;
@@ -93,64 +93,225 @@ fn fill(buf: &mut AlignedBuf, value: &[u8]) -> u32 {
     crate::block::crc32c(value)
 }
 
-/// What DRAM knows of a block on flash.
-#[derive(Clone, Copy, Default)]
-struct SlotMeta {
+/// Bytes of one slot's record (see [`DirectSlots`]).
+pub const RECORD_BYTES: usize = 32;
+/// A record's first bytes: a block lies in the slot; the slot was freed.
+const LIVE: [u8; 4] = *b"TCR1";
+const FREED: [u8; 4] = *b"TCR0";
+
+/// Pages of records `slots` slots take: a shard's records lie on pages of their own.
+pub fn record_pages(slots: u64) -> u64 {
+    (slots * RECORD_BYTES as u64).div_ceil(DIRECT_ALIGN as u64)
+}
+
+/// DRAM the metadata of one flash slot takes: its record and whether it may be read.
+pub(crate) const SLOT_META_BYTES: usize = RECORD_BYTES + 1;
+
+/// One shard's run of blocks on the flash tier. Blocks are headerless (direct I/O writes whole
+/// aligned blocks), so each slot has a 32-byte record on the tier instead, on pages between the
+/// superblock and the blocks:
+///
+/// | bytes | field |
+/// |---|---|
+/// | 0..4 | `TCR1` (a block), `TCR0` (freed) or zeros (never written) |
+/// | 4..8 | CRC32C of bytes 8..32 |
+/// | 8..16 | key |
+/// | 16..20 | value length |
+/// | 20..24 | CRC32C of the value |
+/// | 24..32 | sequence number << 1, dirty in bit 0 |
+///
+/// DRAM holds every record as on the tier (an aligned copy, written a page at a time) and
+/// whether each slot may be read. A block's record is written after the block, and a freed
+/// slot's record at once, so the tier always says what the cache may serve from it: a record
+/// whose block did not land fails the value's checksum, and is dropped at recovery.
+pub struct DirectSlots {
+    buf: AlignedBuf,
+    records: AlignedBuf,
+    /// Where the records start on the device.
+    records_at: u64,
+    readable: Vec<bool>,
+}
+
+/// A record's fields.
+struct Record {
     key: u64,
     len: u32,
     crc: u32,
-    written: bool,
-}
-
-/// DRAM the metadata of one flash slot takes.
-pub(crate) const SLOT_META_BYTES: usize = std::mem::size_of::<SlotMeta>();
-
-/// What DRAM knows of one shard's run of blocks on the flash tier, and a buffer for the
-/// writes and reads done under the shard's lock. The blocks themselves are read and written
-/// through the tier's device, at offsets the region gives.
-pub struct DirectSlots {
-    buf: AlignedBuf,
-    meta: Vec<SlotMeta>,
+    stamp: Stamp,
 }
 
 impl DirectSlots {
-    pub fn new(slots: u64, block: usize) -> DirectSlots {
-        DirectSlots { buf: AlignedBuf::new(block), meta: vec![SlotMeta::default(); slots as usize] }
+    pub fn new(slots: u64, block: usize, records_at: u64) -> DirectSlots {
+        let pages = record_pages(slots).max(1) as usize;
+        DirectSlots {
+            buf: AlignedBuf::new(block),
+            records: AlignedBuf::new(pages * DIRECT_ALIGN),
+            records_at,
+            readable: vec![false; slots as usize],
+        }
     }
 
-    /// Writes `value` for `key` into `slot`, at `at` on `device`.
+    fn record_bytes(&self, slot: u32) -> &[u8] {
+        let at = slot as usize * RECORD_BYTES;
+        &self.records.as_slice()[at..at + RECORD_BYTES]
+    }
+
+    /// The block `slot`'s record names, if the record is a whole one of a block.
+    fn record(&self, slot: u32) -> Result<Option<Record>, BlockFault> {
+        let r = self.record_bytes(slot);
+        let magic: [u8; 4] = r[..4].try_into().expect("4 bytes");
+        if magic == [0; 4] || magic == FREED {
+            return Ok(None);
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(r[at..at + 4].try_into().expect("4 bytes"));
+        let u64_at = |at: usize| u64::from_le_bytes(r[at..at + 8].try_into().expect("8 bytes"));
+        if magic != LIVE {
+            return Err(BlockFault::Magic);
+        }
+        if u32_at(4) != crate::block::crc32c(&r[8..]) {
+            return Err(BlockFault::Checksum);
+        }
+        let seq = u64_at(24);
+        Ok(Some(Record {
+            key: u64_at(8),
+            len: u32_at(16),
+            crc: u32_at(20),
+            stamp: Stamp { seq: seq >> 1, dirty: seq & 1 == 1 },
+        }))
+    }
+
+    /// Sets `slot`'s record in DRAM: a block's, or freed (`None`).
+    fn set_record(&mut self, slot: u32, record: Option<Record>) {
+        let at = slot as usize * RECORD_BYTES;
+        let r = &mut self.records.as_mut_slice()[at..at + RECORD_BYTES];
+        r.fill(0);
+        match record {
+            None => r[..4].copy_from_slice(&FREED),
+            Some(Record { key, len, crc, stamp }) => {
+                r[8..16].copy_from_slice(&key.to_le_bytes());
+                r[16..20].copy_from_slice(&len.to_le_bytes());
+                r[20..24].copy_from_slice(&crc.to_le_bytes());
+                let seq = stamp.seq << 1 | stamp.dirty as u64;
+                r[24..32].copy_from_slice(&seq.to_le_bytes());
+                let check = crate::block::crc32c(&r[8..]);
+                r[4..8].copy_from_slice(&check.to_le_bytes());
+                r[..4].copy_from_slice(&LIVE);
+            }
+        }
+    }
+
+    /// Writes the page of records that holds `slot`'s.
+    fn write_record(&self, device: &dyn Device, slot: u32) -> std::io::Result<()> {
+        let page = slot as usize * RECORD_BYTES / DIRECT_ALIGN;
+        let bytes = &self.records.as_slice()[page * DIRECT_ALIGN..(page + 1) * DIRECT_ALIGN];
+        device.write_at(bytes, self.records_at + (page * DIRECT_ALIGN) as u64)
+    }
+
+    /// Writes `value` for `key` into `slot`, at `at` on `device`, then its record.
     pub fn write(
         &mut self,
         device: &dyn Device,
         (slot, at): (u32, u64),
         key: u64,
         value: &[u8],
+        stamp: Stamp,
     ) -> std::io::Result<()> {
         let crc = fill(&mut self.buf, value);
         // Until the new bytes are down, the slot holds nothing a read may trust.
-        self.meta[slot as usize].written = false;
+        self.readable[slot as usize] = false;
         device.write_at(self.buf.as_slice(), at)?;
-        self.meta[slot as usize] = SlotMeta { key, len: value.len() as u32, crc, written: true };
+        self.set_record(slot, Some(Record { key, len: value.len() as u32, crc, stamp }));
+        self.write_record(device, slot)?;
+        self.readable[slot as usize] = true;
         Ok(())
     }
 
     /// Fills `buf` with `value` for a write done elsewhere (with the shard unlocked), marking
     /// the slot unreadable until [`landed`](Self::landed); returns the value's CRC32C.
     pub fn stage(&mut self, slot: u32, value: &[u8], buf: &mut AlignedBuf) -> u32 {
-        self.meta[slot as usize].written = false;
+        self.readable[slot as usize] = false;
         fill(buf, value)
     }
 
-    /// Records that a staged write of `key` to `slot` ended: readable if it succeeded.
-    pub fn landed(&mut self, slot: u32, key: u64, len: u32, crc: u32, ok: bool) {
-        self.meta[slot as usize] = SlotMeta { key, len, crc, written: ok };
+    /// Records that a staged write of `key` to `slot` ended: if it succeeded, its record is
+    /// written and the block reads back. False if the block or its record did not land.
+    pub fn landed(
+        &mut self,
+        device: &dyn Device,
+        slot: u32,
+        (key, len, crc): (u64, u32, u32),
+        stamp: Stamp,
+        ok: bool,
+    ) -> bool {
+        if !ok {
+            return false;
+        }
+        self.set_record(slot, Some(Record { key, len, crc, stamp }));
+        let written = self.write_record(device, slot).is_ok();
+        self.readable[slot as usize] = written;
+        written
+    }
+
+    /// Marks `slot` freed, on the tier at once: a recovery never brings its block back.
+    pub fn erase(&mut self, device: &dyn Device, slot: u32) -> std::io::Result<()> {
+        self.readable[slot as usize] = false;
+        self.set_record(slot, None);
+        self.write_record(device, slot)
     }
 
     /// What a written block for `key` in `slot` must check out as: (length, CRC32C); `None` if
     /// the slot holds no block for `key`.
     pub fn expect(&self, slot: u32, key: u64) -> Option<(u32, u32)> {
-        let meta = self.meta[slot as usize];
-        (meta.written && meta.key == key).then_some((meta.len, meta.crc))
+        if !self.readable[slot as usize] {
+            return None;
+        }
+        match self.record(slot) {
+            Ok(Some(r)) if r.key == key => Some((r.len, r.crc)),
+            _ => None,
+        }
+    }
+
+    /// Reads the records from the tier and checks every block they name, as recovery does:
+    /// `found` hears of each slot that holds something. Blocks that check out become readable.
+    pub fn scan(
+        &mut self,
+        device: &dyn Device,
+        (offset, slot_bytes, count): (u64, usize, u64),
+        mut found: impl FnMut(u32, crate::block::Found),
+    ) -> std::io::Result<()> {
+        use crate::block::Found;
+        let records_at = self.records_at;
+        read_exact_at(device, self.records.as_mut_slice(), records_at)?;
+        const BATCH: usize = 256;
+        let mut blocks = AlignedBuf::new(BATCH * slot_bytes);
+        for first in (0..count as usize).step_by(BATCH) {
+            let n = BATCH.min(count as usize - first);
+            let live: Vec<(u32, Result<Option<Record>, BlockFault>)> =
+                (first..first + n).map(|s| (s as u32, self.record(s as u32))).collect();
+            if !live.iter().any(|(_, r)| !matches!(r, Ok(None))) {
+                continue;
+            }
+            let bytes = &mut blocks.as_mut_slice()[..n * slot_bytes];
+            read_exact_at(device, bytes, offset + (first * slot_bytes) as u64)?;
+            for (slot, record) in live {
+                let block = &bytes[(slot as usize - first) * slot_bytes..][..slot_bytes];
+                match record {
+                    Ok(None) => {}
+                    Err(fault) => found(slot, Found::Damaged(fault)),
+                    Ok(Some(r)) if r.len as usize > slot_bytes => {
+                        found(slot, Found::Damaged(BlockFault::Length))
+                    }
+                    Ok(Some(r)) if crate::block::crc32c(&block[..r.len as usize]) != r.crc => {
+                        found(slot, Found::Damaged(BlockFault::Checksum))
+                    }
+                    Ok(Some(r)) => {
+                        self.readable[slot as usize] = true;
+                        found(slot, Found::Block { key: r.key, len: r.len, stamp: r.stamp });
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads and checks `key`'s block in `slot`, at `at` on `device`, copying its value into

@@ -283,6 +283,10 @@ pub struct Shard {
     /// one fails with `EngineError::DataLost` until it is written again, rather than serve
     /// the backing device's older data as current.
     pub lost: KeySet,
+    /// Slots of dirty blocks superseded since the last sync (tier, slot, key): each may be
+    /// the only durable copy of a synced write until the newer copy is synced too, so it is
+    /// freed only after the tier's next sync (a device may persist writes out of order).
+    limbo: Vec<(usize, u32, Key)>,
 }
 
 impl Shard {
@@ -307,6 +311,7 @@ impl Shard {
             backing: None,
             backing_unsynced: false,
             lost: KeySet::default(),
+            limbo: Vec::new(),
         }
     }
 
@@ -397,6 +402,19 @@ impl Shard {
     fn free_slot(&mut self, tier: usize, slot: u32, key: Key) {
         self.sync_backing();
         self.tiers[tier].free_slot(slot, key, &mut self.stats);
+    }
+
+    /// Frees the slots held since the last sync (of tier `only`, or all): the caller has just
+    /// synced the tiers, so the newer copies they were held for are durable.
+    pub fn release_limbo(&mut self, only: Option<usize>) {
+        let held = std::mem::take(&mut self.limbo);
+        for (tier, slot, key) in held {
+            if only.is_some_and(|t| t != tier) {
+                self.limbo.push((tier, slot, key));
+                continue;
+            }
+            self.free_slot(tier, slot, key);
+        }
     }
 
     /// Syncs the backing device if a block was written back since it last synced. A failed
@@ -567,8 +585,10 @@ impl Shard {
             self.staging.remove(&key);
         }
         let written = self.store_or_fail(place, key, data);
-        if copy {
-            self.free_slot(tier, old.slot, key);
+        match (copy, old.dirty) {
+            (true, true) => self.limbo.push((tier, old.slot, key)),
+            (true, false) => self.free_slot(tier, old.slot, key),
+            (false, _) => {}
         }
         self.stats.updates += written as u64;
         written
@@ -623,6 +643,15 @@ impl Shard {
         loop {
             if let Some(slot) = self.tiers[t].take(class, key) {
                 return slot;
+            }
+            if self.limbo.iter().any(|(lt, _, _)| *lt == t) {
+                // The free slots are all held for a sync: sync the tier now, then free them.
+                if self.tiers[t].region.sync().is_err() {
+                    self.stats.io_errors += 1;
+                }
+                self.stats.limbo_syncs += 1;
+                self.release_limbo(Some(t));
+                continue;
             }
             assert!(self.tiers[t].region.chunks() > 1, "the policy is sized to the slots");
             let victims = self.page_to_empty(t, key).expect(
@@ -812,7 +841,12 @@ impl Shard {
             }
             self.scratch = scratch;
         }
-        self.free_slot(from.index(), old.slot, key);
+        if old.dirty && good {
+            self.tiers[from.index()].region.vacate(old.slot, key);
+            self.limbo.push((from.index(), old.slot, key));
+        } else {
+            self.free_slot(from.index(), old.slot, key);
+        }
         self.places.insert(key, new);
         Ok(good)
     }
@@ -866,7 +900,15 @@ impl Shard {
         if now.is_some() {
             self.staging.remove(&key);
         }
-        self.tiers[tier].region.end_write(place.slot, staged, result.is_ok());
+        let landed = self.tiers[tier].region.end_write(place.slot, staged, result.is_ok());
+        let result = match (result, landed) {
+            (Ok(()), false) => Err(EngineError::Io {
+                path: "<flash tier>".into(),
+                action: "cannot write a block's slot record",
+                source: std::io::Error::other("the record's page write failed"),
+            }),
+            (result, _) => result,
+        };
         self.tiers[tier].unpin(place.slot, &mut self.stats);
         let current = now.is_some();
         match result {

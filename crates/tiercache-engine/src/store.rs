@@ -181,7 +181,9 @@ impl Medium {
                 Arc::new(FileDevice::new(file, path))
             }
         };
-        let base = if locked.is_some() { tierfile::HEADER_BYTES } else { 0 };
+        // Flash tiers keep their slot records between the superblock and the blocks.
+        let base =
+            if locked.is_some() { tierfile::HEADER_BYTES + geometry.record_bytes() } else { 0 };
         Ok(Medium {
             kind: kind.clone(),
             device,
@@ -213,18 +215,22 @@ impl Medium {
         &mut self,
         change: impl FnOnce(&mut tierfile::Superblock),
     ) -> Result<(), EngineError> {
-        let Some((file, path, superblock)) = &mut self.file else { return Ok(()) };
+        let Some((_, path, superblock)) = &mut self.file else { return Ok(()) };
         change(superblock);
-        if matches!(self.kind, TierKind::Flash { .. }) {
-            // Direct I/O takes aligned buffers only: through the file's own descriptor.
-            return tierfile::write_superblock(file, path, superblock);
-        }
         // Through the device, so that what wraps it (a crash image, a killed process) sees
-        // the superblock's writes in their place among the blocks'.
+        // the superblock's writes in their place among the blocks'. Flash takes whole aligned
+        // pages (direct I/O): the header page, the superblock and zeros.
         let io = |action, source| EngineError::Io { path: path.clone(), action, source };
-        self.device
-            .write_at(&superblock.encode(), 0)
-            .map_err(|e| io("cannot write the tier header", e))?;
+        let written = match self.kind {
+            TierKind::Flash { .. } => {
+                let mut page = AlignedBuf::new(tierfile::HEADER_BYTES as usize);
+                let encoded = superblock.encode();
+                page.as_mut_slice()[..encoded.len()].copy_from_slice(&encoded);
+                self.device.write_at(page.as_slice(), 0)
+            }
+            _ => self.device.write_at(&superblock.encode(), 0),
+        };
+        written.map_err(|e| io("cannot write the tier header", e))?;
         self.device.sync().map_err(|e| io("cannot sync the tier header", e))
     }
 
@@ -271,7 +277,13 @@ impl Medium {
         let format = match self.kind {
             TierKind::Dram => Format::Bare { lens: vec![0; (count * self.chunks as u64) as usize] },
             TierKind::Mapped { .. } | TierKind::File { .. } => Format::Headed,
-            TierKind::Flash { .. } => Format::Aligned(DirectSlots::new(count, self.slot_bytes)),
+            TierKind::Flash { .. } => {
+                // Each shard's records on pages of their own, in shard order.
+                let pages = crate::direct::record_pages(count);
+                let records_at = tierfile::HEADER_BYTES
+                    + first / count.max(1) * pages * crate::direct::DIRECT_ALIGN as u64;
+                Format::Aligned(DirectSlots::new(count, self.slot_bytes, records_at))
+            }
         };
         Ok(Region {
             device: self.device.clone(),
@@ -337,8 +349,10 @@ pub struct Staged {
     written: usize,
     value_at: usize,
     len: u32,
-    /// CRC32C of the value (flash blocks keep it in DRAM).
+    /// CRC32C of the value (flash blocks keep it in their slot's record).
     crc: u32,
+    /// The block's sequence number and dirty flag (for a flash block's record).
+    stamp: Stamp,
 }
 
 /// The error of a block write that failed on `device`.
@@ -564,23 +578,38 @@ impl Region {
         debug_assert_eq!(&buf.bytes()[value_at..value_at + value.len()], value);
         let device = self.device.clone();
         let len = value.len() as u32;
-        Some(Staged { device, at, key, buf, written, value_at, len, crc })
+        Some(Staged { device, at, key, buf, written, value_at, len, crc, stamp })
     }
 
-    /// Ends a staged write of `slot`: the block reads back if the write succeeded. Takes the
-    /// buffer back when the staged block is no longer shared.
-    pub fn end_write(&mut self, slot: u32, staged: Arc<Staged>, ok: bool) {
-        if let Format::Aligned(direct) = &mut self.format {
-            direct.landed(slot, staged.key, staged.len, staged.crc, ok);
-        }
+    /// Ends a staged write of `slot`: the block reads back if the write succeeded (and, on
+    /// flash, its record was then written). Takes the buffer back when the staged block is no
+    /// longer shared. Returns whether the block landed.
+    pub fn end_write(&mut self, slot: u32, staged: Arc<Staged>, ok: bool) -> bool {
+        let landed = match &mut self.format {
+            Format::Aligned(direct) => {
+                let block = (staged.key, staged.len, staged.crc);
+                direct.landed(&*self.device, slot, block, staged.stamp, ok)
+            }
+            _ => ok,
+        };
         if let Ok(staged) = Arc::try_unwrap(staged) {
             self.spare.push(staged.buf);
         }
+        landed
     }
 
     /// Takes back a read's buffer.
     pub fn end_read(&mut self, read: PinnedRead) {
         self.spare.push(read.into_buf());
+    }
+
+    /// Makes this region's writes durable (syncs the whole tier's device).
+    pub fn sync(&self) -> Result<(), EngineError> {
+        self.device.sync().map_err(|source| EngineError::Io {
+            path: self.device.path().to_path_buf(),
+            action: "cannot sync the tier",
+            source,
+        })
     }
 
     /// Slot numbers: every chunk of every page.
@@ -685,17 +714,27 @@ impl Region {
                 encode(&mut self.scratch, key, value, stamp);
                 device.write_at(&self.scratch, at)
             }
-            Format::Aligned(direct) => direct.write(device, (slot, at), key, value),
+            Format::Aligned(direct) => direct.write(device, (slot, at), key, value, stamp),
         };
         written.map_err(|source| write_error(device, source))
     }
 
-    /// Marks `slot`, whose block was dropped, free on the medium (mapped and file tiers), so
-    /// that recovery never brings the block back. The caller holds the shard's lock and no
-    /// read holds the slot. DRAM has nothing to mark, and flash keeps no headers on its medium.
+    /// Marks `slot`, whose block was dropped, free on the medium (the header of a mapped or
+    /// file tier's slot, the record of a flash slot), so that recovery never brings the block
+    /// back. The caller holds the shard's lock and no read holds the slot. DRAM has nothing
+    /// to mark.
     pub fn erase(&mut self, slot: u32) -> Result<(), EngineError> {
-        if !matches!(self.format, Format::Headed) {
-            return Ok(());
+        let error = |device: &dyn Device, source| EngineError::Io {
+            path: device.path().to_path_buf(),
+            action: "cannot mark a dropped block's slot free",
+            source,
+        };
+        match &mut self.format {
+            Format::Bare { .. } => return Ok(()),
+            Format::Aligned(direct) => {
+                return direct.erase(&*self.device, slot).map_err(|e| error(&*self.device, e))
+            }
+            Format::Headed => {}
         }
         if let Some((target, _)) = self.in_memory(slot) {
             // SAFETY: the slot's first bytes lie in the region (`in_memory`); only the lock
@@ -704,17 +743,24 @@ impl Region {
             return Ok(());
         }
         let device = &*self.device;
-        device.write_at(&crate::block::FREE, self.at(slot)).map_err(|source| EngineError::Io {
-            path: device.path().to_path_buf(),
-            action: "cannot mark a dropped block's slot free",
-            source,
-        })
+        device.write_at(&crate::block::FREE, self.at(slot)).map_err(|e| error(device, e))
     }
 
     /// Reads every slot as recovery does (mapped and file tiers, whole-block slots), calling
     /// `found` with each slot's number and what it holds.
     pub fn scan(&mut self, mut found: impl FnMut(u32, Found)) -> Result<(), EngineError> {
-        assert!(matches!(self.format, Format::Headed) && self.chunks == 1, "a headed region");
+        assert!(self.chunks == 1, "recovered regions hold whole blocks");
+        let read_error = |device: &dyn Device, source| EngineError::Io {
+            path: device.path().to_path_buf(),
+            action: "cannot read the tier to recover it",
+            source,
+        };
+        if let Format::Aligned(direct) = &mut self.format {
+            let region = (self.offset, self.slot_bytes, self.count);
+            let device = &*self.device;
+            return direct.scan(device, region, found).map_err(|e| read_error(device, e));
+        }
+        assert!(matches!(self.format, Format::Headed), "a headed region");
         if let Some(mapping) = &self.memory {
             for slot in 0..self.count as u32 {
                 let at = self.offset as usize + slot as usize * self.slot_bytes;
@@ -735,11 +781,7 @@ impl Region {
             let n = BATCH.min(self.count as usize - first);
             let bytes = &mut buf[..n * self.slot_bytes];
             let at = self.offset + (first * self.slot_bytes) as u64;
-            read_exact_at(device, bytes, at).map_err(|source| EngineError::Io {
-                path: device.path().to_path_buf(),
-                action: "cannot read the tier to recover it",
-                source,
-            })?;
+            read_exact_at(device, bytes, at).map_err(|e| read_error(device, e))?;
             for (i, slot) in bytes.chunks_exact(self.slot_bytes).enumerate() {
                 found((first + i) as u32, crate::block::inspect(slot));
             }

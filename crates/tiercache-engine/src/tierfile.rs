@@ -33,9 +33,12 @@ pub const MAGIC: [u8; 16] = *b"tiercache tier\0\0";
 
 /// The layout version this build writes and reads. Version 3: the superblock records the whole
 /// geometry, the backing file and whether the cache stopped cleanly, and freed slots are marked
-/// (`crate::block::FREE`), so blocks are recovered. Versions 1 and 2 were never recovered; such
-/// a file is emptied and taken, with a note.
-pub const FORMAT_VERSION: u32 = 3;
+/// (`crate::block::FREE`), so blocks are recovered. Version 4: flash tiers keep a record of
+/// each slot (key, length, checksum, sequence, dirty) between the superblock and the blocks,
+/// so they are recovered too; mapped and file tiers are laid out as in 3, which is read as 4.
+/// Versions 1 and 2, and flash tiers of version 3, were never recovered; such a file is
+/// emptied and taken, with a note.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Bytes of the superblock (the rest of the header page is zeros).
 const SUPERBLOCK_BYTES: usize = 76;
@@ -80,6 +83,27 @@ pub struct Geometry {
     pub chunks: u32,
     /// 1 mapped, 2 file, 3 flash.
     pub kind: u32,
+}
+
+impl Geometry {
+    /// Bytes of a flash tier's slot records, which lie between the superblock and the
+    /// blocks: each shard's records on pages of their own (see `crate::direct`). None on the
+    /// other kinds, whose blocks carry their headers.
+    pub fn record_bytes(&self) -> u64 {
+        match self.kind {
+            3 => {
+                self.shards as u64
+                    * crate::direct::record_pages(self.slots / self.shards.max(1) as u64)
+                    * crate::direct::DIRECT_ALIGN as u64
+            }
+            _ => 0,
+        }
+    }
+
+    /// The tier file's length: superblock, records, blocks.
+    pub fn file_bytes(&self) -> u64 {
+        HEADER_BYTES + self.record_bytes() + self.slots * self.slot_bytes as u64
+    }
 }
 
 impl std::fmt::Display for Geometry {
@@ -233,7 +257,13 @@ fn inspect(file: &mut File) -> std::io::Result<Found> {
     if version > FORMAT_VERSION {
         return Ok(Found::Newer { version });
     }
-    Ok(Superblock::decode(&head).map_or(Found::Foreign, Found::Tier))
+    match Superblock::decode(&head) {
+        // Version 3 laid mapped and file tiers out as 4 does; its flash tiers had no slot
+        // records, and were never recoverable.
+        Some(found) if version == 3 && found.geometry.kind == 3 => Ok(Found::Older { version }),
+        Some(found) => Ok(Found::Tier(found)),
+        None => Ok(Found::Foreign),
+    }
 }
 
 /// Locks `file` for this process alone, or says who has it.
@@ -297,7 +327,7 @@ pub fn open(
         Err(e) => return Err(io("cannot open the tier file", e)),
     };
     lock(&file, path)?;
-    let bytes = HEADER_BYTES + geometry.slots * geometry.slot_bytes as u64;
+    let bytes = geometry.file_bytes();
     let mut note = None;
     let mut previous = Previous::Nothing;
     let mut empty_it = false;
@@ -408,7 +438,8 @@ mod tests {
         assert_eq!((opened.note, opened.previous), (None, Previous::Nothing));
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
-        assert_eq!(opened.file.metadata().unwrap().len(), HEADER_BYTES + 4 * 4096);
+        // A flash tier: a page of slot records between the superblock and the blocks.
+        assert_eq!(opened.file.metadata().unwrap().len(), HEADER_BYTES + 4096 + 4 * 4096);
         drop(opened.file);
         let again = open_quiet(&path, GEOMETRY).unwrap();
         let expected = Previous::Tier { backing: None, state: State::Open, short: false };
@@ -442,7 +473,7 @@ mod tests {
         assert!(e.contains("short.tier") && e.contains("short of"), "{e}");
         let opened = open_quiet(&path, GEOMETRY).unwrap();
         assert!(matches!(opened.previous, Previous::Tier { short: true, .. }));
-        assert_eq!(opened.file.metadata().unwrap().len(), HEADER_BYTES + 4 * 4096);
+        assert_eq!(opened.file.metadata().unwrap().len(), GEOMETRY.file_bytes());
     }
 
     #[test]

@@ -518,15 +518,17 @@ fn the_flash_tier_uses_direct_io_checks_blocks_and_refuses_misaligned_blocks() {
     assert!(cache.stats().writes_behind > 0);
     let slots = 16 + tiercache_engine::shard::IO_SLACK_SLOTS;
     let length = std::fs::metadata(&path).unwrap().len();
+    // The blocks' 32-byte records take one page here.
+    let blocks_at = HEADER_BYTES + 4096;
     assert_eq!(
         length,
-        HEADER_BYTES + slots * 4096,
-        "a header page, then headerless, aligned blocks"
+        blocks_at + slots * 4096,
+        "a header page, a page of slot records, then headerless, aligned blocks"
     );
     // Corrupt blocks 3 and 7 on the device.
     let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
     for slot in [3u64, 7] {
-        file.write_all_at(&[0xAB], HEADER_BYTES + slot * 4096 + 100).unwrap();
+        file.write_all_at(&[0xAB], blocks_at + slot * 4096 + 100).unwrap();
     }
     let mut buf = vec![0u8; 4096];
     let mut good = 0;

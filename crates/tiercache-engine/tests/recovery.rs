@@ -25,6 +25,7 @@ fn scratch(name: &str) -> PathBuf {
 fn tier(kind: &str, path: &Path) -> TierKind {
     match kind {
         "mapped" => TierKind::Mapped { path: path.to_path_buf() },
+        "flash" => TierKind::Flash { path: path.to_path_buf() },
         _ => TierKind::File { path: path.to_path_buf() },
     }
 }
@@ -84,9 +85,9 @@ fn replay(cache: &Cache, keys: &[u64]) -> f64 {
 }
 
 #[test]
-fn a_clean_restart_is_warm_on_mapped_and_file_tiers() {
+fn a_clean_restart_is_warm_on_mapped_file_and_flash_tiers() {
     let keys = stream();
-    for kind in ["mapped", "file"] {
+    for kind in ["mapped", "file", "flash"] {
         let path = scratch(&format!("warm.{kind}"));
         let cache = open(kind, &path, 1000, 4, Recover::Quiet);
         assert!(cache.recovery().is_none(), "a new file holds nothing");
@@ -139,7 +140,7 @@ fn a_restart_after_kill_9_is_warm_and_correct() {
             std::thread::sleep(std::time::Duration::from_secs(1));
         }
     }
-    for kind in ["mapped", "file"] {
+    for kind in ["mapped", "file", "flash"] {
         let path = scratch(&format!("killed.{kind}"));
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "a_restart_after_kill_9_is_warm_and_correct", "--nocapture"])
@@ -171,7 +172,7 @@ fn a_restart_after_kill_9_is_warm_and_correct() {
 
 #[test]
 fn a_block_the_cache_let_go_of_never_comes_back() {
-    for kind in ["mapped", "file"] {
+    for kind in ["mapped", "file", "flash"] {
         let path = scratch(&format!("dropped.{kind}"));
         let cache = open(kind, &path, 8, 1, Recover::Quiet);
         for key in 0..8 {
@@ -395,4 +396,46 @@ fn a_hierarchy_restarts_with_its_lower_tier() {
     let mut buf = vec![0u8; BLOCK];
     let held: Vec<u64> = (0..20).filter(|k| cache.get(*k, &mut buf).is_some()).collect();
     assert_eq!(held, (0..16).collect::<Vec<_>>());
+}
+
+/// A flash tier's blocks are headerless: each slot has a 32-byte record (key, length,
+/// checksum, sequence) on pages between the superblock and the blocks. A restart recovers from
+/// the records, checking every block against its record's checksum: a flipped bit in a block
+/// or in a record is damage, dropped by quiet and refused by strict.
+#[test]
+fn a_flash_tier_recovers_from_its_slot_records_and_drops_what_fails_them() {
+    let path = scratch("records.flash");
+    let cache = open("flash", &path, 8, 1, Recover::Quiet);
+    for key in 0..8 {
+        cache.put(key, &value(key, 1, BLOCK)).unwrap();
+    }
+    cache.sync().unwrap();
+    drop(cache);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let (records, blocks) = (HEADER_BYTES as usize, HEADER_BYTES as usize + 4096);
+    let slot_of = |bytes: &[u8], key: u64| {
+        (0..24)
+            .find(|s| {
+                let r = &bytes[records + s * 32..records + s * 32 + 32];
+                r[..4] == *b"TCR1" && r[8..16] == key.to_le_bytes()
+            })
+            .expect("a record for the key")
+    };
+    let (three, five) = (slot_of(&bytes, 3), slot_of(&bytes, 5));
+    bytes[blocks + three * BLOCK + 10] ^= 0x01; // key 3's block
+    bytes[records + five * 32 + 17] ^= 0x01; // key 5's record (its length)
+    std::fs::write(&path, &bytes).unwrap();
+    let message = try_open("flash", &path, 8, 1, Recover::Strict).err().unwrap();
+    assert!(message.contains("records.flash") && message.contains("fails its checks"), "{message}");
+    let cache = open("flash", &path, 8, 1, Recover::Quiet);
+    let stats = cache.stats();
+    assert_eq!((stats.recovered, stats.recovery_damaged), (6, 2), "{stats:?}");
+    let mut buf = vec![0u8; BLOCK];
+    for key in 0..8 {
+        match cache.get(key, &mut buf) {
+            Some(len) => assert_eq!(version_of(key, &buf[..len]), 1, "key {key}"),
+            None => assert!(key == 3 || key == 5, "key {key} was not recovered"),
+        }
+    }
+    assert_eq!(cache.stats().hits, 6);
 }

@@ -26,6 +26,7 @@ fn tier(kind: &str, path: &Path) -> TierKind {
     match kind {
         "mapped" => TierKind::Mapped { path: path.to_path_buf() },
         "file" => TierKind::File { path: path.to_path_buf() },
+        "flash" => TierKind::Flash { path: path.to_path_buf() },
         _ => TierKind::Dram,
     }
 }
@@ -67,7 +68,7 @@ fn write(file: &CachedFile, block: u64, version: u64) {
 
 #[test]
 fn writes_stay_in_the_cache_until_written_back() {
-    for kind in ["mapped", "file"] {
+    for kind in ["mapped", "file", "flash"] {
         let backing = backing_file(&format!("absorb-{kind}"), 64);
         let tier_path = scratch(&format!("absorb-{kind}.tier"));
         let cache = builder(kind, &tier_path, 16, CacheMode::WriteBack).build().unwrap();
@@ -112,7 +113,7 @@ fn writes_stay_in_the_cache_until_written_back() {
 
 #[test]
 fn a_clean_stop_writes_everything_back_and_a_crash_keeps_it_dirty() {
-    for kind in ["mapped", "file"] {
+    for kind in ["mapped", "file", "flash"] {
         let backing = backing_file(&format!("stop-{kind}"), 32);
         let tier_path = scratch(&format!("stop-{kind}.tier"));
         let cache = builder(kind, &tier_path, 16, CacheMode::WriteBack).build().unwrap();
@@ -230,10 +231,10 @@ fn write_back_that_could_lose_writes_is_refused() {
     let classes = builder("mapped", &scratch("refused.tier"), 16, CacheMode::WriteOnly);
     let message = err(classes.size_classes(2));
     assert!(message.contains("size_classes"), "{message}");
-    let flash = builder("mapped", &scratch("refused2.tier"), 16, CacheMode::WriteBack)
-        .tier(TierKind::Flash { path: scratch("refused.flash") });
-    let message = err(flash);
-    assert!(message.contains("flash"), "{message}");
+    // A block written behind lands after its old copy would be freed.
+    let behind = builder("flash", &scratch("refused.flash"), 16, CacheMode::WriteBack);
+    let message = err(behind.write_behind(2));
+    assert!(message.contains("write_behind"), "{message}");
     // A write-back cache is used through the file it writes back to.
     let cache = builder("mapped", &scratch("refused3.tier"), 16, CacheMode::WriteBack);
     let cache = cache.build().unwrap();
