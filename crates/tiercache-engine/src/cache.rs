@@ -849,6 +849,9 @@ impl CacheCore {
                 }
             }
         }
+        for mut shard in self.each_shard() {
+            shard.flush_records()?;
+        }
         self.media().iter().try_for_each(Medium::sync)?;
         // What was held until the newer copies were durable can go now.
         for mut shard in self.each_shard() {
@@ -889,6 +892,9 @@ impl CacheCore {
                 true => self.flush_backing(),
                 false => Ok(()),
             };
+        for mut shard in self.each_shard() {
+            shard.flush_records()?;
+        }
         // Blocks left dirty are synced on the tiers, and the superblock says they are dirty.
         let dirty_left = self.keeps_dirty && self.dirty_blocks() > 0;
         self.media().iter_mut().try_for_each(|m| m.close_clean(dirty_left))?;

@@ -121,15 +121,22 @@ pub(crate) const SLOT_META_BYTES: usize = RECORD_BYTES + 1;
 /// | 24..32 | sequence number << 1, dirty in bit 0 |
 ///
 /// DRAM holds every record as on the tier (an aligned copy, written a page at a time) and
-/// whether each slot may be read. A block's record is written after the block, and a freed
-/// slot's record at once, so the tier always says what the cache may serve from it: a record
-/// whose block did not land fails the value's checksum, and is dropped at recovery.
+/// whether each slot may be read. Records change in DRAM as blocks are written and slots
+/// freed; the pages that changed are written at the next sync, before the device syncs
+/// ([`flush`](DirectSlots::flush)), so a sync makes blocks and their records durable
+/// together. Between syncs the tier's records may lag its blocks, which is safe: a record
+/// whose slot now holds other bytes fails the value's checksum and is dropped at recovery,
+/// the shard holds a rewritten dirty block's old slot until the sync (so it is not
+/// overwritten while its record is the durable one), and a written-back block's slot is
+/// freed only after the backing device has its copy.
 pub struct DirectSlots {
     buf: AlignedBuf,
     records: AlignedBuf,
     /// Where the records start on the device.
     records_at: u64,
     readable: Vec<bool>,
+    /// Pages of records changed since they were last written.
+    changed: Vec<bool>,
 }
 
 /// A record's fields.
@@ -148,6 +155,7 @@ impl DirectSlots {
             records: AlignedBuf::new(pages * DIRECT_ALIGN),
             records_at,
             readable: vec![false; slots as usize],
+            changed: vec![false; pages],
         }
     }
 
@@ -180,8 +188,10 @@ impl DirectSlots {
         }))
     }
 
-    /// Sets `slot`'s record in DRAM: a block's, or freed (`None`).
+    /// Sets `slot`'s record in DRAM: a block's, or freed (`None`); its page is written at the
+    /// next [`flush`](Self::flush).
     fn set_record(&mut self, slot: u32, record: Option<Record>) {
+        self.changed[slot as usize * RECORD_BYTES / DIRECT_ALIGN] = true;
         let at = slot as usize * RECORD_BYTES;
         let r = &mut self.records.as_mut_slice()[at..at + RECORD_BYTES];
         r.fill(0);
@@ -200,14 +210,22 @@ impl DirectSlots {
         }
     }
 
-    /// Writes the page of records that holds `slot`'s.
-    fn write_record(&self, device: &dyn Device, slot: u32) -> std::io::Result<()> {
-        let page = slot as usize * RECORD_BYTES / DIRECT_ALIGN;
-        let bytes = &self.records.as_slice()[page * DIRECT_ALIGN..(page + 1) * DIRECT_ALIGN];
-        device.write_at(bytes, self.records_at + (page * DIRECT_ALIGN) as u64)
+    /// Writes the pages of records changed since they were last written (a sync does, before
+    /// the device syncs).
+    pub fn flush(&mut self, device: &dyn Device) -> std::io::Result<()> {
+        for page in 0..self.changed.len() {
+            if !self.changed[page] {
+                continue;
+            }
+            let bytes = &self.records.as_slice()[page * DIRECT_ALIGN..(page + 1) * DIRECT_ALIGN];
+            device.write_at(bytes, self.records_at + (page * DIRECT_ALIGN) as u64)?;
+            self.changed[page] = false;
+        }
+        Ok(())
     }
 
-    /// Writes `value` for `key` into `slot`, at `at` on `device`, then its record.
+    /// Writes `value` for `key` into `slot`, at `at` on `device`; its record follows at the
+    /// next flush.
     pub fn write(
         &mut self,
         device: &dyn Device,
@@ -221,7 +239,6 @@ impl DirectSlots {
         self.readable[slot as usize] = false;
         device.write_at(self.buf.as_slice(), at)?;
         self.set_record(slot, Some(Record { key, len: value.len() as u32, crc, stamp }));
-        self.write_record(device, slot)?;
         self.readable[slot as usize] = true;
         Ok(())
     }
@@ -233,30 +250,20 @@ impl DirectSlots {
         fill(buf, value)
     }
 
-    /// Records that a staged write of `key` to `slot` ended: if it succeeded, its record is
-    /// written and the block reads back. False if the block or its record did not land.
-    pub fn landed(
-        &mut self,
-        device: &dyn Device,
-        slot: u32,
-        (key, len, crc): (u64, u32, u32),
-        stamp: Stamp,
-        ok: bool,
-    ) -> bool {
-        if !ok {
-            return false;
+    /// Records that a staged write of `key` to `slot` ended: if it succeeded, the block reads
+    /// back and its record follows at the next flush.
+    pub fn landed(&mut self, slot: u32, (key, len, crc): (u64, u32, u32), stamp: Stamp, ok: bool) {
+        if ok {
+            self.set_record(slot, Some(Record { key, len, crc, stamp }));
         }
-        self.set_record(slot, Some(Record { key, len, crc, stamp }));
-        let written = self.write_record(device, slot).is_ok();
-        self.readable[slot as usize] = written;
-        written
+        self.readable[slot as usize] = ok;
     }
 
-    /// Marks `slot` freed, on the tier at once: a recovery never brings its block back.
-    pub fn erase(&mut self, device: &dyn Device, slot: u32) -> std::io::Result<()> {
+    /// Marks `slot` freed; on the tier at the next flush, so that a recovery after that sync
+    /// never brings its block back.
+    pub fn erase(&mut self, slot: u32) {
         self.readable[slot as usize] = false;
         self.set_record(slot, None);
-        self.write_record(device, slot)
     }
 
     /// What a written block for `key` in `slot` must check out as: (length, CRC32C); `None` if

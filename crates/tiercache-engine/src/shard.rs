@@ -404,6 +404,12 @@ impl Shard {
         self.tiers[tier].free_slot(slot, key, &mut self.stats);
     }
 
+    /// Writes what the shard's regions keep in DRAM for their media (flash slot records),
+    /// before the tiers sync.
+    pub fn flush_records(&mut self) -> Result<(), EngineError> {
+        self.tiers.iter_mut().try_for_each(|tier| tier.region.flush_records())
+    }
+
     /// Frees the slots held since the last sync (of tier `only`, or all): the caller has just
     /// synced the tiers, so the newer copies they were held for are durable.
     pub fn release_limbo(&mut self, only: Option<usize>) {
@@ -646,7 +652,8 @@ impl Shard {
             }
             if self.limbo.iter().any(|(lt, _, _)| *lt == t) {
                 // The free slots are all held for a sync: sync the tier now, then free them.
-                if self.tiers[t].region.sync().is_err() {
+                let region = &mut self.tiers[t].region;
+                if region.flush_records().and_then(|()| region.sync()).is_err() {
                     self.stats.io_errors += 1;
                 }
                 self.stats.limbo_syncs += 1;
@@ -900,15 +907,7 @@ impl Shard {
         if now.is_some() {
             self.staging.remove(&key);
         }
-        let landed = self.tiers[tier].region.end_write(place.slot, staged, result.is_ok());
-        let result = match (result, landed) {
-            (Ok(()), false) => Err(EngineError::Io {
-                path: "<flash tier>".into(),
-                action: "cannot write a block's slot record",
-                source: std::io::Error::other("the record's page write failed"),
-            }),
-            (result, _) => result,
-        };
+        self.tiers[tier].region.end_write(place.slot, staged, result.is_ok());
         self.tiers[tier].unpin(place.slot, &mut self.stats);
         let current = now.is_some();
         match result {

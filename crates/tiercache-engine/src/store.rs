@@ -582,20 +582,25 @@ impl Region {
     }
 
     /// Ends a staged write of `slot`: the block reads back if the write succeeded (and, on
-    /// flash, its record was then written). Takes the buffer back when the staged block is no
-    /// longer shared. Returns whether the block landed.
-    pub fn end_write(&mut self, slot: u32, staged: Arc<Staged>, ok: bool) -> bool {
-        let landed = match &mut self.format {
-            Format::Aligned(direct) => {
-                let block = (staged.key, staged.len, staged.crc);
-                direct.landed(&*self.device, slot, block, staged.stamp, ok)
-            }
-            _ => ok,
-        };
+    /// flash, its record set). Takes the buffer back when the staged block is no longer shared.
+    pub fn end_write(&mut self, slot: u32, staged: Arc<Staged>, ok: bool) {
+        if let Format::Aligned(direct) = &mut self.format {
+            direct.landed(slot, (staged.key, staged.len, staged.crc), staged.stamp, ok);
+        }
         if let Ok(staged) = Arc::try_unwrap(staged) {
             self.spare.push(staged.buf);
         }
-        landed
+    }
+
+    /// Writes what this region keeps in DRAM for the medium and has not written yet (a flash
+    /// region's changed slot records); a sync does this before the device syncs.
+    pub fn flush_records(&mut self) -> Result<(), EngineError> {
+        let Format::Aligned(direct) = &mut self.format else { return Ok(()) };
+        direct.flush(&*self.device).map_err(|source| EngineError::Io {
+            path: self.device.path().to_path_buf(),
+            action: "cannot write the flash tier's slot records",
+            source,
+        })
     }
 
     /// Takes back a read's buffer.
@@ -732,7 +737,8 @@ impl Region {
         match &mut self.format {
             Format::Bare { .. } => return Ok(()),
             Format::Aligned(direct) => {
-                return direct.erase(&*self.device, slot).map_err(|e| error(&*self.device, e))
+                direct.erase(slot);
+                return Ok(());
             }
             Format::Headed => {}
         }
