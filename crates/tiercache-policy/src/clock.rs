@@ -23,6 +23,16 @@ impl Default for ClockConfig {
     }
 }
 
+impl crate::Params for ClockConfig {
+    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), PolicyError> {
+        match key {
+            "bits" => self.bits = crate::parse_value(policy, key, value)?,
+            _ => return Err(crate::unknown_key(policy, key)),
+        }
+        Ok(())
+    }
+}
+
 impl ClockConfig {
     pub fn validate(&self) -> Result<(), PolicyError> {
         if !(1..=8).contains(&self.bits) {

@@ -33,6 +33,18 @@ impl Default for LfruConfig {
     }
 }
 
+impl crate::Params for LfruConfig {
+    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), crate::PolicyError> {
+        match key {
+            "sweep_interval_us" => self.sweep_interval_us = crate::parse_value(policy, key, value)?,
+            "window_us" => self.window_us = crate::parse_value(policy, key, value)?,
+            "free_target" => self.free_target = crate::parse_value(policy, key, value)?,
+            _ => return Err(crate::unknown_key(policy, key)),
+        }
+        Ok(())
+    }
+}
+
 impl LfruConfig {
     pub fn validate(&self) -> Result<(), PolicyError> {
         if self.sweep_interval_us == 0 {

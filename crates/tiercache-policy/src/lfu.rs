@@ -28,6 +28,21 @@ impl Default for LfuConfig {
     }
 }
 
+impl crate::Params for LfuConfig {
+    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), PolicyError> {
+        match key {
+            "aging_threshold" => {
+                self.aging_threshold = match value {
+                    "none" | "off" => None,
+                    v => Some(crate::parse_value(policy, key, v)?),
+                }
+            }
+            _ => return Err(crate::unknown_key(policy, key)),
+        }
+        Ok(())
+    }
+}
+
 impl LfuConfig {
     pub fn validate(&self) -> Result<(), PolicyError> {
         match self.aging_threshold {

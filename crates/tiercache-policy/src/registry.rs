@@ -1,6 +1,7 @@
 //! The one place policies are registered: [`PolicyConfig`] names a policy and its parameters
-//! (serde, with the papers' defaults), and [`AnyPolicy::from_config`] builds it. Adding a policy
-//! means a file, a variant here, and a line in each match below.
+//! (serde, with the papers' defaults), and [`AnyPolicy::from_config`] builds it. A policy's
+//! config owns its keys ([`Params`]); adding a policy means its file, a variant here, and a
+//! line in each match below.
 
 use serde::{Deserialize, Serialize};
 use tiercache_core::{Capacity, Decision, Request, TierId};
@@ -20,7 +21,7 @@ use crate::lfru::{Lfru, LfruConfig};
 use crate::lfu::{Lfu, LfuConfig};
 use crate::lru::Lru;
 use crate::s3fifo::{S3Fifo, S3FifoConfig};
-use crate::Policy;
+use crate::{Params, Policy};
 
 /// A policy and its parameters, as written in a configuration file or on the command line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -42,14 +43,6 @@ pub enum PolicyConfig {
 
 const KNOWN: &str =
     "fifo, lru, clock, lfu, arc, s3fifo, lfru, belady, hibachi, hybrid-lru and hybrid-arc (two tiers)";
-
-fn parse_value<T: std::str::FromStr>(
-    policy: &str,
-    key: &str,
-    value: &str,
-) -> Result<T, PolicyError> {
-    value.parse().map_err(|_| PolicyError::bad(policy, key, format!("cannot be '{value}'")))
-}
 
 impl PolicyConfig {
     /// All policy names, for help texts and sweeps.
@@ -89,44 +82,21 @@ impl PolicyConfig {
         Ok(config)
     }
 
+    /// Sets one parameter: the policy's config knows its keys ([`Params`]).
     fn set(&mut self, key: &str, value: &str) -> Result<(), PolicyError> {
         let name = self.name();
-        match (self, key) {
-            (PolicyConfig::Clock(c), "bits") => c.bits = parse_value(name, key, value)?,
-            (PolicyConfig::Lfu(c), "aging_threshold") => {
-                c.aging_threshold = match value {
-                    "none" | "off" => None,
-                    v => Some(parse_value(name, key, v)?),
-                }
-            }
-            (PolicyConfig::S3fifo(c), "small_ratio") => {
-                c.small_ratio = parse_value(name, key, value)?
-            }
-            (PolicyConfig::S3fifo(c), "ghost_ratio") => {
-                c.ghost_ratio = parse_value(name, key, value)?
-            }
-            (PolicyConfig::S3fifo(c), "move_to_main_threshold") => {
-                c.move_to_main_threshold = parse_value(name, key, value)?
-            }
-            (PolicyConfig::S3fifo(c), "fill_main_first") => {
-                c.fill_main_first = parse_value(name, key, value)?
-            }
-            (PolicyConfig::Lfru(c), "sweep_interval_us") => {
-                c.sweep_interval_us = parse_value(name, key, value)?
-            }
-            (PolicyConfig::Lfru(c), "window_us") => c.window_us = parse_value(name, key, value)?,
-            (PolicyConfig::Hibachi(c), "aging_threshold") => {
-                c.aging_threshold = parse_value(name, key, value)?
-            }
-            (PolicyConfig::Hibachi(c), "seq_threshold") => {
-                c.seq_threshold = parse_value(name, key, value)?
-            }
-            (PolicyConfig::Lfru(c), "free_target") => {
-                c.free_target = parse_value(name, key, value)?
-            }
-            _ => return Err(PolicyError::bad(name, key, "is not a parameter of this policy")),
+        match self {
+            PolicyConfig::Clock(c) => c.set(name, key, value),
+            PolicyConfig::Lfu(c) => c.set(name, key, value),
+            PolicyConfig::S3fifo(c) => c.set(name, key, value),
+            PolicyConfig::Lfru(c) => c.set(name, key, value),
+            PolicyConfig::Hibachi(c) => c.set(name, key, value),
+            PolicyConfig::Fifo
+            | PolicyConfig::Lru
+            | PolicyConfig::Arc
+            | PolicyConfig::Belady
+            | PolicyConfig::HybridArc => Err(crate::unknown_key(name, key)),
         }
-        Ok(())
     }
 
     pub fn name(&self) -> &'static str {

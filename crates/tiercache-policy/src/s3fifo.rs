@@ -50,6 +50,21 @@ impl Default for S3FifoConfig {
     }
 }
 
+impl crate::Params for S3FifoConfig {
+    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), crate::PolicyError> {
+        match key {
+            "small_ratio" => self.small_ratio = crate::parse_value(policy, key, value)?,
+            "ghost_ratio" => self.ghost_ratio = crate::parse_value(policy, key, value)?,
+            "move_to_main_threshold" => {
+                self.move_to_main_threshold = crate::parse_value(policy, key, value)?
+            }
+            "fill_main_first" => self.fill_main_first = crate::parse_value(policy, key, value)?,
+            _ => return Err(crate::unknown_key(policy, key)),
+        }
+        Ok(())
+    }
+}
+
 impl S3FifoConfig {
     pub fn validate(&self) -> Result<(), PolicyError> {
         if !(self.small_ratio > 0.0 && self.small_ratio < 1.0) {
