@@ -327,3 +327,49 @@ fn consecutive_write_backs_are_one_write() {
         assert_eq!(on_backing(&backing, block), 7, "block {block}");
     }
 }
+
+/// The ALRU cleaner runs in the background: with no request arriving, the worker's ticks write
+/// back the blocks dirty for longer than `staleness_us` once the cache has been idle for
+/// `activity_threshold_us`, at most `flush_max_buffers` a wake-up.
+#[test]
+fn the_alru_cleaner_writes_back_in_the_background_when_idle() {
+    use tiercache_policy::cas::AlruConfig;
+    let backing = backing_file("alru", 16);
+    let tier_path = scratch("alru.tier");
+    let mut config =
+        CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(CacheMode::WriteBack) };
+    config.cleaning = AlruConfig {
+        wake_up_us: 1_000,
+        staleness_us: 20_000,
+        flush_max_buffers: 2,
+        activity_threshold_us: 20_000,
+    };
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(tier("mapped", &tier_path))
+        .block_size(BLOCK)
+        .shards(1)
+        .capacity_bytes(16 * BLOCK as u64)
+        .mode(config)
+        .tick_every(std::time::Duration::from_millis(2))
+        .build()
+        .unwrap();
+    assert!(cache.has_worker());
+    let file = CachedFile::open(&backing, cache).unwrap();
+    for block in 0..6 {
+        write(&file, block, 2);
+    }
+    assert_eq!(file.cache().dirty_blocks(), 6);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while file.cache().dirty_blocks() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(file.cache().dirty_blocks(), 0, "{:?}", file.cache().stats());
+    let hits = file.cache().stats().hits;
+    for block in 0..6 {
+        assert_eq!(on_backing(&backing, block), 2, "block {block}");
+        assert_eq!(read(&file, block).unwrap(), 2, "block {block}");
+    }
+    // Written back, the blocks stay cached, clean.
+    assert_eq!(file.cache().stats().hits, hits + 6);
+    assert_eq!(file.cache().stats().write_backs, 6);
+}
