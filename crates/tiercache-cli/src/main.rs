@@ -6,9 +6,11 @@ mod demo;
 mod experiment;
 mod lab;
 mod model;
+mod nbd;
 mod plot;
 mod profile;
 mod progress;
+mod serve;
 mod sim;
 mod sweep;
 mod timed;
@@ -48,6 +50,9 @@ enum Command {
     /// Kill -9 a process writing through a write-back cache, again and again; reopen after
     /// each kill and check every block against the writes that were synced.
     Crashtest(Box<crashtest::CrashtestArgs>),
+    /// Serve a backing file through the cache as a block device over NBD (unix or TCP
+    /// socket), for QEMU, nbd-client, fio and any NBD client.
+    Serve(Box<serve::ServeArgs>),
     /// Device profiles: list the presets, or show one as TOML.
     #[command(subcommand)]
     Profile(profile::ProfileCommand),
@@ -114,6 +119,7 @@ fn main() {
         Command::Model(command) => model::run(&command),
         Command::Bench(args) => bench::run(&args),
         Command::Crashtest(args) => crashtest::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Profile(command) => profile::run(command),
         Command::Lab(command) => lab::run(&command),
     };

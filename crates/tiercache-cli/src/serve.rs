@@ -1,0 +1,478 @@
+//! `tiercache serve`: a backing file behind the cache, exported as a block device over the
+//! Network Block Device protocol (`crate::nbd`), so QEMU, `nbd-client`, fio and anything else
+//! that speaks NBD can use it.
+//!
+//! One thread per connection: the cache is thread-safe and every request is a short call into
+//! it, so threads keep the code plain and need no runtime; a connection's requests are served
+//! in order, and its replies go out in order (a client may still send many before reading
+//! replies). Connections run side by side. A FLUSH syncs the whole cache and the backing file,
+//! so it covers writes acknowledged on every connection, and the export says so (multi-conn).
+//!
+//! SIGTERM and SIGINT stop the server cleanly: it stops accepting, lets each connection finish
+//! the request it is serving, writes every dirty block back, syncs the backing file and exits 0.
+
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use tiercache_core::parse_size;
+use tiercache_engine::{CacheBuilder, CachedFile, EngineError, Recover, TierKind};
+use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
+use tiercache_policy::PolicyConfig;
+
+use crate::nbd::{self, Request};
+
+#[derive(Args, Clone, Debug)]
+pub struct ServeArgs {
+    /// The file exported (read and written through the cache); its length is the export's size.
+    #[arg(long)]
+    pub backing: PathBuf,
+    /// The DRAM tier (0: none, the slow or flash tier alone).
+    #[arg(long, default_value = "64MiB")]
+    pub dram: String,
+    /// A mapped tier file (persistent memory, CXL memory, tmpfs), below DRAM.
+    #[arg(long)]
+    pub slow_path: Option<PathBuf>,
+    #[arg(long)]
+    pub slow_size: Option<String>,
+    /// A flash tier (a file or block device read with direct I/O), below DRAM.
+    #[arg(long)]
+    pub flash_path: Option<PathBuf>,
+    #[arg(long)]
+    pub flash_size: Option<String>,
+    #[arg(long, default_value = "lru")]
+    pub policy: String,
+    /// The Open CAS mode: wt, wb, wa, wi, wo, pt. Write-back needs a mapped or flash tier.
+    #[arg(long, default_value = "wt")]
+    pub mode: String,
+    /// What to do with the blocks the tier files hold: quiet, strict or wipe.
+    #[arg(long, default_value = "quiet")]
+    pub recover: Recover,
+    #[arg(long, default_value = "4KiB")]
+    pub block_size: String,
+    #[arg(long, default_value_t = 16)]
+    pub shards: usize,
+    /// Where to listen: unix:PATH or tcp:HOST:PORT.
+    #[arg(long)]
+    pub listen: String,
+    /// Most connections served at once; more are closed with a log line.
+    #[arg(long, default_value_t = 64)]
+    pub max_connections: usize,
+}
+
+/// Set by SIGTERM and SIGINT.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// The export's name in listings; the empty name (what `nbd+unix:///` asks for) is accepted too.
+const EXPORT: &str = "tiercache";
+
+fn cache(args: &ServeArgs) -> anyhow::Result<CacheBuilder> {
+    let block = parse_size(&args.block_size).context("--block-size")? as usize;
+    let dram = parse_size(&args.dram).context("--dram")?;
+    let policy = PolicyConfig::parse(&args.policy).context("--policy")?;
+    let lower = match (&args.slow_path, &args.flash_path) {
+        (Some(_), Some(_)) => bail!("--slow-path and --flash-path: serve takes one of them"),
+        (Some(path), None) => {
+            let size = args.slow_size.as_deref().context("--slow-path needs --slow-size")?;
+            Some((TierKind::Mapped { path: path.clone() }, parse_size(size)?))
+        }
+        (None, Some(path)) => {
+            let size = args.flash_size.as_deref().context("--flash-path needs --flash-size")?;
+            Some((TierKind::Flash { path: path.clone() }, parse_size(size)?))
+        }
+        (None, None) => None,
+    };
+    let mut builder = CacheBuilder::new(policy.clone())
+        .block_size(block)
+        .shards(args.shards)
+        .recover(args.recover);
+    builder = match (dram, lower) {
+        (0, None) => bail!("--dram 0 needs --slow-path or --flash-path"),
+        (0, Some((kind, bytes))) => builder.tier(kind).capacity_bytes(bytes),
+        (_, None) => builder.capacity_bytes(dram),
+        (_, Some((kind, bytes))) => {
+            builder.capacity_bytes(dram).lower_tier(kind, bytes, PolicyConfig::Lru)
+        }
+    };
+    let mode = CacheMode::parse(&args.mode)
+        .with_context(|| format!("--mode {}: not one of wt, wb, wa, wi, wo, pt", args.mode))?;
+    let own = matches!(policy, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc);
+    if mode != CacheMode::WriteThrough && !own {
+        let config = CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) };
+        builder = builder.mode(config);
+    }
+    Ok(builder)
+}
+
+enum Listener {
+    Unix(UnixListener, PathBuf),
+    Tcp(std::net::TcpListener),
+}
+
+/// A connection's stream, both kinds.
+enum Stream {
+    Unix(std::os::unix::net::UnixStream),
+    Tcp(std::net::TcpStream),
+}
+
+impl Stream {
+    fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+
+    /// Ends the reading side: a connection waiting for its next request sees the end.
+    fn stop_reading(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Read),
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Read),
+        };
+    }
+
+    fn blocking(&self) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(false),
+            Stream::Tcp(s) => s.set_nonblocking(false),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.flush(),
+            Stream::Tcp(s) => s.flush(),
+        }
+    }
+}
+
+fn listen(spec: &str) -> anyhow::Result<Listener> {
+    if let Some(path) = spec.strip_prefix("unix:") {
+        let path = PathBuf::from(path);
+        if path.exists() {
+            // A socket no server answers on is left from a stop that could not remove it.
+            use std::os::unix::fs::FileTypeExt;
+            let socket = std::fs::metadata(&path)?.file_type().is_socket();
+            if !socket || std::os::unix::net::UnixStream::connect(&path).is_ok() {
+                bail!(
+                    "--listen {spec}: {} exists (another server, or not a socket)",
+                    path.display()
+                );
+            }
+            std::fs::remove_file(&path)?;
+        }
+        let listener = UnixListener::bind(&path)
+            .with_context(|| format!("--listen {spec}: cannot listen on {}", path.display()))?;
+        listener.set_nonblocking(true)?;
+        return Ok(Listener::Unix(listener, path));
+    }
+    if let Some(address) = spec.strip_prefix("tcp:") {
+        let listener = std::net::TcpListener::bind(address)
+            .with_context(|| format!("--listen {spec}: cannot listen on {address}"))?;
+        listener.set_nonblocking(true)?;
+        return Ok(Listener::Tcp(listener));
+    }
+    bail!("--listen {spec}: use unix:PATH or tcp:HOST:PORT")
+}
+
+impl Listener {
+    fn accept(&self) -> io::Result<Stream> {
+        match self {
+            Listener::Unix(l, _) => l.accept().map(|(s, _)| Stream::Unix(s)),
+            Listener::Tcp(l) => l.accept().map(|(s, _)| {
+                let _ = s.set_nodelay(true);
+                Stream::Tcp(s)
+            }),
+        }
+    }
+}
+
+pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    let builder = cache(args)?;
+    let cache = builder.build()?;
+    for warning in cache.warnings() {
+        eprintln!("note: {warning}");
+    }
+    if let Some(r) = cache.recovery() {
+        let s = cache.stats();
+        eprintln!(
+            "recovered {} blocks ({} dirty) in {:.3} s, after a {} stop",
+            s.recovered,
+            cache.dirty_blocks(),
+            r.seconds,
+            if r.clean { "clean" } else { "crash or unclean" }
+        );
+    }
+    let file = Arc::new(CachedFile::open(&args.backing, cache)?);
+    let size = file.len()?;
+    let listener = listen(&args.listen)?;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+    eprintln!(
+        "tiercache serve: listening on {} (export '{EXPORT}' of {size} bytes from {}, mode {})",
+        args.listen,
+        args.backing.display(),
+        file.mode().short()
+    );
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut connections: Vec<(std::thread::JoinHandle<()>, Stream)> = Vec::new();
+    let block = file.cache().block_size() as u32;
+    while !STOP.load(Ordering::SeqCst) {
+        let stream = match listener.accept() {
+            Ok(stream) => stream,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+                connections.retain(|(handle, _)| !handle.is_finished());
+                continue;
+            }
+            Err(e) => {
+                eprintln!("tiercache serve: accept failed: {e}");
+                continue;
+            }
+        };
+        stream.blocking()?;
+        if active.load(Ordering::SeqCst) >= args.max_connections {
+            eprintln!(
+                "tiercache serve: a connection refused: {} are open (--max-connections)",
+                args.max_connections
+            );
+            continue;
+        }
+        let (file, active, keep) = (file.clone(), active.clone(), stream.try_clone()?);
+        active.fetch_add(1, Ordering::SeqCst);
+        let handle = std::thread::spawn(move || {
+            if let Err(e) = connection(stream, &file, size, block) {
+                eprintln!("tiercache serve: a connection ended: {e}");
+            }
+            active.fetch_sub(1, Ordering::SeqCst);
+        });
+        connections.push((handle, keep));
+    }
+    eprintln!("tiercache serve: stopping: finishing the requests in flight");
+    for (_, stream) in &connections {
+        stream.stop_reading();
+    }
+    for (handle, _) in connections {
+        let _ = handle.join();
+    }
+    if let Listener::Unix(_, path) = &listener {
+        let _ = std::fs::remove_file(path);
+    }
+    let dirty = file.cache().dirty_blocks();
+    file.flush_backing()?;
+    eprintln!("tiercache serve: wrote back {dirty} dirty blocks and synced the backing file");
+    Ok(())
+}
+
+/// Serves one connection: the handshake, then requests until the client leaves.
+fn connection(stream: Stream, file: &CachedFile, size: u64, block: u32) -> io::Result<()> {
+    let mut input = BufReader::new(stream.try_clone()?);
+    let mut output = BufWriter::new(stream);
+    if !handshake(&mut input, &mut output, size, block)? {
+        return Ok(());
+    }
+    let mut header = [0u8; Request::BYTES];
+    let mut buf = Vec::new();
+    loop {
+        match input.read_exact(&mut header) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        let request = match Request::parse(&header) {
+            Ok(request) => request,
+            Err(bad) => {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{bad:?}")));
+            }
+        };
+        if request.has_payload() {
+            if request.length > 4 * nbd::PAYLOAD_MAX {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a write of {} bytes, past any payload served", request.length),
+                ));
+            }
+            buf.resize(request.length as usize, 0);
+            input.read_exact(&mut buf)?;
+        }
+        if let Some(error) = request.check(size) {
+            output.write_all(&nbd::simple_reply(error, request.cookie))?;
+            output.flush()?;
+            continue;
+        }
+        if request.kind == nbd::CMD_DISC {
+            return Ok(());
+        }
+        let data = serve(file, &request, &mut buf);
+        match data {
+            Ok(true) => {
+                output.write_all(&nbd::simple_reply(0, request.cookie))?;
+                output.write_all(&buf[..request.length as usize])?;
+            }
+            Ok(false) => output.write_all(&nbd::simple_reply(0, request.cookie))?,
+            Err(e) => {
+                eprintln!("tiercache serve: request {:?} failed: {e}", request);
+                output.write_all(&nbd::simple_reply(nbd::EIO, request.cookie))?;
+            }
+        }
+        output.flush()?;
+    }
+}
+
+/// Serves one checked request; true if `buf` holds data to send back (a read).
+fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<bool, EngineError> {
+    let fua = request.flags & nbd::CMD_FLAG_FUA != 0;
+    let (offset, length) = (request.offset, request.length as usize);
+    match request.kind {
+        nbd::CMD_READ => {
+            buf.resize(length, 0);
+            let n = file.read_at(offset, buf)?;
+            // Inside the export, so only a backing file that shrank reads short.
+            buf[n..].fill(0);
+            Ok(true)
+        }
+        nbd::CMD_WRITE => {
+            file.write_at(offset, &buf[..length])?;
+            if fua {
+                file.sync()?;
+            }
+            Ok(false)
+        }
+        nbd::CMD_FLUSH => file.sync().map(|()| false),
+        nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES => {
+            // Zeros written through the cache, in the cache's mode: a trimmed range may read
+            // as anything, and zeros are one such thing.
+            let zeros = vec![0u8; length.min(1 << 20)];
+            let mut done = 0;
+            while done < length {
+                let n = zeros.len().min(length - done);
+                file.write_at(offset + done as u64, &zeros[..n])?;
+                done += n;
+            }
+            if fua {
+                file.sync()?;
+            }
+            Ok(false)
+        }
+        _ => unreachable!("checked requests are of known commands"),
+    }
+}
+
+/// The fixed newstyle handshake. True when the client moved on to the transmission phase;
+/// false when it aborted or sent something this server does not take (logged).
+fn handshake(
+    input: &mut impl Read,
+    output: &mut impl Write,
+    size: u64,
+    block: u32,
+) -> io::Result<bool> {
+    output.write_all(&nbd::NBDMAGIC.to_be_bytes())?;
+    output.write_all(&nbd::IHAVEOPT.to_be_bytes())?;
+    output.write_all(&(nbd::FLAG_FIXED_NEWSTYLE | nbd::FLAG_NO_ZEROES).to_be_bytes())?;
+    output.flush()?;
+    let mut word = [0u8; 4];
+    input.read_exact(&mut word)?;
+    let client = u32::from_be_bytes(word);
+    if client & nbd::CLIENT_FIXED_NEWSTYLE == 0 || client & !3 != 0 {
+        eprintln!("tiercache serve: a client with flags {client:#x} (not fixed newstyle) closed");
+        return Ok(false);
+    }
+    let no_zeroes = client & nbd::CLIENT_NO_ZEROES != 0;
+    let flags = nbd::TX_HAS_FLAGS
+        | nbd::TX_SEND_FLUSH
+        | nbd::TX_SEND_FUA
+        | nbd::TX_SEND_TRIM
+        | nbd::TX_SEND_WRITE_ZEROES
+        | nbd::TX_CAN_MULTI_CONN;
+    loop {
+        let mut head = [0u8; 16];
+        input.read_exact(&mut head)?;
+        let magic = u64::from_be_bytes(head[0..8].try_into().expect("8 bytes"));
+        let option = u32::from_be_bytes(head[8..12].try_into().expect("4 bytes"));
+        let length = u32::from_be_bytes(head[12..16].try_into().expect("4 bytes"));
+        if magic != nbd::IHAVEOPT || length > nbd::OPTION_MAX {
+            eprintln!(
+                "tiercache serve: a malformed option (magic {magic:#x}, {length} bytes) closed"
+            );
+            return Ok(false);
+        }
+        let mut data = vec![0u8; length as usize];
+        input.read_exact(&mut data)?;
+        let known = |name: &str| name.is_empty() || name == EXPORT;
+        match option {
+            nbd::OPT_EXPORT_NAME => {
+                if !std::str::from_utf8(&data).is_ok_and(known) {
+                    eprintln!("tiercache serve: a client asked for an unknown export; closed");
+                    return Ok(false);
+                }
+                output.write_all(&size.to_be_bytes())?;
+                output.write_all(&flags.to_be_bytes())?;
+                if !no_zeroes {
+                    output.write_all(&[0u8; 124])?;
+                }
+                output.flush()?;
+                return Ok(true);
+            }
+            nbd::OPT_ABORT => {
+                output.write_all(&nbd::option_reply(option, nbd::REP_ACK, &[]))?;
+                output.flush()?;
+                return Ok(false);
+            }
+            nbd::OPT_LIST => {
+                let mut entry = (EXPORT.len() as u32).to_be_bytes().to_vec();
+                entry.extend_from_slice(EXPORT.as_bytes());
+                output.write_all(&nbd::option_reply(option, nbd::REP_SERVER, &entry))?;
+                output.write_all(&nbd::option_reply(option, nbd::REP_ACK, &[]))?;
+            }
+            nbd::OPT_INFO | nbd::OPT_GO => match nbd::go_export_name(&data) {
+                None => output.write_all(&nbd::option_reply(option, nbd::REP_ERR_INVALID, &[]))?,
+                Some(name) if !known(name) => {
+                    output.write_all(&nbd::option_reply(option, nbd::REP_ERR_UNKNOWN, &[]))?
+                }
+                Some(_) => {
+                    let info = nbd::info_export(size, flags);
+                    output.write_all(&nbd::option_reply(option, nbd::REP_INFO, &info))?;
+                    let sizes = nbd::info_block_size(block);
+                    output.write_all(&nbd::option_reply(option, nbd::REP_INFO, &sizes))?;
+                    output.write_all(&nbd::option_reply(option, nbd::REP_ACK, &[]))?;
+                    if option == nbd::OPT_GO {
+                        output.flush()?;
+                        return Ok(true);
+                    }
+                }
+            },
+            _ => output.write_all(&nbd::option_reply(option, nbd::REP_ERR_UNSUP, &[]))?,
+        }
+        output.flush()?;
+    }
+}

@@ -1,0 +1,203 @@
+//! `tiercache serve` against real NBD clients: QEMU's `qemu-io` writes and reads patterns
+//! (aligned and not) and `qemu-img compare` checks the whole export against a reference file,
+//! in write-through and write-back, across a kill -9 of the server after a flush and a clean
+//! stop by SIGTERM. `scripts/test` installs the clients (Debian's `qemu-utils`).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const SIZE: usize = 8 << 20;
+
+struct Server {
+    child: Child,
+    socket: PathBuf,
+}
+
+/// Starts `tiercache serve` over `backing` and waits for its "listening" line.
+fn serve(backing: &Path, socket: &Path, tier: &Path, mode: &str) -> Server {
+    let listen = format!("unix:{}", socket.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+        .args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "0"])
+        .args(["--slow-path", tier.to_str().unwrap(), "--slow-size", "2MiB"])
+        .args(["--mode", mode, "--shards", "2", "--listen", &listen])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tiercache serve");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = String::new();
+    loop {
+        let line = lines.next().expect("the server logs before it listens").unwrap();
+        log += &line;
+        if line.contains("listening on") {
+            break;
+        }
+        assert!(!line.contains("error"), "{log}");
+    }
+    // The rest of the log is drained, so the server never blocks on it.
+    std::thread::spawn(move || lines.for_each(drop));
+    Server { child, socket: socket.to_path_buf() }
+}
+
+impl Server {
+    fn uri(&self) -> String {
+        format!("nbd+unix:///?socket={}", self.socket.display())
+    }
+
+    /// SIGTERM, then the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on the child's own pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        self.child.wait().unwrap()
+    }
+}
+
+/// Runs qemu-io's commands against the server; panics with its output on any failure.
+fn qemu_io(server: &Server, commands: &[&str]) -> String {
+    let mut cmd = Command::new("qemu-io");
+    cmd.args(["-f", "raw", &server.uri()]);
+    for c in commands {
+        cmd.args(["-c", c]);
+    }
+    let out = cmd.output().expect("qemu-io (scripts/test installs qemu-utils)");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !text.contains("fail"), "qemu-io {commands:?}: {text}");
+    text
+}
+
+/// Whether `qemu-img compare` finds the export identical to `reference`.
+fn compare(server: &Server, reference: &Path) -> bool {
+    let out = Command::new("qemu-img")
+        .args(["compare", "-f", "raw", "-F", "raw", &server.uri(), reference.to_str().unwrap()])
+        .output()
+        .expect("qemu-img (scripts/test installs qemu-utils)");
+    out.status.success()
+}
+
+/// The writes the clients make, applied to a reference image.
+fn apply(reference: &mut [u8], writes: &[(usize, usize, u8)]) {
+    for &(at, len, byte) in writes {
+        reference[at..at + len].fill(byte);
+    }
+}
+
+#[test]
+fn qemu_reads_and_writes_through_the_server_in_wt_and_wb_across_kill_9() {
+    for mode in ["wt", "wb"] {
+        let dir = common::scratch("serve", mode);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (backing, tier, socket) =
+            (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
+        std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+        let mut reference = vec![0u8; SIZE];
+        let server = serve(&backing, &socket, &tier, mode);
+        // Aligned, unaligned (a partial block at each end), zeroed.
+        qemu_io(
+            &server,
+            &[
+                "write -P 0xab 0 64k",
+                "read -P 0xab 0 64k",
+                "write -P 0xcd 1000 5000",
+                "read -P 0xcd 1000 5000",
+                "read -P 0xab 0 1000",
+                "write -z 8k 4k",
+                "read -P 0 8k 4k",
+                "write -P 0x11 1m 3m",
+                "flush",
+            ],
+        );
+        apply(
+            &mut reference,
+            &[(0, 65536, 0xab), (1000, 5000, 0xcd), (8192, 4096, 0), (1 << 20, 3 << 20, 0x11)],
+        );
+        let reference_path = dir.join("reference.img");
+        std::fs::write(&reference_path, &reference).unwrap();
+        assert!(compare(&server, &reference_path), "{mode}: the export differs from the reference");
+        // kill -9 after the flush: the restarted server (recovering the tier) serves the same.
+        let Server { mut child, socket } = server;
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let server = serve(&backing, &socket, &tier, mode);
+        assert!(compare(&server, &reference_path), "{mode}: after kill -9, the export differs");
+        qemu_io(&server, &["write -P 0x22 4m 8k", "read -P 0x22 4m 8k"]);
+        apply(&mut reference, &[(4 << 20, 8192, 0x22)]);
+        // SIGTERM: a clean stop writes everything back; the backing file alone is the image.
+        let status = server.stop();
+        assert!(status.success(), "{mode}: the server exited with {status}");
+        let stored = std::fs::read(&backing).unwrap();
+        let first = stored.iter().zip(&reference).position(|(a, b)| a != b);
+        assert_eq!(
+            first, None,
+            "{mode}: the backing file differs from the reference at byte {first:?}"
+        );
+        assert!(!socket.exists(), "{mode}: the socket was left behind");
+    }
+}
+
+#[test]
+fn bad_requests_get_errors_and_bad_handshakes_close_only_their_connection() {
+    let dir = common::scratch("serve", "bad");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (backing, tier, socket) = (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
+    std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+    let server = serve(&backing, &socket, &tier, "wt");
+    // A client that sends garbage instead of its flags: that connection closes.
+    let mut bad = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let mut greeting = [0u8; 18];
+    bad.read_exact(&mut greeting).unwrap();
+    assert_eq!(&greeting[..8], b"NBDMAGIC");
+    bad.write_all(&[0xff; 4]).unwrap();
+    let mut rest = Vec::new();
+    assert_eq!(bad.read_to_end(&mut rest).unwrap(), 0, "the server closes a bad handshake");
+    // A request past the end of the export gets EINVAL, and the connection goes on.
+    let mut client = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    client.read_exact(&mut greeting).unwrap();
+    client.write_all(&3u32.to_be_bytes()).unwrap(); // fixed newstyle, no zeroes
+    client.write_all(&0x4948_4156_454F_5054u64.to_be_bytes()).unwrap();
+    client.write_all(&1u32.to_be_bytes()).unwrap(); // NBD_OPT_EXPORT_NAME
+    client.write_all(&0u32.to_be_bytes()).unwrap(); // ""
+    let mut export = [0u8; 10];
+    client.read_exact(&mut export).unwrap();
+    assert_eq!(u64::from_be_bytes(export[..8].try_into().unwrap()), SIZE as u64);
+    let request = |kind: u16, cookie: u64, offset: u64, length: u32| {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0x2560_9513u32.to_be_bytes());
+        b.extend_from_slice(&0u16.to_be_bytes());
+        b.extend_from_slice(&kind.to_be_bytes());
+        b.extend_from_slice(&cookie.to_be_bytes());
+        b.extend_from_slice(&offset.to_be_bytes());
+        b.extend_from_slice(&length.to_be_bytes());
+        b
+    };
+    let mut reply = [0u8; 16];
+    client.write_all(&request(0, 1, SIZE as u64 - 512, 4096)).unwrap();
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(u32::from_be_bytes(reply[4..8].try_into().unwrap()), 22, "EINVAL past the end");
+    assert_eq!(u64::from_be_bytes(reply[8..16].try_into().unwrap()), 1, "the cookie comes back");
+    client.write_all(&request(42, 2, 0, 0)).unwrap();
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(
+        u32::from_be_bytes(reply[4..8].try_into().unwrap()),
+        22,
+        "EINVAL for an unknown command"
+    );
+    client.write_all(&request(0, 3, 0, 512)).unwrap();
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(
+        u32::from_be_bytes(reply[4..8].try_into().unwrap()),
+        0,
+        "a good read after the bad ones"
+    );
+    let mut data = [1u8; 512];
+    client.read_exact(&mut data).unwrap();
+    assert_eq!(data, [0u8; 512]);
+    drop((bad, client));
+    // The server still serves a real client.
+    qemu_io(&server, &["write -P 0x5a 0 4k", "read -P 0x5a 0 4k"]);
+    assert!(server.stop().success());
+}
