@@ -96,6 +96,15 @@ impl Request {
         })
     }
 
+    /// Bytes of buffer serving the request takes: a write's payload, a read's data (capped at
+    /// what is served; larger ones are refused).
+    pub fn charge(&self) -> u64 {
+        match self.kind {
+            CMD_READ | CMD_WRITE => self.length.min(PAYLOAD_MAX) as u64,
+            _ => 0,
+        }
+    }
+
     /// Whether the request carries a payload the server must read (a write).
     pub fn has_payload(&self) -> bool {
         self.kind == CMD_WRITE

@@ -2,10 +2,12 @@
 //! Network Block Device protocol (`crate::nbd`), so QEMU, `nbd-client`, fio and anything else
 //! that speaks NBD can use it.
 //!
-//! One thread per connection: the cache is thread-safe and every request is a short call into
-//! it, so threads keep the code plain and need no runtime; a connection's requests are served
-//! in order, and its replies go out in order (a client may still send many before reading
-//! replies). Connections run side by side. A FLUSH syncs the whole cache and the backing file,
+//! Threads, not an async runtime: the cache is thread-safe and every request is a blocking call
+//! into it (a read may wait on the backing device), so a thread per request in flight is what
+//! an async server would need anyway, without the runtime. Each connection has a thread that
+//! reads its requests and a few that serve them side by side (`--threads-per-connection`),
+//! replying as each completes, so a client that sends many requests before reading replies
+//! gets them served concurrently. Connections run side by side. A FLUSH syncs the whole cache and the backing file,
 //! so it covers writes acknowledged on every connection, and the export says so (multi-conn).
 //!
 //! SIGTERM and SIGINT stop the server cleanly: it stops accepting, lets each connection finish
@@ -15,7 +17,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -63,6 +65,10 @@ pub struct ServeArgs {
     /// Most connections served at once; more are closed with a log line.
     #[arg(long, default_value_t = 64)]
     pub max_connections: usize,
+    /// Threads serving each connection's requests side by side (its replies go out as each
+    /// completes).
+    #[arg(long, default_value_t = 4)]
+    pub threads_per_connection: usize,
 }
 
 /// Set by SIGTERM and SIGINT.
@@ -247,6 +253,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let active = Arc::new(AtomicUsize::new(0));
     let mut connections: Vec<(std::thread::JoinHandle<()>, Stream)> = Vec::new();
     let block = file.cache().block_size() as u32;
+    let workers = args.threads_per_connection;
     while !STOP.load(Ordering::SeqCst) {
         let stream = match listener.accept() {
             Ok(stream) => stream,
@@ -271,7 +278,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         let (file, active, keep) = (file.clone(), active.clone(), stream.try_clone()?);
         active.fetch_add(1, Ordering::SeqCst);
         let handle = std::thread::spawn(move || {
-            if let Err(e) = connection(stream, &file, size, block) {
+            if let Err(e) = connection(stream, &file, size, block, workers) {
                 eprintln!("tiercache serve: a connection ended: {e}");
             }
             active.fetch_sub(1, Ordering::SeqCst);
@@ -294,58 +301,142 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serves one connection: the handshake, then requests until the client leaves.
-fn connection(stream: Stream, file: &CachedFile, size: u64, block: u32) -> io::Result<()> {
+/// Requests a connection may have in flight before the server reads more of it, and the bytes
+/// of their buffers: what one client can make the server hold.
+const IN_FLIGHT: usize = 64;
+const IN_FLIGHT_BYTES: u64 = 256 << 20;
+
+/// Bytes of request buffers a connection holds; reading waits while they are over the limit.
+struct Budget {
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    fn take(&self, bytes: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        // A request larger than the whole budget still goes, alone.
+        while *used > 0 && *used + bytes > IN_FLIGHT_BYTES {
+            used = self.freed.wait(used).unwrap_or_else(|p| p.into_inner());
+        }
+        *used += bytes;
+    }
+
+    fn give(&self, bytes: u64) {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) -= bytes;
+        self.freed.notify_all();
+    }
+}
+
+/// Serves one connection: the handshake, then requests until the client leaves. The reading
+/// thread hands requests to `workers` threads, which serve them side by side and reply as
+/// each completes (a reply's header and data go out together).
+fn connection(
+    stream: Stream,
+    file: &CachedFile,
+    size: u64,
+    block: u32,
+    workers: usize,
+) -> io::Result<()> {
     let mut input = BufReader::new(stream.try_clone()?);
     let mut output = BufWriter::new(stream);
     if !handshake(&mut input, &mut output, size, block)? {
         return Ok(());
     }
+    let output = Mutex::new(output);
+    let budget = Budget { used: Mutex::new(0), freed: Condvar::new() };
+    let (requests, queue) = std::sync::mpsc::sync_channel::<(Request, Vec<u8>)>(IN_FLIGHT);
+    let queue = Mutex::new(queue);
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1) {
+            scope.spawn(|| loop {
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                let Ok((request, mut buf)) = next else { return };
+                let served = serve(file, &request, &mut buf);
+                if let Err(e) = &served {
+                    eprintln!("tiercache serve: request {request:?} failed: {e}");
+                }
+                // A client gone before its reply: the reading thread sees it and stops.
+                let _ = reply(&output, &request, served, &buf);
+                budget.give(request.charge());
+            });
+        }
+        let read = read_requests(&mut input, &output, size, &requests, &budget);
+        drop(requests);
+        read
+    })
+}
+
+/// Sends a served request's reply: its header, and a read's data.
+fn reply(
+    output: &Mutex<BufWriter<Stream>>,
+    request: &Request,
+    served: Result<bool, EngineError>,
+    buf: &[u8],
+) -> io::Result<()> {
+    let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
+    match served {
+        Ok(true) => {
+            output.write_all(&nbd::simple_reply(0, request.cookie))?;
+            output.write_all(&buf[..request.length as usize])?;
+        }
+        Ok(false) => output.write_all(&nbd::simple_reply(0, request.cookie))?,
+        Err(_) => output.write_all(&nbd::simple_reply(nbd::EIO, request.cookie))?,
+    }
+    output.flush()
+}
+
+/// Reads requests until the client disconnects (or sends DISC), answering the ones refused
+/// before serving and handing the others to the workers.
+fn read_requests(
+    input: &mut impl Read,
+    output: &Mutex<BufWriter<Stream>>,
+    size: u64,
+    requests: &std::sync::mpsc::SyncSender<(Request, Vec<u8>)>,
+    budget: &Budget,
+) -> io::Result<()> {
     let mut header = [0u8; Request::BYTES];
-    let mut buf = Vec::new();
     loop {
         match input.read_exact(&mut header) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
             Err(e) => return Err(e),
         }
-        let request = match Request::parse(&header) {
-            Ok(request) => request,
-            Err(bad) => {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{bad:?}")));
-            }
-        };
+        let request = Request::parse(&header)
+            .map_err(|bad| io::Error::new(io::ErrorKind::InvalidData, format!("{bad:?}")))?;
+        if request.has_payload() && request.length > 4 * nbd::PAYLOAD_MAX {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a write of {} bytes, past any payload served", request.length),
+            ));
+        }
+        // What the request's buffer holds (a write's payload, a read's data), charged until
+        // its reply is sent.
+        let charge = request.charge();
+        budget.take(charge);
+        let mut buf = Vec::new();
         if request.has_payload() {
-            if request.length > 4 * nbd::PAYLOAD_MAX {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("a write of {} bytes, past any payload served", request.length),
-                ));
-            }
             buf.resize(request.length as usize, 0);
-            input.read_exact(&mut buf)?;
+            if let Err(e) = input.read_exact(&mut buf) {
+                // A client that leaves in the middle of a write: nothing of it is written.
+                budget.give(charge);
+                return Err(e);
+            }
         }
         if let Some(error) = request.check(size) {
+            budget.give(charge);
+            let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
             output.write_all(&nbd::simple_reply(error, request.cookie))?;
             output.flush()?;
             continue;
         }
         if request.kind == nbd::CMD_DISC {
+            budget.give(charge);
             return Ok(());
         }
-        let data = serve(file, &request, &mut buf);
-        match data {
-            Ok(true) => {
-                output.write_all(&nbd::simple_reply(0, request.cookie))?;
-                output.write_all(&buf[..request.length as usize])?;
-            }
-            Ok(false) => output.write_all(&nbd::simple_reply(0, request.cookie))?,
-            Err(e) => {
-                eprintln!("tiercache serve: request {:?} failed: {e}", request);
-                output.write_all(&nbd::simple_reply(nbd::EIO, request.cookie))?;
-            }
+        if requests.send((request, buf)).is_err() {
+            return Ok(());
         }
-        output.flush()?;
     }
 }
 

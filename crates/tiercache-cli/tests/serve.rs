@@ -107,12 +107,27 @@ fn qemu_reads_and_writes_through_the_server_in_wt_and_wb_across_kill_9() {
                 "write -z 8k 4k",
                 "read -P 0 8k 4k",
                 "write -P 0x11 1m 3m",
+                // Requests in flight together, served side by side.
+                "aio_write -P 0x33 5m 64k",
+                "aio_write -P 0x44 6m 64k",
+                "aio_write -P 0x55 7m 4k",
+                "aio_flush",
+                "read -P 0x33 5m 64k",
+                "read -P 0x44 6m 64k",
                 "flush",
             ],
         );
         apply(
             &mut reference,
-            &[(0, 65536, 0xab), (1000, 5000, 0xcd), (8192, 4096, 0), (1 << 20, 3 << 20, 0x11)],
+            &[
+                (0, 65536, 0xab),
+                (1000, 5000, 0xcd),
+                (8192, 4096, 0),
+                (1 << 20, 3 << 20, 0x11),
+                (5 << 20, 65536, 0x33),
+                (6 << 20, 65536, 0x44),
+                (7 << 20, 4096, 0x55),
+            ],
         );
         let reference_path = dir.join("reference.img");
         std::fs::write(&reference_path, &reference).unwrap();
