@@ -5,6 +5,7 @@ mod crashtest;
 mod demo;
 mod experiment;
 mod lab;
+mod metrics;
 mod model;
 mod nbd;
 mod plot;

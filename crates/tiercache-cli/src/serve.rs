@@ -65,6 +65,10 @@ pub struct ServeArgs {
     /// Most connections served at once; more are closed with a log line.
     #[arg(long, default_value_t = 64)]
     pub max_connections: usize,
+    /// Serve metrics in Prometheus' text format at http://HOST:PORT/metrics (port 0: any free
+    /// one, logged).
+    #[arg(long)]
+    pub metrics: Option<String>,
     /// Threads serving each connection's requests side by side (its replies go out as each
     /// completes).
     #[arg(long, default_value_t = 4)]
@@ -239,6 +243,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let file = Arc::new(CachedFile::open(&args.backing, cache)?);
     let size = file.len()?;
     let listener = listen(&args.listen)?;
+    let metrics = Arc::new(crate::metrics::Metrics::default());
+    if let Some(address) = &args.metrics {
+        let http = std::net::TcpListener::bind(address)
+            .with_context(|| format!("--metrics {address}: cannot listen"))?;
+        eprintln!("tiercache serve: metrics on http://{}/metrics", http.local_addr()?);
+        let (metrics, file) = (metrics.clone(), file.clone());
+        std::thread::spawn(move || crate::metrics::serve(http, metrics, file));
+    }
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
@@ -276,11 +288,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             continue;
         }
         let (file, active, keep) = (file.clone(), active.clone(), stream.try_clone()?);
+        let metrics = metrics.clone();
         active.fetch_add(1, Ordering::SeqCst);
+        metrics.connections.fetch_add(1, Ordering::Relaxed);
         let handle = std::thread::spawn(move || {
-            if let Err(e) = connection(stream, &file, size, block, workers) {
+            if let Err(e) = connection(stream, &file, &metrics, (size, block), workers) {
                 eprintln!("tiercache serve: a connection ended: {e}");
             }
+            metrics.connections.fetch_sub(1, Ordering::Relaxed);
             active.fetch_sub(1, Ordering::SeqCst);
         });
         connections.push((handle, keep));
@@ -334,8 +349,8 @@ impl Budget {
 fn connection(
     stream: Stream,
     file: &CachedFile,
-    size: u64,
-    block: u32,
+    metrics: &crate::metrics::Metrics,
+    (size, block): (u64, u32),
     workers: usize,
 ) -> io::Result<()> {
     let mut input = BufReader::new(stream.try_clone()?);
@@ -352,7 +367,13 @@ fn connection(
             scope.spawn(|| loop {
                 let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 let Ok((request, mut buf)) = next else { return };
+                let started = std::time::Instant::now();
                 let served = serve(file, &request, &mut buf);
+                let moved = match request.kind {
+                    nbd::CMD_FLUSH => 0,
+                    _ => request.length as u64,
+                };
+                metrics.record(request.kind, moved, started.elapsed(), served.is_err());
                 if let Err(e) = &served {
                     eprintln!("tiercache serve: request {request:?} failed: {e}");
                 }

@@ -14,15 +14,22 @@ const SIZE: usize = 8 << 20;
 struct Server {
     child: Child,
     socket: PathBuf,
+    /// What it logged before it listened.
+    log: String,
 }
 
 /// Starts `tiercache serve` over `backing` and waits for its "listening" line.
 fn serve(backing: &Path, socket: &Path, tier: &Path, mode: &str) -> Server {
+    serve_with(backing, socket, tier, mode, &[])
+}
+
+fn serve_with(backing: &Path, socket: &Path, tier: &Path, mode: &str, more: &[&str]) -> Server {
     let listen = format!("unix:{}", socket.display());
     let mut child = Command::new(env!("CARGO_BIN_EXE_tiercache"))
         .args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "0"])
         .args(["--slow-path", tier.to_str().unwrap(), "--slow-size", "2MiB"])
         .args(["--mode", mode, "--shards", "2", "--listen", &listen])
+        .args(more)
         .stderr(Stdio::piped())
         .spawn()
         .expect("start tiercache serve");
@@ -31,6 +38,7 @@ fn serve(backing: &Path, socket: &Path, tier: &Path, mode: &str) -> Server {
     loop {
         let line = lines.next().expect("the server logs before it listens").unwrap();
         log += &line;
+        log += "\n";
         if line.contains("listening on") {
             break;
         }
@@ -38,7 +46,7 @@ fn serve(backing: &Path, socket: &Path, tier: &Path, mode: &str) -> Server {
     }
     // The rest of the log is drained, so the server never blocks on it.
     std::thread::spawn(move || lines.for_each(drop));
-    Server { child, socket: socket.to_path_buf() }
+    Server { child, socket: socket.to_path_buf(), log }
 }
 
 impl Server {
@@ -51,6 +59,20 @@ impl Server {
         // SAFETY: kill(2) on the child's own pid.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         self.child.wait().unwrap()
+    }
+
+    /// SIGKILL: nothing of the server runs after it.
+    fn kill9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    /// A test that fails leaves no server behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -133,9 +155,7 @@ fn qemu_reads_and_writes_through_the_server_in_wt_and_wb_across_kill_9() {
         std::fs::write(&reference_path, &reference).unwrap();
         assert!(compare(&server, &reference_path), "{mode}: the export differs from the reference");
         // kill -9 after the flush: the restarted server (recovering the tier) serves the same.
-        let Server { mut child, socket } = server;
-        child.kill().unwrap();
-        child.wait().unwrap();
+        server.kill9();
         let server = serve(&backing, &socket, &tier, mode);
         assert!(compare(&server, &reference_path), "{mode}: after kill -9, the export differs");
         qemu_io(&server, &["write -P 0x22 4m 8k", "read -P 0x22 4m 8k"]);
@@ -214,5 +234,58 @@ fn bad_requests_get_errors_and_bad_handshakes_close_only_their_connection() {
     drop((bad, client));
     // The server still serves a real client.
     qemu_io(&server, &["write -P 0x5a 0 4k", "read -P 0x5a 0 4k"]);
+    assert!(server.stop().success());
+}
+
+/// `--metrics`: Prometheus text at /metrics, with the cache's counters and, per NBD command,
+/// requests, bytes and a latency histogram.
+#[test]
+fn metrics_count_the_requests_served() {
+    let dir = common::scratch("serve", "metrics");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (backing, tier, socket) = (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
+    std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+    let server = serve_with(&backing, &socket, &tier, "wb", &["--metrics", "127.0.0.1:0"]);
+    let address = server
+        .log
+        .lines()
+        .find_map(|l| l.split("metrics on http://").nth(1))
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .expect("the server logs its metrics address")
+        .to_string();
+    qemu_io(&server, &["write -P 0x66 0 64k", "read -P 0x66 0 64k", "read -P 0x66 0 64k", "flush"]);
+    let mut http = std::net::TcpStream::connect(&address).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut response = String::new();
+    http.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
+    let value = |name: &str| -> f64 {
+        let line =
+            response.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(value("tiercache_nbd_requests_total{command=\"write\"}"), 1.0);
+    assert_eq!(value("tiercache_nbd_requests_total{command=\"read\"}"), 2.0);
+    assert_eq!(value("tiercache_nbd_bytes_total{command=\"read\"}"), 131072.0);
+    // qemu-io flushes once more as it closes the image.
+    assert!(value("tiercache_nbd_request_seconds_count{command=\"flush\"}") >= 1.0);
+    assert!(value("tiercache_hits ") >= 16.0, "the second read hit: {response}");
+    assert!(value("tiercache_dirty_blocks ") >= 16.0, "write-back keeps them dirty");
+    // Every metric the Grafana dashboard in docs/ plots is served.
+    let dashboard =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/grafana-tiercache-serve.json");
+    let dashboard = std::fs::read_to_string(dashboard).unwrap();
+    let names = dashboard
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| word.starts_with("tiercache_"));
+    for name in names {
+        assert!(response.contains(&format!("\n{name}")), "the dashboard plots {name}, not served");
+    }
+    let mut other = std::net::TcpStream::connect(&address).unwrap();
+    other.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let mut response = String::new();
+    other.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.0 404"), "{response}");
     assert!(server.stop().success());
 }

@@ -1,0 +1,133 @@
+//! Live metrics of `tiercache serve`, in Prometheus' text format at `/metrics` on
+//! `--metrics HOST:PORT`: the cache's counters (hits, misses, bytes, evictions, write-backs,
+//! checksum failures, I/O errors...), the dirty blocks now, the open connections, and per NBD
+//! command the requests, errors, bytes and a latency histogram.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tiercache_engine::CachedFile;
+
+use crate::nbd;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS: [f64; 12] =
+    [10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 50e-3, 250e-3];
+
+/// The commands counted, with their names in the metrics.
+const COMMANDS: [(u16, &str); 5] = [
+    (nbd::CMD_READ, "read"),
+    (nbd::CMD_WRITE, "write"),
+    (nbd::CMD_FLUSH, "flush"),
+    (nbd::CMD_TRIM, "trim"),
+    (nbd::CMD_WRITE_ZEROES, "write_zeroes"),
+];
+
+/// One command's counts, updated without locks by the threads serving requests.
+#[derive(Default)]
+struct Command {
+    requests: AtomicU64,
+    errors: AtomicU64,
+    bytes: AtomicU64,
+    nanos: AtomicU64,
+    /// Requests at or under each bound (not cumulative; summed when written out), then over all.
+    buckets: [AtomicU64; BUCKETS.len() + 1],
+}
+
+/// What the server counts beside the cache.
+#[derive(Default)]
+pub struct Metrics {
+    commands: [Command; COMMANDS.len()],
+    pub connections: AtomicU64,
+}
+
+impl Metrics {
+    /// Counts a served request of `kind` that moved `bytes` and took `elapsed`.
+    pub fn record(&self, kind: u16, bytes: u64, elapsed: Duration, failed: bool) {
+        let Some(i) = COMMANDS.iter().position(|(k, _)| *k == kind) else { return };
+        let c = &self.commands[i];
+        c.requests.fetch_add(1, Ordering::Relaxed);
+        c.errors.fetch_add(failed as u64, Ordering::Relaxed);
+        c.bytes.fetch_add(bytes, Ordering::Relaxed);
+        c.nanos.fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+        let seconds = elapsed.as_secs_f64();
+        let bucket = BUCKETS.iter().position(|b| seconds <= *b).unwrap_or(BUCKETS.len());
+        c.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every metric, in Prometheus' text exposition format.
+    pub fn render(&self, file: &CachedFile) -> String {
+        let cache = file.cache();
+        let mut text = cache.stats().to_prometheus();
+        text += "# HELP tiercache_dirty_blocks Blocks held dirty in the cache now.\n";
+        text += "# TYPE tiercache_dirty_blocks gauge\n";
+        text += &format!("tiercache_dirty_blocks {}\n", cache.dirty_blocks());
+        let (used, slots) = cache.occupancy();
+        text += "# HELP tiercache_resident_blocks Blocks cached now, and the slots for them.\n";
+        text += "# TYPE tiercache_resident_blocks gauge\n";
+        text += &format!("tiercache_resident_blocks {used}\ntiercache_slots {slots}\n");
+        text += "# HELP tiercache_nbd_connections NBD connections open now.\n";
+        text += "# TYPE tiercache_nbd_connections gauge\n";
+        let connections = self.connections.load(Ordering::Relaxed);
+        text += &format!("tiercache_nbd_connections {connections}\n");
+        let per = |name: &str, help: &str, value: &dyn Fn(&Command) -> u64| {
+            let mut s = format!("# HELP {name} {help}\n# TYPE {name} counter\n");
+            for ((_, command), c) in COMMANDS.iter().zip(&self.commands) {
+                s += &format!("{name}{{command=\"{command}\"}} {}\n", value(c));
+            }
+            s
+        };
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        text +=
+            &per("tiercache_nbd_requests_total", "NBD requests served.", &|c| load(&c.requests));
+        text += &per("tiercache_nbd_errors_total", "NBD requests answered with an error.", &|c| {
+            load(&c.errors)
+        });
+        text += &per("tiercache_nbd_bytes_total", "Bytes NBD requests read or wrote.", &|c| {
+            load(&c.bytes)
+        });
+        let name = "tiercache_nbd_request_seconds";
+        text += &format!("# HELP {name} Time to serve an NBD request.\n# TYPE {name} histogram\n");
+        for ((_, command), c) in COMMANDS.iter().zip(&self.commands) {
+            let mut below = 0;
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                below += load(&c.buckets[i]);
+                text += &format!("{name}_bucket{{command=\"{command}\",le=\"{bound}\"}} {below}\n");
+            }
+            below += load(&c.buckets[BUCKETS.len()]);
+            text += &format!("{name}_bucket{{command=\"{command}\",le=\"+Inf\"}} {below}\n");
+            let sum = load(&c.nanos) as f64 / 1e9;
+            text += &format!("{name}_sum{{command=\"{command}\"}} {sum}\n");
+            text += &format!("{name}_count{{command=\"{command}\"}} {below}\n");
+        }
+        text
+    }
+}
+
+/// Serves `/metrics` on `listener` until the process ends: one short-lived connection at a
+/// time, as Prometheus scrapes.
+pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, file: Arc<CachedFile>) {
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut line = String::new();
+        if BufReader::new(&stream).read_line(&mut line).is_err() {
+            continue;
+        }
+        let response = match line.split_whitespace().nth(1) {
+            Some("/metrics") => {
+                let body = metrics.render(&file);
+                format!(
+                    "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
+                     Content-Length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+            }
+            _ => "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
+        };
+        let _ = stream.write_all(response.as_bytes());
+    }
+}
