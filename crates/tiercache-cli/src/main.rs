@@ -7,7 +7,6 @@ mod experiment;
 mod lab;
 mod metrics;
 mod model;
-mod nbd;
 mod plot;
 mod profile;
 mod progress;

@@ -27,7 +27,7 @@ use tiercache_engine::{CacheBuilder, CachedFile, EngineError, Recover, TierKind}
 use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
 use tiercache_policy::PolicyConfig;
 
-use crate::nbd::{self, Request};
+use tiercache_engine::nbd::{self, Request};
 
 #[derive(Args, Clone, Debug)]
 pub struct ServeArgs {
@@ -81,9 +81,6 @@ static STOP: AtomicBool = AtomicBool::new(false);
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
-
-/// The export's name in listings; the empty name (what `nbd+unix:///` asks for) is accepted too.
-const EXPORT: &str = "tiercache";
 
 fn cache(args: &ServeArgs) -> anyhow::Result<CacheBuilder> {
     let block = parse_size(&args.block_size).context("--block-size")? as usize;
@@ -257,8 +254,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
     eprintln!(
-        "tiercache serve: listening on {} (export '{EXPORT}' of {size} bytes from {}, mode {})",
+        "tiercache serve: listening on {} (export '{}' of {size} bytes from {}, mode {})",
         args.listen,
+        nbd::EXPORT,
         args.backing.display(),
         file.mode().short()
     );
@@ -355,7 +353,7 @@ fn connection(
 ) -> io::Result<()> {
     let mut input = BufReader::new(stream.try_clone()?);
     let mut output = BufWriter::new(stream);
-    if !handshake(&mut input, &mut output, size, block)? {
+    if !nbd::handshake(&mut input, &mut output, size, block)? {
         return Ok(());
     }
     let output = Mutex::new(output);
@@ -497,94 +495,5 @@ fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<bool
             Ok(false)
         }
         _ => unreachable!("checked requests are of known commands"),
-    }
-}
-
-/// The fixed newstyle handshake. True when the client moved on to the transmission phase;
-/// false when it aborted or sent something this server does not take (logged).
-fn handshake(
-    input: &mut impl Read,
-    output: &mut impl Write,
-    size: u64,
-    block: u32,
-) -> io::Result<bool> {
-    output.write_all(&nbd::NBDMAGIC.to_be_bytes())?;
-    output.write_all(&nbd::IHAVEOPT.to_be_bytes())?;
-    output.write_all(&(nbd::FLAG_FIXED_NEWSTYLE | nbd::FLAG_NO_ZEROES).to_be_bytes())?;
-    output.flush()?;
-    let mut word = [0u8; 4];
-    input.read_exact(&mut word)?;
-    let client = u32::from_be_bytes(word);
-    if client & nbd::CLIENT_FIXED_NEWSTYLE == 0 || client & !3 != 0 {
-        eprintln!("tiercache serve: a client with flags {client:#x} (not fixed newstyle) closed");
-        return Ok(false);
-    }
-    let no_zeroes = client & nbd::CLIENT_NO_ZEROES != 0;
-    let flags = nbd::TX_HAS_FLAGS
-        | nbd::TX_SEND_FLUSH
-        | nbd::TX_SEND_FUA
-        | nbd::TX_SEND_TRIM
-        | nbd::TX_SEND_WRITE_ZEROES
-        | nbd::TX_CAN_MULTI_CONN;
-    loop {
-        let mut head = [0u8; 16];
-        input.read_exact(&mut head)?;
-        let magic = u64::from_be_bytes(head[0..8].try_into().expect("8 bytes"));
-        let option = u32::from_be_bytes(head[8..12].try_into().expect("4 bytes"));
-        let length = u32::from_be_bytes(head[12..16].try_into().expect("4 bytes"));
-        if magic != nbd::IHAVEOPT || length > nbd::OPTION_MAX {
-            eprintln!(
-                "tiercache serve: a malformed option (magic {magic:#x}, {length} bytes) closed"
-            );
-            return Ok(false);
-        }
-        let mut data = vec![0u8; length as usize];
-        input.read_exact(&mut data)?;
-        let known = |name: &str| name.is_empty() || name == EXPORT;
-        match option {
-            nbd::OPT_EXPORT_NAME => {
-                if !std::str::from_utf8(&data).is_ok_and(known) {
-                    eprintln!("tiercache serve: a client asked for an unknown export; closed");
-                    return Ok(false);
-                }
-                output.write_all(&size.to_be_bytes())?;
-                output.write_all(&flags.to_be_bytes())?;
-                if !no_zeroes {
-                    output.write_all(&[0u8; 124])?;
-                }
-                output.flush()?;
-                return Ok(true);
-            }
-            nbd::OPT_ABORT => {
-                output.write_all(&nbd::option_reply(option, nbd::REP_ACK, &[]))?;
-                output.flush()?;
-                return Ok(false);
-            }
-            nbd::OPT_LIST => {
-                let mut entry = (EXPORT.len() as u32).to_be_bytes().to_vec();
-                entry.extend_from_slice(EXPORT.as_bytes());
-                output.write_all(&nbd::option_reply(option, nbd::REP_SERVER, &entry))?;
-                output.write_all(&nbd::option_reply(option, nbd::REP_ACK, &[]))?;
-            }
-            nbd::OPT_INFO | nbd::OPT_GO => match nbd::go_export_name(&data) {
-                None => output.write_all(&nbd::option_reply(option, nbd::REP_ERR_INVALID, &[]))?,
-                Some(name) if !known(name) => {
-                    output.write_all(&nbd::option_reply(option, nbd::REP_ERR_UNKNOWN, &[]))?
-                }
-                Some(_) => {
-                    let info = nbd::info_export(size, flags);
-                    output.write_all(&nbd::option_reply(option, nbd::REP_INFO, &info))?;
-                    let sizes = nbd::info_block_size(block);
-                    output.write_all(&nbd::option_reply(option, nbd::REP_INFO, &sizes))?;
-                    output.write_all(&nbd::option_reply(option, nbd::REP_ACK, &[]))?;
-                    if option == nbd::OPT_GO {
-                        output.flush()?;
-                        return Ok(true);
-                    }
-                }
-            },
-            _ => output.write_all(&nbd::option_reply(option, nbd::REP_ERR_UNSUP, &[]))?,
-        }
-        output.flush()?;
     }
 }

@@ -54,6 +54,7 @@ pub mod file;
 pub mod footprint;
 #[cfg(not(loom))]
 pub mod latency;
+pub mod nbd;
 #[cfg(not(loom))]
 pub mod scrub;
 #[cfg(not(loom))]

@@ -1,7 +1,10 @@
 //! The Network Block Device protocol, as the server side speaks it (the NBD project's
 //! `doc/proto.md`): the fixed newstyle handshake with its options, and the transmission
-//! phase's requests and simple replies. Parsing is pure (bytes in, values or a typed refusal
-//! out), so the parsers can be fuzzed; the I/O is in `serve`.
+//! phase's requests and simple replies, for `tiercache serve`. Parsing is pure (bytes in,
+//! values or a typed refusal out) and the handshake runs over any reader and writer, so both
+//! are fuzzed (`fuzz/fuzz_targets/nbd.rs`); serving the requests is the server's.
+
+use std::io::{self, Read, Write};
 
 /// The server's first eight bytes, "NBDMAGIC".
 pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -56,6 +59,9 @@ pub const CMD_FLAG_FUA: u16 = 1 << 0;
 pub const EIO: u32 = 5;
 pub const EINVAL: u32 = 22;
 pub const EOVERFLOW: u32 = 75;
+
+/// The export's name in listings.
+pub const EXPORT: &str = "tiercache";
 
 /// The longest option a client may send (an export name and info requests fit easily).
 pub const OPTION_MAX: u32 = 64 << 10;
@@ -180,6 +186,112 @@ pub fn go_export_name(data: &[u8]) -> Option<&str> {
         return None;
     }
     std::str::from_utf8(name).ok()
+}
+
+/// The fixed newstyle handshake, server side, for an export of `size` bytes whose preferred
+/// block is `block`. True when the client moved on to the transmission phase; false when it
+/// aborted or sent something this server does not take (logged). The export is named
+/// [`EXPORT`]; the empty name (what `nbd+unix:///` asks for) is taken too.
+pub fn handshake(
+    input: &mut impl Read,
+    output: &mut impl Write,
+    size: u64,
+    block: u32,
+) -> io::Result<bool> {
+    output.write_all(&NBDMAGIC.to_be_bytes())?;
+    output.write_all(&IHAVEOPT.to_be_bytes())?;
+    output.write_all(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes())?;
+    output.flush()?;
+    let mut word = [0u8; 4];
+    input.read_exact(&mut word)?;
+    let client = u32::from_be_bytes(word);
+    if client & CLIENT_FIXED_NEWSTYLE == 0 || client & !3 != 0 {
+        eprintln!("tiercache serve: a client with flags {client:#x} (not fixed newstyle) closed");
+        return Ok(false);
+    }
+    let no_zeroes = client & CLIENT_NO_ZEROES != 0;
+    let flags = TX_HAS_FLAGS
+        | TX_SEND_FLUSH
+        | TX_SEND_FUA
+        | TX_SEND_TRIM
+        | TX_SEND_WRITE_ZEROES
+        | TX_CAN_MULTI_CONN;
+    loop {
+        let mut head = [0u8; 16];
+        input.read_exact(&mut head)?;
+        let magic = u64::from_be_bytes(head[0..8].try_into().expect("8 bytes"));
+        let option = u32::from_be_bytes(head[8..12].try_into().expect("4 bytes"));
+        let length = u32::from_be_bytes(head[12..16].try_into().expect("4 bytes"));
+        if magic != IHAVEOPT || length > OPTION_MAX {
+            eprintln!(
+                "tiercache serve: a malformed option (magic {magic:#x}, {length} bytes) closed"
+            );
+            return Ok(false);
+        }
+        let mut data = vec![0u8; length as usize];
+        input.read_exact(&mut data)?;
+        let known = |name: &str| name.is_empty() || name == EXPORT;
+        match option {
+            OPT_EXPORT_NAME => {
+                if !std::str::from_utf8(&data).is_ok_and(known) {
+                    eprintln!("tiercache serve: a client asked for an unknown export; closed");
+                    return Ok(false);
+                }
+                output.write_all(&size.to_be_bytes())?;
+                output.write_all(&flags.to_be_bytes())?;
+                if !no_zeroes {
+                    output.write_all(&[0u8; 124])?;
+                }
+                output.flush()?;
+                return Ok(true);
+            }
+            OPT_ABORT => {
+                output.write_all(&option_reply(option, REP_ACK, &[]))?;
+                output.flush()?;
+                return Ok(false);
+            }
+            OPT_LIST => {
+                let mut entry = (EXPORT.len() as u32).to_be_bytes().to_vec();
+                entry.extend_from_slice(EXPORT.as_bytes());
+                output.write_all(&option_reply(option, REP_SERVER, &entry))?;
+                output.write_all(&option_reply(option, REP_ACK, &[]))?;
+            }
+            OPT_INFO | OPT_GO => match go_export_name(&data) {
+                None => output.write_all(&option_reply(option, REP_ERR_INVALID, &[]))?,
+                Some(name) if !known(name) => {
+                    output.write_all(&option_reply(option, REP_ERR_UNKNOWN, &[]))?
+                }
+                Some(_) => {
+                    let info = info_export(size, flags);
+                    output.write_all(&option_reply(option, REP_INFO, &info))?;
+                    let sizes = info_block_size(block);
+                    output.write_all(&option_reply(option, REP_INFO, &sizes))?;
+                    output.write_all(&option_reply(option, REP_ACK, &[]))?;
+                    if option == OPT_GO {
+                        output.flush()?;
+                        return Ok(true);
+                    }
+                }
+            },
+            _ => output.write_all(&option_reply(option, REP_ERR_UNSUP, &[]))?,
+        }
+        output.flush()?;
+    }
+}
+
+/// A fuzz target's entry point: `data` as a client's handshake and then as request headers.
+/// Nothing may panic, and the handshake must end (data runs out).
+#[doc(hidden)]
+pub fn fuzz(data: &[u8]) {
+    let mut input = std::io::Cursor::new(data);
+    let mut output = Vec::new();
+    let _ = handshake(&mut input, &mut output, 1 << 30, 4096);
+    for chunk in data.chunks_exact(Request::BYTES) {
+        if let Ok(request) = Request::parse(chunk.try_into().expect("28 bytes")) {
+            let _ = (request.check(1 << 30), request.charge(), request.has_payload());
+        }
+    }
+    let _ = go_export_name(data);
 }
 
 #[cfg(test)]
