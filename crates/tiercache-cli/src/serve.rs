@@ -210,6 +210,17 @@ fn listen(spec: &str) -> anyhow::Result<Listener> {
 }
 
 impl Listener {
+    /// Where clients connect, as `--listen` takes it (a TCP port 0 resolved to the one bound).
+    fn address(&self) -> String {
+        match self {
+            Listener::Unix(_, path) => format!("unix:{}", path.display()),
+            Listener::Tcp(l) => match l.local_addr() {
+                Ok(address) => format!("tcp:{address}"),
+                Err(_) => "tcp:?".to_string(),
+            },
+        }
+    }
+
     fn accept(&self) -> io::Result<Stream> {
         match self {
             Listener::Unix(l, _) => l.accept().map(|(s, _)| Stream::Unix(s)),
@@ -255,7 +266,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     }
     eprintln!(
         "tiercache serve: listening on {} (export '{}' of {size} bytes from {}, mode {})",
-        args.listen,
+        listener.address(),
         nbd::EXPORT,
         args.backing.display(),
         file.mode().short()

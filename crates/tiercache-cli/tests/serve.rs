@@ -289,3 +289,49 @@ fn metrics_count_the_requests_served() {
     assert!(response.starts_with("HTTP/1.0 404"), "{response}");
     assert!(server.stop().success());
 }
+
+/// Over TCP (`--listen tcp:127.0.0.1:0`, the bound port logged), with qemu-io's `nbd://` URI.
+#[test]
+fn qemu_reads_and_writes_over_tcp() {
+    let dir = common::scratch("serve", "tcp");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (backing, tier) = (dir.join("backing.img"), dir.join("tier.mem"));
+    std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+        .args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "1MiB"])
+        .args(["--slow-path", tier.to_str().unwrap(), "--slow-size", "2MiB"])
+        .args(["--listen", "tcp:127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let address = loop {
+        let line = lines.next().expect("the server logs where it listens").unwrap();
+        if let Some(rest) = line.split("listening on tcp:").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    let out = Command::new("qemu-io")
+        .args(["-f", "raw", &format!("nbd://{address}")])
+        .args([
+            "-c",
+            "write -P 0x42 12k 20k",
+            "-c",
+            "read -P 0x42 12k 20k",
+            "-c",
+            "read -P 0 0 12k",
+        ])
+        .output()
+        .expect("qemu-io");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    // SAFETY: kill(2) on the child's own pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(out.status.success() && !text.contains("fail"), "{text}");
+    assert!(status.success(), "{status}");
+    let stored = std::fs::read(&backing).unwrap();
+    assert!(stored[12 << 10..32 << 10].iter().all(|b| *b == 0x42));
+}
