@@ -712,7 +712,7 @@ impl CacheCore {
         let req = self.request(key, Op::Read);
         let reserved = {
             let mut shard = self.shard(key);
-            if shard.lost.contains(&key) {
+            if shard.is_lost(key) {
                 return Err(EngineError::DataLost { key });
             }
             shard.decide(&req);
@@ -723,7 +723,7 @@ impl CacheCore {
                 return Ok(ReadOutcome { hit: true, len });
             }
             // A dirty block that just failed its checks: the backing device's copy is older.
-            if shard.lost.contains(&key) {
+            if shard.is_lost(key) {
                 return Err(EngineError::DataLost { key });
             }
             reserved
@@ -778,7 +778,9 @@ impl CacheCore {
         let place = shard.places.get(&key).filter(|p| p.filling.is_none());
         let (cached, absorbed) = (place.is_some(), place.is_some_and(|p| p.dirty));
         // A write replaces data that was lost: the key reads again.
-        shard.lost.remove(&key);
+        if shard.is_lost(key) {
+            shard.lost.remove(&key);
+        }
         shard.record(Operation::Write, started);
         Ok(PutOutcome { hit, cached, absorbed })
     }

@@ -451,11 +451,7 @@ impl Shard {
         let Some(backing) = self.backing.clone() else { return true };
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.resize(self.tiers[place.tier as usize].region.value_bytes(), 0);
-        let read = match self.staging.get(&key).filter(|_| place.staged) {
-            Some(staged) => Ok(crate::block::copy_value(staged.value(), &mut scratch)),
-            None => self.tiers[place.tier as usize].region.read(place.slot, key, &mut scratch),
-        };
-        let kept = match read {
+        let kept = match self.read_block(key, place, &mut scratch) {
             Ok(len) => {
                 let at = key * self.block_size as u64;
                 match backing.write_at(&scratch[..len], at) {
@@ -479,6 +475,15 @@ impl Shard {
         kept
     }
 
+    /// Copies `key`'s block at `place` into `out`: from its staged copy while its write is
+    /// behind, else read and checked from its tier. Returns the value's length.
+    fn read_block(&mut self, key: Key, place: Place, out: &mut [u8]) -> Result<usize, ReadFault> {
+        match self.staging.get(&key).filter(|_| place.staged) {
+            Some(staged) => Ok(crate::block::copy_value(staged.value(), out)),
+            None => self.tiers[place.tier as usize].region.read(place.slot, key, out),
+        }
+    }
+
     /// Writes back the dirty blocks `first..first + count` as one write to the backing
     /// device. False, having written nothing, unless every one is resident, dirty, whole,
     /// and reads back: the caller then writes them back one by one.
@@ -492,11 +497,7 @@ impl Shard {
             if !place.dirty || place.filling.is_some() {
                 return false;
             }
-            let read = match self.staging.get(&key).filter(|_| place.staged) {
-                Some(staged) => Ok(crate::block::copy_value(staged.value(), chunk)),
-                None => self.tiers[place.tier as usize].region.read(place.slot, key, chunk),
-            };
-            if !matches!(read, Ok(n) if n == bs) {
+            if !matches!(self.read_block(key, place, chunk), Ok(n) if n == bs) {
                 return false;
             }
             places.push((key, place));
@@ -512,6 +513,13 @@ impl Shard {
         self.stats.bytes_written_back += run.len() as u64;
         self.stats.write_back_runs += 1;
         true
+    }
+
+    /// Whether `key`'s dirty data was lost (see `lost`); nearly always none is, and then
+    /// nothing is looked up.
+    #[inline]
+    pub fn is_lost(&self, key: Key) -> bool {
+        !self.lost.is_empty() && self.lost.contains(&key)
     }
 
     /// Records that `key`'s dirty data is lost (its block is about to be dropped): reads of it
@@ -817,14 +825,9 @@ impl Shard {
         if old.filling.is_none() {
             let mut scratch = std::mem::take(&mut self.scratch);
             scratch.resize(self.tiers[from.index()].region.value_bytes(), 0);
-            let read = match self.staging.remove(&key).filter(|_| old.staged) {
-                Some(staged) => {
-                    let value = staged.value();
-                    scratch[..value.len()].copy_from_slice(value);
-                    Ok(value.len())
-                }
-                None => self.tiers[from.index()].region.read(old.slot, key, &mut scratch),
-            };
+            let read = self.read_block(key, old, &mut scratch);
+            // The block leaves its place: a write of it still behind is not its copy any more.
+            self.staging.remove(&key);
             match read.map(|len| (len, self.write_block(new, key, &scratch[..len]))) {
                 Ok((_, Err(_))) => {
                     // The tier's write failed: dropped like a block that did not check out.

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tiercache_core::SeededRng;
@@ -61,6 +61,74 @@ fn builder(kind: &str, path: &Path, mode: CacheMode, cleaner: bool) -> CacheBuil
         .without_worker()
 }
 
+/// A run's backing file (every block at version 0) and tier file, new to this run.
+fn files(name: &str) -> (PathBuf, PathBuf) {
+    let (backing, tier) =
+        (common::scratch("crash", name), common::scratch("crash", &format!("{name}.tier")));
+    let initial: Vec<u8> = (0..BLOCKS).flat_map(|b| value(b, 0, BLOCK)).collect();
+    std::fs::write(&backing, &initial).unwrap();
+    (backing, tier)
+}
+
+/// A cache built by `builder` with its tier behind a crash image, over `backing` behind one.
+fn over_crash_images(
+    builder: CacheBuilder,
+    backing: &Path,
+) -> (CachedFile, Arc<CrashImage>, Arc<CrashImage>) {
+    let tier_image: Arc<Mutex<Option<Arc<CrashImage>>>> = Arc::default();
+    let slot = tier_image.clone();
+    let cache = builder
+        .wrap_tier(0, move |device| {
+            let image = Arc::new(CrashImage::new(device));
+            *slot.lock().unwrap() = Some(image.clone());
+            image
+        })
+        .build()
+        .unwrap();
+    let tier_image = tier_image.lock().unwrap().take().expect("the tier was wrapped");
+    let backing_image = Arc::new(CrashImage::new(file_device(backing)));
+    (CachedFile::over(backing_image.clone(), cache), tier_image, backing_image)
+}
+
+/// Per block: its version now, at the last completed sync, and those written since.
+struct Model {
+    now: Vec<u64>,
+    durable: Vec<u64>,
+    since: Vec<Vec<u64>>,
+}
+
+impl Model {
+    fn new() -> Model {
+        let blocks = BLOCKS as usize;
+        Model { now: vec![0; blocks], durable: vec![0; blocks], since: vec![Vec::new(); blocks] }
+    }
+
+    fn written(&mut self, block: u64, version: u64) {
+        self.now[block as usize] = version;
+        self.since[block as usize].push(version);
+    }
+
+    /// A sync completed: what was written is durable.
+    fn synced(&mut self) {
+        self.durable.clone_from(&self.now);
+        self.since.iter_mut().for_each(Vec::clear);
+    }
+
+    /// Every block must read as its last synced version or one written since, whole.
+    fn check(&self, name: &str, file: &CachedFile) {
+        let mut buf = vec![0u8; BLOCK];
+        for block in 0..BLOCKS {
+            assert_eq!(file.read_at(block * BLOCK as u64, &mut buf).unwrap(), BLOCK);
+            let read = version_of(block, &buf);
+            let (last_synced, later) = (self.durable[block as usize], &self.since[block as usize]);
+            assert!(
+                read == last_synced || later.contains(&read),
+                "{name}: block {block} reads version {read}; synced {last_synced}, written since {later:?}"
+            );
+        }
+    }
+}
+
 /// Runs the workload until `syncs` syncs have completed and three more operations ran, crashes,
 /// reopens and checks every block. Returns the blocks read back from the cache.
 fn crash_after(
@@ -72,27 +140,10 @@ fn crash_after(
     seed: u64,
 ) -> u64 {
     let name = format!("{kind}-{mode:?}-{cleaner}-{syncs}-{seed}-{}", matches!(tear, Tear::None));
-    let (backing, cache_path) =
-        (common::scratch("crash", &name), common::scratch("crash", &format!("{name}.tier")));
-    let initial: Vec<u8> = (0..BLOCKS).flat_map(|b| value(b, 0, BLOCK)).collect();
-    std::fs::write(&backing, &initial).unwrap();
-    let tier_image: Arc<Mutex<Option<Arc<CrashImage>>>> = Arc::default();
-    let slot = tier_image.clone();
-    let cache = builder(kind, &cache_path, mode, cleaner)
-        .wrap_tier(0, move |device| {
-            let image = Arc::new(CrashImage::new(device));
-            *slot.lock().unwrap() = Some(image.clone());
-            image
-        })
-        .build()
-        .unwrap();
-    let tier_image = tier_image.lock().unwrap().take().expect("the tier was wrapped");
-    let backing_image = Arc::new(CrashImage::new(file_device(&backing)));
-    let file = CachedFile::over(backing_image.clone(), cache);
-    // Per block: its version now, at the last completed sync, and those written since.
-    let mut now = vec![0u64; BLOCKS as usize];
-    let mut durable = now.clone();
-    let mut since: Vec<Vec<u64>> = vec![Vec::new(); BLOCKS as usize];
+    let (backing, cache_path) = files(&name);
+    let (file, tier_image, backing_image) =
+        over_crash_images(builder(kind, &cache_path, mode, cleaner), &backing);
+    let mut model = Model::new();
     let mut rng = SeededRng::new(seed);
     let mut buf = vec![0u8; BLOCK];
     let (mut done, mut synced, mut version) = (0u64, 0u64, 0u64);
@@ -103,13 +154,12 @@ fn crash_after(
         if rng.chance(0.5) {
             version += 1;
             file.write_at(at, &value(block, version, BLOCK)).unwrap();
-            now[block as usize] = version;
-            since[block as usize].push(version);
+            model.written(block, version);
         } else {
             assert_eq!(file.read_at(at, &mut buf).unwrap(), BLOCK);
             assert_eq!(
                 version_of(block, &buf),
-                now[block as usize],
+                model.now[block as usize],
                 "block {block} before the crash"
             );
         }
@@ -120,8 +170,7 @@ fn crash_after(
         if done % EVERY == 0 && synced < syncs {
             file.sync().unwrap();
             synced += 1;
-            durable.clone_from(&now);
-            since.iter_mut().for_each(Vec::clear);
+            model.synced();
         }
     }
     tier_image.crash(tear).unwrap();
@@ -130,15 +179,7 @@ fn crash_after(
     drop((file, tier_image, backing_image));
     let cache = builder(kind, &cache_path, mode, cleaner).recover(Recover::Quiet).build().unwrap();
     let file = CachedFile::over(file_device(&backing), cache);
-    for block in 0..BLOCKS {
-        assert_eq!(file.read_at(block * BLOCK as u64, &mut buf).unwrap(), BLOCK);
-        let read = version_of(block, &buf);
-        let (last_synced, later) = (durable[block as usize], &since[block as usize]);
-        assert!(
-            read == last_synced || later.contains(&read),
-            "{name}: block {block} reads version {read}; synced {last_synced}, written since {later:?}"
-        );
-    }
+    model.check(&name, &file);
     file.cache().stats().recovered
 }
 
@@ -174,23 +215,9 @@ fn every_sync_point_survives_a_crash_with_nothing_stale() {
 fn a_block_written_back_then_overwritten_survives_a_torn_crash() {
     for kind in ["mapped", "file"] {
         let name = format!("cleaned-{kind}");
-        let (backing, cache_path) =
-            (common::scratch("crash", &name), common::scratch("crash", &format!("{name}.tier")));
-        let initial: Vec<u8> = (0..BLOCKS).flat_map(|b| value(b, 0, BLOCK)).collect();
-        std::fs::write(&backing, &initial).unwrap();
-        let image: Arc<Mutex<Option<Arc<CrashImage>>>> = Arc::default();
-        let slot = image.clone();
-        let cache = builder(kind, &cache_path, CacheMode::WriteBack, true)
-            .wrap_tier(0, move |device| {
-                let image = Arc::new(CrashImage::new(device));
-                *slot.lock().unwrap() = Some(image.clone());
-                image
-            })
-            .build()
-            .unwrap();
-        let tier_image = image.lock().unwrap().take().unwrap();
-        let backing_image = Arc::new(CrashImage::new(file_device(&backing)));
-        let file = CachedFile::over(backing_image.clone(), cache);
+        let (backing, cache_path) = files(&name);
+        let (file, tier_image, backing_image) =
+            over_crash_images(builder(kind, &cache_path, CacheMode::WriteBack, true), &backing);
         file.write_at(BLOCK as u64, &value(1, 1, BLOCK)).unwrap();
         file.sync().unwrap();
         file.cache().tick();
@@ -259,10 +286,7 @@ impl Device for Killed {
 /// (the workload had that many writes).
 fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
     let name = format!("killed-{kind}-{cleaner}-{budget}-{tear}");
-    let (backing, cache_path) =
-        (common::scratch("crash", &name), common::scratch("crash", &format!("{name}.tier")));
-    let initial: Vec<u8> = (0..BLOCKS).flat_map(|b| value(b, 0, BLOCK)).collect();
-    std::fs::write(&backing, &initial).unwrap();
+    let (backing, cache_path) = files(&name);
     let left = Arc::new(std::sync::atomic::AtomicI64::new(budget));
     let shared = left.clone();
     let cache = builder(kind, &cache_path, CacheMode::WriteBack, cleaner)
@@ -271,9 +295,7 @@ fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
         .unwrap();
     let killed = Arc::new(Killed { inner: file_device(&backing), budget: left.clone(), tear });
     let file = CachedFile::over(killed, cache);
-    let mut now = vec![0u64; BLOCKS as usize];
-    let mut durable = now.clone();
-    let mut since: Vec<Vec<u64>> = vec![Vec::new(); BLOCKS as usize];
+    let mut model = Model::new();
     let mut rng = SeededRng::new(budget as u64);
     let mut buf = vec![0u8; BLOCK];
     let mut version = 0;
@@ -282,8 +304,7 @@ fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
         if rng.chance(0.5) {
             version += 1;
             file.write_at(block * BLOCK as u64, &value(block, version, BLOCK)).unwrap();
-            now[block as usize] = version;
-            since[block as usize].push(version);
+            model.written(block, version);
         } else {
             file.read_at(block * BLOCK as u64, &mut buf).unwrap();
         }
@@ -298,8 +319,7 @@ fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
             if Killed::dead(&left) {
                 break; // The sync did not finish before the kill.
             }
-            durable.clone_from(&now);
-            since.iter_mut().for_each(Vec::clear);
+            model.synced();
         }
     }
     let landed = Killed::dead(&left);
@@ -307,15 +327,7 @@ fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
     drop(file);
     let cache = builder(kind, &cache_path, CacheMode::WriteBack, cleaner).build().unwrap();
     let file = CachedFile::over(file_device(&backing), cache);
-    for block in 0..BLOCKS {
-        assert_eq!(file.read_at(block * BLOCK as u64, &mut buf).unwrap(), BLOCK);
-        let read = version_of(block, &buf);
-        let (last_synced, later) = (durable[block as usize], &since[block as usize]);
-        assert!(
-            read == last_synced || later.contains(&read),
-            "{name}: block {block} reads version {read}; synced {last_synced}, written since {later:?}"
-        );
-    }
+    model.check(&name, &file);
     landed
 }
 

@@ -324,10 +324,15 @@ impl Cas {
             .copied()
             .collect();
         for (_, key) in due {
-            let (_, tier, size) = self.dirty[&key];
-            self.forget_dirty(key);
-            out.push(Action::WriteBack { tier, key, size });
+            self.write_back_key(key, out);
         }
+    }
+
+    /// Writes a dirty key back: it is clean from now on.
+    fn write_back_key(&mut self, key: Key, out: &mut Decision) {
+        let (_, tier, size) = self.dirty[&key];
+        self.forget_dirty(key);
+        out.push(Action::WriteBack { tier, key, size });
     }
 }
 
@@ -364,9 +369,7 @@ impl Policy for Cas {
             .collect();
         due.sort_unstable();
         for key in due {
-            let (_, tier, size) = self.dirty[&key];
-            self.forget_dirty(key);
-            out.push(Action::WriteBack { tier, key, size });
+            self.write_back_key(key, out);
         }
     }
 
