@@ -267,19 +267,34 @@ fn inspect(file: &mut File) -> std::io::Result<Found> {
 }
 
 /// Locks `file` for this process alone, or says who has it.
+///
+/// A lock that is taken is retried for up to [`LOCK_PATIENCE`]: a lock belongs to the open file,
+/// and a child this process (or the last holder) forks between closing and reopening a tier
+/// keeps its copy of the descriptor, and the lock with it, until it executes its program. A
+/// cache that really has the file keeps it longer than that, and is reported.
 fn lock(file: &File, path: &Path) -> Result<(), EngineError> {
-    // SAFETY: flock on a descriptor this function's caller owns; no memory is involved.
-    let status = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if status == 0 {
-        return Ok(());
-    }
-    let source = std::io::Error::last_os_error();
+    let started = std::time::Instant::now();
+    let source = loop {
+        // SAFETY: flock on a descriptor this function's caller owns; no memory is involved.
+        let status = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if status == 0 {
+            return Ok(());
+        }
+        let source = std::io::Error::last_os_error();
+        if source.raw_os_error() != Some(libc::EWOULDBLOCK) || started.elapsed() > LOCK_PATIENCE {
+            break source;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     let action = match source.raw_os_error() {
         Some(libc::EWOULDBLOCK) => "the tier file is in use by another cache (it is locked)",
         _ => "cannot lock the tier file",
     };
     Err(EngineError::Io { path: path.to_path_buf(), action, source })
 }
+
+/// How long a taken lock is waited for before the file is reported in use.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// What a tier file held when it was opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
