@@ -177,6 +177,39 @@ impl CacheBuilder {
         self
     }
 
+    /// A policy stack, as `sim`, experiment files and `serve --config` describe one
+    /// ([`StackConfig`]), over `media`, one per tier top down: each tier's policy and capacity,
+    /// the placement, admission, NVCache, cache mode, NHC and seed. The engine counts capacity
+    /// in bytes; a stack counted in objects is an error naming `unit`, and so is a stack with
+    /// another number of tiers than `media` has.
+    pub fn stack(mut self, stack: &StackConfig, media: Vec<TierKind>) -> Result<Self, EngineError> {
+        if stack.tiers.len() != media.len() {
+            let reason = format!(
+                "the stack has {} tiers and the cache {} media to put them on",
+                stack.tiers.len(),
+                media.len()
+            );
+            return Err(EngineError::config("tiers", reason));
+        }
+        let mut tiers = Vec::new();
+        for ((policy, capacity), kind) in stack.tiers.iter().zip(media) {
+            if capacity.unit != tiercache_core::Unit::Bytes {
+                let reason = "the engine sizes its tiers in bytes: use unit = \"bytes\"";
+                return Err(EngineError::config("unit", reason));
+            }
+            let capacity_bytes = capacity.amount;
+            tiers.push(TierSpec { kind, capacity_bytes, policy: policy.clone(), profile: None });
+        }
+        self.tiers = tiers;
+        self.placement = stack.placement;
+        self.admission = stack.admission.clone();
+        self.nvcache = stack.nvcache.clone();
+        self.mode = stack.mode.clone();
+        self.nhc = stack.nhc.clone();
+        self.seed = stack.seed;
+        Ok(self)
+    }
+
     /// A second tier below the first: the first tier's victims move here.
     pub fn lower_tier(mut self, kind: TierKind, capacity_bytes: u64, policy: PolicyConfig) -> Self {
         self.tiers.truncate(1);
@@ -252,10 +285,9 @@ impl CacheBuilder {
 
     /// Runs the policy in an Open CAS cache mode (`tiercache_policy::cas`): the mode decides
     /// what `put` places, updates or drops and whether reads are served from the cache, and a
-    /// [`CachedFile`](crate::CachedFile) over the cache follows it. The engine runs the clean
-    /// modes (write-through, write-around, write-invalidate, pass-through), with NHIT
-    /// promotion, and no sequential cutoff: each shard sees only its own keys, so no shard
-    /// sees a run of consecutive blocks.
+    /// [`CachedFile`](crate::CachedFile) over the cache follows it. The engine runs every mode,
+    /// write-back and write-only over a persistent tier, with NHIT promotion, and no sequential
+    /// cutoff: each shard sees only its own keys, so no shard sees a run of consecutive blocks.
     pub fn mode(mut self, config: CasConfig) -> Self {
         self.mode = Some(config);
         self

@@ -817,6 +817,24 @@ impl CacheCore {
         shard.apply(key, None).expect("dropping a block does no I/O");
     }
 
+    /// Drops `key`, dirty or not, without writing it back: its data was discarded (a TRIM).
+    /// The caller has made the backing device's copy of it read as zeros, durably, first: a
+    /// crash after the drop must not find the backing device's older bytes. A block whose
+    /// dirty data was lost reads again, as the backing device's.
+    pub fn discard(&self, key: Key) {
+        let req = self.request(key, Op::Delete);
+        let mut shard = self.shard(key);
+        shard.lost.remove(&key);
+        shard.decide(&req);
+        shard.apply(key, None).expect("dropping a block does no I/O");
+    }
+
+    /// Whether `key` is resident (in any tier). The answer may be stale by the time it is
+    /// used unless the caller keeps the key from being loaded.
+    pub fn contains(&self, key: Key) -> bool {
+        self.shard(key).places.contains_key(&key)
+    }
+
     /// What the user should know about how the tiers run (fallbacks taken, tiers not
     /// recovered), once each.
     pub fn warnings(&self) -> Vec<String> {

@@ -46,6 +46,13 @@ pub trait Device: Send + Sync {
     /// The device's length in bytes.
     fn len(&self) -> io::Result<u64>;
 
+    /// Makes `len` bytes from `at` read as zeros, the device's length unchanged: a hole
+    /// punched where the medium frees space (a file), zeros written elsewhere. Durable at the
+    /// next [`sync`](Self::sync), as a write is.
+    fn discard(&self, at: u64, len: u64) -> io::Result<()> {
+        write_zeros(self, at, len)
+    }
+
     /// Whether the device holds no bytes.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
@@ -56,6 +63,18 @@ pub trait Device: Send + Sync {
     fn memory(&self) -> Option<&Arc<MmapRaw>> {
         None
     }
+}
+
+/// Writes `len` zero bytes from `at`, a megabyte at a time.
+pub fn write_zeros<D: Device + ?Sized>(device: &D, at: u64, len: u64) -> io::Result<()> {
+    let zeros = vec![0u8; len.min(1 << 20) as usize];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(zeros.len() as u64);
+        device.write_at(&zeros[..n as usize], at + done)?;
+        done += n;
+    }
+    Ok(())
 }
 
 /// Reads exactly `buf.len()` bytes at `at`; a device that ends first is an `UnexpectedEof`.
@@ -110,6 +129,23 @@ impl Device for FileDevice {
 
     fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
+    }
+
+    /// Punches a hole (`fallocate`), which frees the file system's blocks, or a block
+    /// device's where it can discard; a medium that cannot gets zeros written.
+    fn discard(&self, at: u64, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: fallocate on a descriptor this device owns; no memory is involved.
+        let status = unsafe { libc::fallocate(self.file.as_raw_fd(), mode, at as i64, len as i64) };
+        if status == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::ENODEV) => write_zeros(self, at, len),
+            _ => Err(error),
+        }
     }
 }
 
@@ -228,6 +264,11 @@ impl Device for Emulated {
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }
+
+    /// The inner device's discard, charged as one request of no bytes.
+    fn discard(&self, at: u64, len: u64) -> io::Result<()> {
+        self.emulator.serve(Direction::Write, 0, || self.inner.discard(at, len))
+    }
 }
 
 /// Which operations of a [`Faulty`] device fail.
@@ -299,6 +340,14 @@ impl Device for Faulty {
 
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
+    }
+
+    /// The inner device's discard, counted as a write that may fail (never torn).
+    fn discard(&self, at: u64, len: u64) -> io::Result<()> {
+        if Faulty::strikes(&self.writes, self.faults.write_every) {
+            return Err(injected("discard"));
+        }
+        self.inner.discard(at, len)
     }
 }
 

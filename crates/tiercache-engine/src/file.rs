@@ -40,6 +40,8 @@ use crate::error::EngineError;
 use crate::tierfile::Backing;
 
 const WRITER_STRIPES: usize = 256;
+/// Blocks [`CachedFile::discard`] discards at a time, with their writer turns held.
+const DISCARD_CHUNK: u64 = 1024;
 
 /// A backing file behind a cache.
 pub struct CachedFile {
@@ -195,6 +197,66 @@ impl CachedFile {
     fn loader(&self, block: u64) -> RwLockReadGuard<'_, ()> {
         let stripe = (block as usize) % WRITER_STRIPES;
         self.writers[stripe].read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes `len` bytes from `offset` read as zeros, and drops their blocks from the cache,
+    /// dirty ones without writing them back: a TRIM, or a WRITE_ZEROES that may punch holes.
+    /// The whole blocks are discarded on the backing file (a hole punched where the file
+    /// system can, [`Device::discard`]), synced before any cached copy is dropped, so that a
+    /// crash never brings back the backing file's older bytes in place of a dropped dirty
+    /// block; the partial blocks at either end are written with zeros as any write is. Not
+    /// durable until the next [`sync`](Self::sync).
+    pub fn discard(&self, offset: u64, len: u64) -> Result<(), EngineError> {
+        let bs = self.cache.block_size() as u64;
+        let end = offset + len;
+        let (first, last) = (offset.div_ceil(bs), end / bs);
+        if first >= last {
+            return self.write_zeros(offset, len);
+        }
+        if offset < first * bs {
+            self.write_zeros(offset, first * bs - offset)?;
+        }
+        if last * bs < end {
+            self.write_zeros(last * bs, end - last * bs)?;
+        }
+        let mut start = first;
+        while start < last {
+            let stop = (start + DISCARD_CHUNK).min(last);
+            // Every writer turn of the chunk's blocks, in stripe order (no other path holds
+            // two): no load of a block can put its old bytes back meanwhile.
+            let mut stripes: Vec<usize> =
+                (start..stop).map(|b| (b as usize) % WRITER_STRIPES).collect();
+            stripes.sort_unstable();
+            stripes.dedup();
+            let _turns: Vec<_> = stripes
+                .iter()
+                .map(|&s| self.writers[s].write().unwrap_or_else(|p| p.into_inner()))
+                .collect();
+            let (at, bytes) = (start * bs, (stop - start) * bs);
+            self.backing
+                .discard(at, bytes)
+                .map_err(|e| self.io_error("cannot discard a range of the backing file", e))?;
+            if (start..stop).any(|b| self.cache.contains(b)) {
+                self.backing
+                    .sync()
+                    .map_err(|e| self.io_error("cannot sync the backing file", e))?;
+                (start..stop).for_each(|b| self.cache.discard(b));
+            }
+            start = stop;
+        }
+        Ok(())
+    }
+
+    /// Writes `len` zeros from `offset` through the cache, as any write.
+    pub fn write_zeros(&self, offset: u64, len: u64) -> Result<(), EngineError> {
+        let zeros = vec![0u8; len.min(1 << 20) as usize];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(zeros.len() as u64);
+            self.write_at(offset + done, &zeros[..n as usize])?;
+            done += n;
+        }
+        Ok(())
     }
 
     /// Writes `data` at `offset`, extending the file if needed; returns `data.len()`.

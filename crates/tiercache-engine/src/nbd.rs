@@ -54,6 +54,8 @@ pub const CMD_FLUSH: u16 = 3;
 pub const CMD_TRIM: u16 = 4;
 pub const CMD_WRITE_ZEROES: u16 = 6;
 pub const CMD_FLAG_FUA: u16 = 1 << 0;
+/// WRITE_ZEROES: write the zeros, punch no hole.
+pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
 
 // Errors of replies (Linux errno values, as the protocol fixes them).
 pub const EIO: u32 = 5;

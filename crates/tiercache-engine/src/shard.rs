@@ -287,11 +287,16 @@ pub struct Shard {
     /// the only durable copy of a synced write until the newer copy is synced too, so it is
     /// freed only after the tier's next sync (a device may persist writes out of order).
     limbo: Vec<(usize, u32, Key)>,
+    /// Per tier: keys whose held slot (`limbo`) was marked free after the tier last synced.
+    /// The mark is not durable yet, so a crash could bring that older copy back; the key's
+    /// current copy must survive until it is (see `settle_erasures`).
+    released: Vec<KeySet>,
 }
 
 impl Shard {
     pub fn new(policy: AnyPolicy, regions: Vec<Region>, block_size: usize) -> Shard {
         let classes = regions.iter().any(|r| r.chunks() > 1);
+        let released = regions.iter().map(|_| KeySet::default()).collect();
         let tiers = regions.into_iter().map(Tier::new).collect();
         Shard {
             policy,
@@ -312,6 +317,7 @@ impl Shard {
             backing_unsynced: false,
             lost: KeySet::default(),
             limbo: Vec::new(),
+            released,
         }
     }
 
@@ -398,10 +404,31 @@ impl Shard {
         self.free_slot(place.tier as usize, place.slot, key);
     }
 
-    /// Frees a slot once what was written back from it is durable (see `backing_unsynced`).
+    /// Frees a slot once what was written back from it is durable (see `backing_unsynced`),
+    /// and once no older copy of its key can come back in its place (`settle_erasures`).
     fn free_slot(&mut self, tier: usize, slot: u32, key: Key) {
         self.sync_backing();
+        self.settle_erasures(key);
         self.tiers[tier].free_slot(slot, key, &mut self.stats);
+    }
+
+    /// Before `key`'s current copy is freed or overwritten in place: an older copy of it,
+    /// held until a sync and marked free after it (`released`), is not durably free yet. Were
+    /// the current copy's slot rewritten (torn, or reused for another key) and the mark lost
+    /// in a crash, the older copy would come back as current: stale. So the tiers holding
+    /// such a mark sync first (`erase_syncs`).
+    fn settle_erasures(&mut self, key: Key) {
+        for t in 0..self.tiers.len() {
+            if self.released[t].is_empty() || !self.released[t].contains(&key) {
+                continue;
+            }
+            let region = &mut self.tiers[t].region;
+            if region.flush_records().and_then(|()| region.sync()).is_err() {
+                self.stats.io_errors += 1;
+            }
+            self.stats.erase_syncs += 1;
+            self.released[t].clear();
+        }
     }
 
     /// Writes what the shard's regions keep in DRAM for their media (flash slot records),
@@ -411,15 +438,24 @@ impl Shard {
     }
 
     /// Frees the slots held since the last sync (of tier `only`, or all): the caller has just
-    /// synced the tiers, so the newer copies they were held for are durable.
+    /// synced the tiers, so the newer copies they were held for are durable, and so are the
+    /// free marks written before the sync.
     pub fn release_limbo(&mut self, only: Option<usize>) {
+        for (t, released) in self.released.iter_mut().enumerate() {
+            if only.is_none_or(|o| o == t) {
+                released.clear();
+            }
+        }
         let held = std::mem::take(&mut self.limbo);
         for (tier, slot, key) in held {
             if only.is_some_and(|t| t != tier) {
                 self.limbo.push((tier, slot, key));
                 continue;
             }
-            self.free_slot(tier, slot, key);
+            // The key's current copy is newer; this one is only ever freed.
+            self.sync_backing();
+            self.tiers[tier].free_slot(slot, key, &mut self.stats);
+            self.released[tier].insert(key);
         }
     }
 
@@ -592,8 +628,9 @@ impl Shard {
             self.tiers[tier].region.vacate(old.slot, key);
         } else {
             // In place, a crash may tear the block: what was written back from it must be
-            // durable on the backing device first.
+            // durable on the backing device first, and no older copy may be left to come back.
             self.sync_backing();
+            self.settle_erasures(key);
         }
         if old.staged {
             self.staging.remove(&key);

@@ -61,11 +61,11 @@ fn builder(kind: &str, path: &Path, mode: CacheMode, cleaner: bool) -> CacheBuil
         .without_worker()
 }
 
-/// A run's backing file (every block at version 0) and tier file, new to this run.
+/// A run's backing file (every block at version `INITIAL`) and tier file, new to this run.
 fn files(name: &str) -> (PathBuf, PathBuf) {
     let (backing, tier) =
         (common::scratch("crash", name), common::scratch("crash", &format!("{name}.tier")));
-    let initial: Vec<u8> = (0..BLOCKS).flat_map(|b| value(b, 0, BLOCK)).collect();
+    let initial: Vec<u8> = (0..BLOCKS).flat_map(|b| value(b, INITIAL, BLOCK)).collect();
     std::fs::write(&backing, &initial).unwrap();
     (backing, tier)
 }
@@ -90,6 +90,20 @@ fn over_crash_images(
     (CachedFile::over(backing_image.clone(), cache), tier_image, backing_image)
 }
 
+/// The version every block of the backing file starts at (not 0: block 0's version 0 is all
+/// zeros, as a discarded block reads), above any the workloads write.
+const INITIAL: u64 = 1 << 40;
+/// The version the model gives a discarded block, which reads as zeros.
+const DISCARDED: u64 = u64::MAX;
+
+/// The version `bytes` hold, or [`DISCARDED`] for zeros.
+fn version_or_discarded(block: u64, bytes: &[u8]) -> u64 {
+    match bytes.iter().all(|&b| b == 0) {
+        true => DISCARDED,
+        false => version_of(block, bytes),
+    }
+}
+
 /// Per block: its version now, at the last completed sync, and those written since.
 struct Model {
     now: Vec<u64>,
@@ -100,7 +114,8 @@ struct Model {
 impl Model {
     fn new() -> Model {
         let blocks = BLOCKS as usize;
-        Model { now: vec![0; blocks], durable: vec![0; blocks], since: vec![Vec::new(); blocks] }
+        let initial = vec![INITIAL; blocks];
+        Model { now: initial.clone(), durable: initial, since: vec![Vec::new(); blocks] }
     }
 
     fn written(&mut self, block: u64, version: u64) {
@@ -119,7 +134,7 @@ impl Model {
         let mut buf = vec![0u8; BLOCK];
         for block in 0..BLOCKS {
             assert_eq!(file.read_at(block * BLOCK as u64, &mut buf).unwrap(), BLOCK);
-            let read = version_of(block, &buf);
+            let read = version_or_discarded(block, &buf);
             let (last_synced, later) = (self.durable[block as usize], &self.since[block as usize]);
             assert!(
                 read == last_synced || later.contains(&read),
@@ -130,16 +145,20 @@ impl Model {
 }
 
 /// Runs the workload until `syncs` syncs have completed and three more operations ran, crashes,
-/// reopens and checks every block. Returns the blocks read back from the cache.
+/// reopens and checks every block. With `discards`, one operation in eight discards one to
+/// three blocks (a TRIM), which then read as zeros. Returns the blocks read back from the
+/// cache.
 fn crash_after(
     kind: &str,
-    mode: CacheMode,
-    cleaner: bool,
+    (mode, cleaner, discards): (CacheMode, bool, bool),
     syncs: u64,
     tear: Tear,
     seed: u64,
 ) -> u64 {
-    let name = format!("{kind}-{mode:?}-{cleaner}-{syncs}-{seed}-{}", matches!(tear, Tear::None));
+    let name = format!(
+        "{kind}-{mode:?}-{cleaner}-{discards}-{syncs}-{seed}-{}",
+        matches!(tear, Tear::None)
+    );
     let (backing, cache_path) = files(&name);
     let (file, tier_image, backing_image) =
         over_crash_images(builder(kind, &cache_path, mode, cleaner), &backing);
@@ -151,14 +170,18 @@ fn crash_after(
         // Skewed: a third of the operations go to the first eight blocks.
         let block = if rng.chance(0.33) { rng.below(8) } else { rng.below(BLOCKS) };
         let at = block * BLOCK as u64;
-        if rng.chance(0.5) {
+        if discards && rng.chance(0.125) {
+            let count = (1 + rng.below(3)).min(BLOCKS - block);
+            file.discard(at, count * BLOCK as u64).unwrap();
+            (block..block + count).for_each(|b| model.written(b, DISCARDED));
+        } else if rng.chance(0.5) {
             version += 1;
             file.write_at(at, &value(block, version, BLOCK)).unwrap();
             model.written(block, version);
         } else {
             assert_eq!(file.read_at(at, &mut buf).unwrap(), BLOCK);
             assert_eq!(
-                version_of(block, &buf),
+                version_or_discarded(block, &buf),
                 model.now[block as usize],
                 "block {block} before the crash"
             );
@@ -198,13 +221,37 @@ fn every_sync_point_survives_a_crash_with_nothing_stale() {
             for syncs in 0..=SYNC_POINTS {
                 for (i, tear) in tears.into_iter().enumerate() {
                     let seed = 1000 + syncs * 2 + i as u64;
-                    recovered += crash_after(kind, mode, cleaner, syncs, tear, seed);
+                    recovered += crash_after(kind, (mode, cleaner, false), syncs, tear, seed);
                 }
             }
         }
     }
     // The check is only worth something if restarts found blocks to serve.
     assert!(recovered > 200, "{recovered} blocks recovered over all the crashes");
+}
+
+/// Discards (TRIM) among the writes: a crash at any sync point finds each discarded block as
+/// its last synced version, zeros, or a later write; never the backing file's older bytes in
+/// place of a dirty block the discard dropped.
+#[test]
+fn discards_survive_a_crash_at_every_sync_point() {
+    let tears = [Tear::None, Tear::Keep { sector: 512, sectors: 1 }];
+    let mut recovered = 0;
+    for kind in ["file", "mapped", "flash"] {
+        for (mode, cleaner) in [
+            (CacheMode::WriteThrough, false),
+            (CacheMode::WriteBack, false),
+            (CacheMode::WriteBack, true),
+        ] {
+            for syncs in 0..=SYNC_POINTS {
+                for (i, tear) in tears.into_iter().enumerate() {
+                    let seed = 5000 + syncs * 2 + i as u64;
+                    recovered += crash_after(kind, (mode, cleaner, true), syncs, tear, seed);
+                }
+            }
+        }
+    }
+    assert!(recovered > 100, "{recovered} blocks recovered over all the crashes");
 }
 
 /// The cleaner writes a synced dirty block back (the backing file not synced yet), and the

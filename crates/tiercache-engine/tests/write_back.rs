@@ -373,3 +373,55 @@ fn the_alru_cleaner_writes_back_in_the_background_when_idle() {
     assert_eq!(file.cache().stats().hits, hits + 6);
     assert_eq!(file.cache().stats().write_backs, 6);
 }
+
+/// Bytes of the file at `path` its file system has allocated.
+fn allocated(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+/// A discard (TRIM) of an unaligned range reads as zeros afterwards, through the cache and on
+/// the backing file once written back; the whole blocks in it are punched out of the backing
+/// file and dropped from the cache, dirty ones without being written back; the bytes around it
+/// keep their data. In write-through and write-back.
+#[test]
+fn a_discard_reads_as_zeros_and_punches_the_backing_file() {
+    for mode in [CacheMode::WriteThrough, CacheMode::WriteBack] {
+        let name = format!("discard-{mode:?}");
+        let backing = backing_file(&name, 64);
+        let cache = builder("mapped", &scratch(&format!("{name}.tier")), 32, mode).build().unwrap();
+        let file = CachedFile::open(&backing, cache).unwrap();
+        for block in 0..16 {
+            write(&file, block, 1);
+        }
+        let dirty = file.cache().dirty_blocks();
+        assert_eq!(dirty > 0, mode == CacheMode::WriteBack, "{mode:?}");
+        let before = allocated(&backing);
+        // From the middle of block 2 to the middle of block 12: blocks 3..12 whole.
+        let (start, end) = (2 * BLOCK as u64 + 100, 12 * BLOCK as u64 + 300);
+        file.discard(start, end - start).unwrap();
+        for block in 3..12 {
+            assert!(!file.cache().contains(block), "{mode:?}: block {block} still cached");
+        }
+        let mut all = vec![0u8; 16 * BLOCK];
+        assert_eq!(file.read_at(0, &mut all).unwrap(), all.len());
+        let (start, end) = (start as usize, end as usize);
+        assert!(all[start..end].iter().all(|&b| b == 0), "{mode:?}: the range reads as zeros");
+        assert_eq!(version_of(1, &all[BLOCK..2 * BLOCK]), 1, "{mode:?}");
+        let edges = [&all[2 * BLOCK..start], &all[end..13 * BLOCK]];
+        let expected =
+            [&value(2, 1, BLOCK)[..start - 2 * BLOCK], &value(12, 1, BLOCK)[end - 12 * BLOCK..]];
+        assert!(edges == expected, "{mode:?}: the partial blocks keep their other bytes");
+        assert_eq!(version_of(13, &all[13 * BLOCK..14 * BLOCK]), 1, "{mode:?}");
+        let after = allocated(&backing);
+        assert!(
+            after + 9 * BLOCK as u64 <= before,
+            "{mode:?}: {before} bytes allocated before the discard, {after} after"
+        );
+        file.flush_backing().unwrap();
+        drop(file);
+        let stored = std::fs::read(&backing).unwrap();
+        assert!(stored[start..end].iter().all(|&b| b == 0), "{mode:?}: written back as zeros");
+        assert_eq!(on_backing(&backing, 13), 1, "{mode:?}");
+    }
+}
