@@ -56,7 +56,11 @@ struct GenOnly {
 }
 
 /// Flattens a table of options into command-line words.
-fn words(table: &toml::Table, skip: &[&str], out: &mut Vec<String>) -> anyhow::Result<()> {
+pub(crate) fn words(
+    table: &toml::Table,
+    skip: &[&str],
+    out: &mut Vec<String>,
+) -> anyhow::Result<()> {
     for (key, value) in table {
         if skip.contains(&key.as_str()) {
             continue;

@@ -15,28 +15,36 @@
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use clap::Args;
+use clap::{Args, Parser};
 use tiercache_core::parse_size;
 use tiercache_engine::{CacheBuilder, CachedFile, EngineError, Recover, TierKind};
-use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
-use tiercache_policy::PolicyConfig;
+use tiercache_policy::cas::CacheMode;
+use tiercache_policy::stack::Amount;
+use tiercache_policy::{PolicyConfig, StackConfig, StackSpec};
 
 use tiercache_engine::nbd::{self, Request};
 
-#[derive(Args, Clone, Debug)]
+/// `tiercache serve`'s options. Each may also come from `--config FILE.toml`: its `[serve]`
+/// table holds these options by name (underscores for dashes; paths relative to the file), and
+/// its `[cache]` table the policy stack, in the schema of `sim`'s options and experiment files
+/// (`tiercache_policy::StackSpec`). An option on the command line wins over the file.
+#[derive(Args, Clone, Debug, Default)]
 pub struct ServeArgs {
+    /// A TOML file of options (`[serve]`) and the policy stack (`[cache]`).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// The file exported (read and written through the cache); its length is the export's size.
     #[arg(long)]
-    pub backing: PathBuf,
-    /// The DRAM tier (0: none, the slow or flash tier alone).
-    #[arg(long, default_value = "64MiB")]
-    pub dram: String,
+    pub backing: Option<PathBuf>,
+    /// The DRAM tier (0: none, the slow or flash tier alone) [default: 64MiB].
+    #[arg(long)]
+    pub dram: Option<String>,
     /// A mapped tier file (persistent memory, CXL memory, tmpfs), below DRAM.
     #[arg(long)]
     pub slow_path: Option<PathBuf>,
@@ -47,32 +55,131 @@ pub struct ServeArgs {
     pub flash_path: Option<PathBuf>,
     #[arg(long)]
     pub flash_size: Option<String>,
-    #[arg(long, default_value = "lru")]
-    pub policy: String,
-    /// The Open CAS mode: wt, wb, wa, wi, wo, pt. Write-back needs a mapped or flash tier.
-    #[arg(long, default_value = "wt")]
-    pub mode: String,
-    /// What to do with the blocks the tier files hold: quiet, strict or wipe.
-    #[arg(long, default_value = "quiet")]
-    pub recover: Recover,
-    #[arg(long, default_value = "4KiB")]
-    pub block_size: String,
-    #[arg(long, default_value_t = 16)]
-    pub shards: usize,
+    /// The top tier's policy, with parameters (`lru`, `clock:bits=2`, `hibachi`) [default: lru].
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// The slow or flash tier's policy [default: lru].
+    #[arg(long)]
+    pub lower_policy: Option<String>,
+    /// The Open CAS mode: wt, wb, wa, wi, wo, pt [default: wt]. Write-back needs a mapped or
+    /// flash tier.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// NVCache's admission in front of the cache: `obp[:TARGET]`, `alloc-read-write`, ...
+    #[arg(long)]
+    pub nvcache: Option<String>,
+    /// Admission filters joined by `+`: `always`, `prob:P`, `second-hit[:N]` [default: always].
+    #[arg(long)]
+    pub admission: Option<String>,
+    /// What to do with the blocks the tier files hold: quiet, strict or wipe [default: quiet].
+    #[arg(long)]
+    pub recover: Option<Recover>,
+    /// [default: 4KiB]
+    #[arg(long)]
+    pub block_size: Option<String>,
+    /// [default: 16]
+    #[arg(long)]
+    pub shards: Option<usize>,
     /// Where to listen: unix:PATH or tcp:HOST:PORT.
     #[arg(long)]
-    pub listen: String,
-    /// Most connections served at once; more are closed with a log line.
-    #[arg(long, default_value_t = 64)]
-    pub max_connections: usize,
+    pub listen: Option<String>,
+    /// Most connections served at once; more are closed with a log line [default: 64].
+    #[arg(long)]
+    pub max_connections: Option<usize>,
     /// Serve metrics in Prometheus' text format at http://HOST:PORT/metrics (port 0: any free
     /// one, logged).
     #[arg(long)]
     pub metrics: Option<String>,
     /// Threads serving each connection's requests side by side (its replies go out as each
-    /// completes).
-    #[arg(long, default_value_t = 4)]
-    pub threads_per_connection: usize,
+    /// completes) [default: 4].
+    #[arg(long)]
+    pub threads_per_connection: Option<usize>,
+}
+
+/// The options of a `[serve]` table, parsed by the command line's own parser.
+#[derive(clap::Parser)]
+#[command(name = "serve")]
+struct ServeTable {
+    #[command(flatten)]
+    args: ServeArgs,
+}
+
+impl ServeArgs {
+    /// These options, each missing one taken from `file`.
+    fn or(self, file: ServeArgs) -> ServeArgs {
+        ServeArgs {
+            config: self.config,
+            backing: self.backing.or(file.backing),
+            dram: self.dram.or(file.dram),
+            slow_path: self.slow_path.or(file.slow_path),
+            slow_size: self.slow_size.or(file.slow_size),
+            flash_path: self.flash_path.or(file.flash_path),
+            flash_size: self.flash_size.or(file.flash_size),
+            policy: self.policy.or(file.policy),
+            lower_policy: self.lower_policy.or(file.lower_policy),
+            mode: self.mode.or(file.mode),
+            nvcache: self.nvcache.or(file.nvcache),
+            admission: self.admission.or(file.admission),
+            recover: self.recover.or(file.recover),
+            block_size: self.block_size.or(file.block_size),
+            shards: self.shards.or(file.shards),
+            listen: self.listen.or(file.listen),
+            max_connections: self.max_connections.or(file.max_connections),
+            metrics: self.metrics.or(file.metrics),
+            threads_per_connection: self.threads_per_connection.or(file.threads_per_connection),
+        }
+    }
+
+    /// The options that describe the policy stack, by flag, when given.
+    fn stack_options(&self) -> Vec<&'static str> {
+        let given = [
+            ("--dram", self.dram.is_some()),
+            ("--slow-size", self.slow_size.is_some()),
+            ("--flash-size", self.flash_size.is_some()),
+            ("--policy", self.policy.is_some()),
+            ("--lower-policy", self.lower_policy.is_some()),
+            ("--mode", self.mode.is_some()),
+            ("--nvcache", self.nvcache.is_some()),
+            ("--admission", self.admission.is_some()),
+        ];
+        given.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect()
+    }
+}
+
+/// The sections of a `--config` file.
+const SECTIONS: [&str; 2] = ["serve", "cache"];
+
+/// Reads `--config`: its `[serve]` options (paths made relative to the file) and its `[cache]`
+/// table, if any.
+fn read_config(path: &Path) -> anyhow::Result<(ServeArgs, Option<toml::Table>)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut file: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
+    if let Some(other) = file.keys().find(|s| !SECTIONS.contains(&s.as_str())) {
+        bail!("{}: unknown section [{other}]; use [serve] and [cache]", path.display());
+    }
+    let mut table = |name: &str| match file.remove(name) {
+        Some(toml::Value::Table(table)) => Ok(Some(table)),
+        Some(_) => Err(anyhow::anyhow!("{}: '{name}' must be a table", path.display())),
+        None => Ok(None),
+    };
+    let (serve, cache) = (table("serve")?.unwrap_or_default(), table("cache")?);
+    if serve.contains_key("config") {
+        bail!("{}: [serve] cannot name another config file", path.display());
+    }
+    let mut argv = vec!["serve".to_string()];
+    crate::experiment::words(&serve, &[], &mut argv)
+        .with_context(|| format!("{}: [serve]", path.display()))?;
+    let mut args = ServeTable::try_parse_from(&argv)
+        .map_err(|e| anyhow::anyhow!("{}: [serve]: {e}", path.display()))?
+        .args;
+    let base = path.parent().unwrap_or(Path::new("."));
+    for path in [&mut args.backing, &mut args.slow_path, &mut args.flash_path].into_iter().flatten()
+    {
+        *path = base.join(&*path);
+    }
+    Ok((args, cache))
 }
 
 /// Set by SIGTERM and SIGINT.
@@ -82,42 +189,103 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn cache(args: &ServeArgs) -> anyhow::Result<CacheBuilder> {
-    let block = parse_size(&args.block_size).context("--block-size")? as usize;
-    let dram = parse_size(&args.dram).context("--dram")?;
-    let policy = PolicyConfig::parse(&args.policy).context("--policy")?;
+/// The stack the options describe: the DRAM tier of `--dram`, the lower tier of
+/// `--slow-size` or `--flash-size`, and the rest.
+fn stack_of_options(args: &ServeArgs, lower_size: Option<&str>) -> anyhow::Result<StackSpec> {
+    let dram = args.dram.as_deref().unwrap_or("64MiB");
+    let policy = args.policy.as_deref().unwrap_or("lru");
+    let mode = args.mode.as_deref().unwrap_or("wt");
+    CacheMode::parse(mode)
+        .with_context(|| format!("--mode {mode}: not one of wt, wb, wa, wi, wo, pt"))?;
+    let own = matches!(
+        PolicyConfig::parse(policy).with_context(|| format!("--policy {policy}"))?,
+        PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc
+    );
+    let (capacity, lower) = match (parse_size(dram).context("--dram")?, lower_size) {
+        (0, None) => bail!("--dram 0 needs --slow-path or --flash-path"),
+        (0, Some(lower)) => (lower, None),
+        (_, lower) => (dram, lower),
+    };
+    let mut spec = StackSpec::new(policy, Amount::Text(capacity.into()));
+    spec.lower_capacity = lower.map(|size| Amount::Text(size.into()));
+    spec.lower_policy = args.lower_policy.clone().unwrap_or_else(|| "lru".into());
+    // Write-through is what a policy does on its own; Hibachi and Hybrid-ARC place clean and
+    // dirty blocks themselves.
+    spec.mode = (mode != "wt" && mode != "write-through" && !own).then(|| mode.to_string());
+    // The engine has no sequential cutoff (each shard sees only its own keys).
+    spec.seq_cutoff = "never".into();
+    spec.nvcache = args.nvcache.clone();
+    spec.admission = args.admission.clone().unwrap_or_else(|| "always".into());
+    Ok(spec)
+}
+
+/// The cache the options describe, and the options as resolved (the config file's under the
+/// command line's).
+fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs)> {
+    let (args, table) = match &args.config {
+        Some(path) => {
+            let (file, table) = read_config(path)?;
+            (args.clone().or(file), table.map(|t| (path, t)))
+        }
+        None => (args.clone(), None),
+    };
     let lower = match (&args.slow_path, &args.flash_path) {
         (Some(_), Some(_)) => bail!("--slow-path and --flash-path: serve takes one of them"),
         (Some(path), None) => {
-            let size = args.slow_size.as_deref().context("--slow-path needs --slow-size")?;
-            Some((TierKind::Mapped { path: path.clone() }, parse_size(size)?))
+            Some((TierKind::Mapped { path: path.clone() }, "--slow-path", "--slow-size"))
         }
         (None, Some(path)) => {
-            let size = args.flash_size.as_deref().context("--flash-path needs --flash-size")?;
-            Some((TierKind::Flash { path: path.clone() }, parse_size(size)?))
+            Some((TierKind::Flash { path: path.clone() }, "--flash-path", "--flash-size"))
         }
         (None, None) => None,
     };
-    let mut builder = CacheBuilder::new(policy.clone())
-        .block_size(block)
-        .shards(args.shards)
-        .recover(args.recover);
-    builder = match (dram, lower) {
-        (0, None) => bail!("--dram 0 needs --slow-path or --flash-path"),
-        (0, Some((kind, bytes))) => builder.tier(kind).capacity_bytes(bytes),
-        (_, None) => builder.capacity_bytes(dram),
-        (_, Some((kind, bytes))) => {
-            builder.capacity_bytes(dram).lower_tier(kind, bytes, PolicyConfig::Lru)
+    let lower_size = args.slow_size.as_deref().or(args.flash_size.as_deref());
+    let from_file = table.as_ref().map(|(path, _)| format!("{}: [cache]", path.display()));
+    let spec: StackSpec = match table {
+        Some((path, mut table)) => {
+            let given = args.stack_options();
+            if !given.is_empty() {
+                bail!(
+                    "{}: the [cache] table describes the stack, so {} cannot be given too",
+                    path.display(),
+                    given.join(", ")
+                );
+            }
+            // The engine has no sequential cutoff (each shard sees only its own keys).
+            if table.contains_key("mode") && !table.contains_key("seq_cutoff") {
+                table.insert("seq_cutoff".into(), toml::Value::String("never".into()));
+            }
+            table.try_into().map_err(|e| anyhow::anyhow!("{}: [cache]: {e}", path.display()))?
+        }
+        None => {
+            if let Some((_, path_flag, size_flag)) = &lower {
+                anyhow::ensure!(lower_size.is_some(), "{path_flag} needs {size_flag}");
+            }
+            stack_of_options(&args, lower_size)?
         }
     };
-    let mode = CacheMode::parse(&args.mode)
-        .with_context(|| format!("--mode {}: not one of wt, wb, wa, wi, wo, pt", args.mode))?;
-    let own = matches!(policy, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc);
-    if mode != CacheMode::WriteThrough && !own {
-        let config = CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) };
-        builder = builder.mode(config);
+    let stack = StackConfig::try_from(spec);
+    let stack = match &from_file {
+        Some(place) => stack.with_context(|| place.clone())?,
+        None => stack?,
+    };
+    let mut media = Vec::new();
+    // One tier with a slow or flash path lives there; two put DRAM on top of it.
+    if lower.is_none() || stack.tiers.len() > 1 {
+        media.push(TierKind::Dram);
     }
-    Ok(builder)
+    media.extend(lower.map(|(kind, _, _)| kind));
+    let block = parse_size(args.block_size.as_deref().unwrap_or("4KiB")).context("--block-size")?;
+    let builder = CacheBuilder::new(PolicyConfig::Lru).stack(&stack, media);
+    let builder = match &from_file {
+        Some(place) => builder.with_context(|| place.clone())?,
+        None => builder?,
+    };
+    let builder = builder
+        .block_size(block as usize)
+        .shards(args.shards.unwrap_or(16))
+        .recover(args.recover.unwrap_or(Recover::Quiet));
+    Ok((builder, args))
 }
 
 enum Listener {
@@ -233,7 +401,13 @@ impl Listener {
 }
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let builder = cache(args)?;
+    let (builder, args) = cache(args)?;
+    let Some(backing) = args.backing.clone() else {
+        bail!("--backing: the file to export is missing")
+    };
+    let Some(listen_at) = args.listen.clone() else {
+        bail!("--listen: where to listen (unix:PATH or tcp:HOST:PORT) is missing")
+    };
     let cache = builder.build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
@@ -248,9 +422,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             if r.clean { "clean" } else { "crash or unclean" }
         );
     }
-    let file = Arc::new(CachedFile::open(&args.backing, cache)?);
+    let file = Arc::new(CachedFile::open(&backing, cache)?);
     let size = file.len()?;
-    let listener = listen(&args.listen)?;
+    let listener = listen(&listen_at)?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
     if let Some(address) = &args.metrics {
         let http = std::net::TcpListener::bind(address)
@@ -268,13 +442,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         "tiercache serve: listening on {} (export '{}' of {size} bytes from {}, mode {})",
         listener.address(),
         nbd::EXPORT,
-        args.backing.display(),
+        backing.display(),
         file.mode().short()
     );
     let active = Arc::new(AtomicUsize::new(0));
     let mut connections: Vec<(std::thread::JoinHandle<()>, Stream)> = Vec::new();
     let block = file.cache().block_size() as u32;
-    let workers = args.threads_per_connection;
+    let workers = args.threads_per_connection.unwrap_or(4);
+    let max_connections = args.max_connections.unwrap_or(64);
     while !STOP.load(Ordering::SeqCst) {
         let stream = match listener.accept() {
             Ok(stream) => stream,
@@ -289,10 +464,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             }
         };
         stream.blocking()?;
-        if active.load(Ordering::SeqCst) >= args.max_connections {
+        if active.load(Ordering::SeqCst) >= max_connections {
             eprintln!(
                 "tiercache serve: a connection refused: {} are open (--max-connections)",
-                args.max_connections
+                max_connections
             );
             continue;
         }
@@ -491,14 +666,13 @@ fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<bool
         }
         nbd::CMD_FLUSH => file.sync().map(|()| false),
         nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES => {
-            // Zeros written through the cache, in the cache's mode: a trimmed range may read
-            // as anything, and zeros are one such thing.
-            let zeros = vec![0u8; length.min(1 << 20)];
-            let mut done = 0;
-            while done < length {
-                let n = zeros.len().min(length - done);
-                file.write_at(offset + done as u64, &zeros[..n])?;
-                done += n;
+            // A trimmed range may read as anything, and zeros are one such thing: both drop
+            // the range's cached blocks and punch the backing file, unless the client asked
+            // for zeros written (NO_HOLE).
+            if request.flags & nbd::CMD_FLAG_NO_HOLE != 0 {
+                file.write_zeros(offset, length as u64)?;
+            } else {
+                file.discard(offset, length as u64)?;
             }
             if fua {
                 file.sync()?;

@@ -26,11 +26,18 @@ fn serve(backing: &Path, socket: &Path, tier: &Path, mode: &str) -> Server {
 
 fn serve_with(backing: &Path, socket: &Path, tier: &Path, mode: &str, more: &[&str]) -> Server {
     let listen = format!("unix:{}", socket.display());
+    let mut args = vec!["--backing", backing.to_str().unwrap(), "--dram", "0"];
+    args.extend(["--slow-path", tier.to_str().unwrap(), "--slow-size", "2MiB"]);
+    args.extend(["--mode", mode, "--shards", "2", "--listen", &listen]);
+    args.extend(more);
+    start(&args, socket)
+}
+
+/// Starts `tiercache serve ARGS`, which listens on `socket`.
+fn start(args: &[&str], socket: &Path) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tiercache"))
-        .args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "0"])
-        .args(["--slow-path", tier.to_str().unwrap(), "--slow-size", "2MiB"])
-        .args(["--mode", mode, "--shards", "2", "--listen", &listen])
-        .args(more)
+        .arg("serve")
+        .args(args)
         .stderr(Stdio::piped())
         .spawn()
         .expect("start tiercache serve");
@@ -360,6 +367,8 @@ fn fio_mixed_random_io_verifies_in_wt_and_wb() {
             ])
             .args(["--numjobs=2", "--iodepth=16", "--verify=crc32c", "--verify_backlog=32"])
             .args(["--verify_fatal=1", "--group_reporting"])
+            // fio leaves its verify state files where it runs.
+            .current_dir(&dir)
             .output()
             .expect("fio (scripts/test installs it)");
         let text = String::from_utf8_lossy(&out.stdout).to_string()
@@ -367,4 +376,72 @@ fn fio_mixed_random_io_verifies_in_wt_and_wb() {
         assert!(out.status.success() && text.contains("err= 0"), "{mode}: {text}");
         assert!(server.stop().success(), "{mode}");
     }
+}
+
+/// A config file describes the whole server: its `[serve]` table the options (paths relative
+/// to the file), its `[cache]` table the policy stack in the schema `sim` and experiment files
+/// use. An option on the command line wins over the file; a stack option beside `[cache]`, an
+/// unknown key or section is an error naming the file.
+#[test]
+fn a_config_file_describes_the_server_and_its_stack() {
+    let dir = common::scratch("serve", "config");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("disk.img"), vec![0u8; SIZE]).unwrap();
+    let socket = dir.join("sock");
+    let config = dir.join("serve.toml");
+    let text = format!(
+        "[serve]\nbacking = \"disk.img\"\nslow_path = \"tier.mem\"\nlisten = \"unix:{}\"\n\
+         shards = 2\nmax_connections = 0\n\n\
+         [cache]\npolicy = \"lru\"\ncapacity = \"1MiB\"\nlower_capacity = \"2MiB\"\n\
+         mode = \"wb\"\nadmission = \"always\"\n",
+        socket.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    // The file's max_connections = 0 would refuse every client: the command line's wins.
+    let args = ["--config", config.to_str().unwrap(), "--max-connections", "4"];
+    let server = start(&args, &socket);
+    assert!(server.log.contains("mode wb"), "{}", server.log);
+    assert!(server.log.contains(&dir.join("disk.img").display().to_string()), "{}", server.log);
+    qemu_io(&server, &["write -P 0x5a 12288 8192", "flush"]);
+    let read = qemu_io(&server, &["read -P 0x5a 12288 8192"]);
+    assert!(read.contains("read 8192/8192"), "{read}");
+    // TRIM, WRITE_ZEROES that may punch (-u) and that may not, over written blocks, whole
+    // and partial.
+    qemu_io(&server, &["write -P 0x77 65536 65536", "flush"]);
+    qemu_io(&server, &["discard 65536 8192", "write -z -u 73728 8192", "write -z 81920 4000"]);
+    qemu_io(&server, &["read -P 0 65536 20384", "read -P 0x77 85920 45152"]);
+    assert!(server.stop().success());
+    // Written back at the stop, to the backing file the config named.
+    let disk = std::fs::read(dir.join("disk.img")).unwrap();
+    assert!(disk[12288..20480].iter().all(|&b| b == 0x5a));
+    assert!(
+        disk[65536..85920].iter().all(|&b| b == 0)
+            && disk[85920..131072].iter().all(|&b| b == 0x77)
+    );
+    assert!(dir.join("tier.mem").exists(), "the slow tier lives where [serve] said");
+
+    let refused = |args: &[&str], config_text: &str| -> String {
+        std::fs::write(&config, config_text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+            .args(["serve", "--config", config.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let base = "[serve]\nbacking = \"disk.img\"\nlisten = \"unix:/nonexistent/sock\"\n";
+    let error =
+        refused(&[], &format!("{base}[cache]\npolicy = \"lru\"\ncapacity = \"1MiB\"\nsize = 3\n"));
+    assert!(error.contains("serve.toml") && error.contains("size"), "{error}");
+    let error = refused(
+        &["--dram", "1MiB"],
+        &format!("{base}[cache]\npolicy = \"lru\"\ncapacity = \"1MiB\"\n"),
+    );
+    assert!(error.contains("serve.toml") && error.contains("--dram"), "{error}");
+    let error = refused(&[], &format!("{base}[devices]\nprofile = \"dram\"\n"));
+    assert!(error.contains("serve.toml") && error.contains("[devices]"), "{error}");
+    let error = refused(&[], "[serve]\nbackng = \"disk.img\"\n");
+    assert!(error.contains("serve.toml") && error.contains("backng"), "{error}");
 }
