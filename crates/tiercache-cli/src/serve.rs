@@ -42,6 +42,11 @@ pub struct ServeArgs {
     /// The file exported (read and written through the cache); its length is the export's size.
     #[arg(long)]
     pub backing: Option<PathBuf>,
+    /// Read and write the backing file with direct I/O (O_DIRECT), so that the page cache
+    /// holds none of it and the cache's tiers are the only cache (blocks and the file's length
+    /// in whole 4 KiB pages).
+    #[arg(long)]
+    pub direct: bool,
     /// The DRAM tier (0: none, the slow or flash tier alone) [default: 64MiB].
     #[arg(long)]
     pub dram: Option<String>,
@@ -110,6 +115,7 @@ impl ServeArgs {
         ServeArgs {
             config: self.config,
             backing: self.backing.or(file.backing),
+            direct: self.direct || file.direct,
             dram: self.dram.or(file.dram),
             slow_path: self.slow_path.or(file.slow_path),
             slow_size: self.slow_size.or(file.slow_size),
@@ -422,7 +428,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             if r.clean { "clean" } else { "crash or unclean" }
         );
     }
-    let file = Arc::new(CachedFile::open(&backing, cache)?);
+    let file = match args.direct {
+        true => CachedFile::open_direct(&backing, cache)?,
+        false => CachedFile::open(&backing, cache)?,
+    };
+    let file = Arc::new(file);
     let size = file.len()?;
     let listener = listen(&listen_at)?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
@@ -439,10 +449,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
     eprintln!(
-        "tiercache serve: listening on {} (export '{}' of {size} bytes from {}, mode {})",
+        "tiercache serve: listening on {} (export '{}' of {size} bytes from {}{}, mode {})",
         listener.address(),
         nbd::EXPORT,
         backing.display(),
+        if args.direct { " with direct I/O" } else { "" },
         file.mode().short()
     );
     let active = Arc::new(AtomicUsize::new(0));

@@ -345,17 +345,19 @@ fn qemu_reads_and_writes_over_tcp() {
 }
 
 /// fio's nbd engine (libnbd): two jobs of mixed random 4 KiB reads and writes, 16 in flight
-/// each, every written block read back and checked (CRC32C), in write-through and write-back.
+/// each, every written block read back and checked (CRC32C), in write-through and write-back,
+/// and in write-back over a backing file read and written with direct I/O.
 #[test]
 fn fio_mixed_random_io_verifies_in_wt_and_wb() {
-    for mode in ["wt", "wb"] {
-        let dir = common::scratch("serve", &format!("fio-{mode}"));
+    for (mode, more) in [("wt", &[][..]), ("wb", &[][..]), ("wb", &["--direct"][..])] {
+        let dir = common::scratch("serve", &format!("fio-{mode}-{}", more.len()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let (backing, tier, socket) =
             (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
         std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
-        let server = serve(&backing, &socket, &tier, mode);
+        let server = serve_with(&backing, &socket, &tier, mode, more);
+        assert_eq!(server.log.contains("with direct I/O"), !more.is_empty(), "{}", server.log);
         let out = Command::new("fio")
             .args(["--name=verify", "--ioengine=nbd", &format!("--uri={}", server.uri())])
             .args([

@@ -65,6 +65,17 @@ pub trait Device: Send + Sync {
     }
 }
 
+/// Punches a hole of `len` bytes from `at` into `file`, its length unchanged (`fallocate`).
+pub fn punch_hole(file: &File, at: u64, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: fallocate on a descriptor the caller owns; no memory is involved.
+    match unsafe { libc::fallocate(file.as_raw_fd(), mode, at as i64, len as i64) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
 /// Writes `len` zero bytes from `at`, a megabyte at a time.
 pub fn write_zeros<D: Device + ?Sized>(device: &D, at: u64, len: u64) -> io::Result<()> {
     let zeros = vec![0u8; len.min(1 << 20) as usize];
@@ -134,18 +145,10 @@ impl Device for FileDevice {
     /// Punches a hole (`fallocate`), which frees the file system's blocks, or a block
     /// device's where it can discard; a medium that cannot gets zeros written.
     fn discard(&self, at: u64, len: u64) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-        // SAFETY: fallocate on a descriptor this device owns; no memory is involved.
-        let status = unsafe { libc::fallocate(self.file.as_raw_fd(), mode, at as i64, len as i64) };
-        if status == 0 {
-            return Ok(());
-        }
-        let error = io::Error::last_os_error();
-        match error.raw_os_error() {
+        punch_hole(&self.file, at, len).or_else(|e| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::ENODEV) => write_zeros(self, at, len),
-            _ => Err(error),
-        }
+            _ => Err(e),
+        })
     }
 }
 

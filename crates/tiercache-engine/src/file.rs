@@ -68,6 +68,27 @@ impl CachedFile {
         Ok(CachedFile::over(Arc::new(FileDevice::new(backing, path)), cache))
     }
 
+    /// Opens an existing backing file or block device as [`open`](Self::open) does, read and
+    /// written with direct I/O ([`DirectFile`](crate::direct::DirectFile)), so that the page
+    /// cache holds none of it: the cache's tiers are the only cache. Needs a file system
+    /// that takes `O_DIRECT`, a length of whole 4 KiB pages, and a block size of whole 4 KiB
+    /// pages (two writes into one page never run at once); each is an error naming it.
+    pub fn open_direct(path: &Path, cache: Cache) -> Result<CachedFile, EngineError> {
+        let bs = cache.block_size();
+        if !bs.is_multiple_of(crate::direct::DIRECT_ALIGN) {
+            let reason = format!(
+                "{bs} bytes: a backing file read with direct I/O needs blocks of whole 4 KiB pages"
+            );
+            return Err(EngineError::config("block_size", reason));
+        }
+        let device = crate::direct::DirectFile::open(path)?;
+        let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
+        let file = std::fs::File::open(path).map_err(|e| io("cannot open the backing file", e))?;
+        let identity = Backing::of(&file).map_err(|e| io("cannot stat the backing file", e))?;
+        cache.attach_backing(identity, path)?;
+        Ok(CachedFile::over(Arc::new(device), cache))
+    }
+
     /// Puts `backing`, any device, behind `cache`. Nothing checks that blocks the cache
     /// recovered are `backing`'s: the caller vouches for it (`open` checks a file's identity).
     pub fn over(backing: Arc<dyn Device>, cache: Cache) -> CachedFile {
