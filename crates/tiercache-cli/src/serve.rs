@@ -47,6 +47,11 @@ pub struct ServeArgs {
     /// in whole 4 KiB pages).
     #[arg(long)]
     pub direct: bool,
+    /// Make the backing file behave like this device (a preset such as `hdd`, or a TOML
+    /// profile): its latency, bandwidth and parallelism, for a disk-like backing on a machine
+    /// without one.
+    #[arg(long)]
+    pub backing_profile: Option<String>,
     /// The DRAM tier (0: none, the slow or flash tier alone) [default: 64MiB].
     #[arg(long)]
     pub dram: Option<String>,
@@ -116,6 +121,7 @@ impl ServeArgs {
             config: self.config,
             backing: self.backing.or(file.backing),
             direct: self.direct || file.direct,
+            backing_profile: self.backing_profile.or(file.backing_profile),
             dram: self.dram.or(file.dram),
             slow_path: self.slow_path.or(file.slow_path),
             slow_size: self.slow_size.or(file.slow_size),
@@ -432,6 +438,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         true => CachedFile::open_direct(&backing, cache)?,
         false => CachedFile::open(&backing, cache)?,
     };
+    let file = match &args.backing_profile {
+        Some(name) => {
+            let profile = tiercache_core::DeviceProfile::load(name)
+                .map_err(|e| anyhow::anyhow!("--backing-profile: {e}"))?;
+            file.emulate_backing(profile)
+        }
+        None => file,
+    };
     let file = Arc::new(file);
     let size = file.len()?;
     let listener = listen(&listen_at)?;
@@ -449,11 +463,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
     eprintln!(
-        "tiercache serve: listening on {} (export '{}' of {size} bytes from {}{}, mode {})",
+        "tiercache serve: listening on {} (export '{}' of {size} bytes from {}{}{}, mode {})",
         listener.address(),
         nbd::EXPORT,
         backing.display(),
         if args.direct { " with direct I/O" } else { "" },
+        match &args.backing_profile {
+            Some(name) => format!(", behaving as {name}"),
+            None => String::new(),
+        },
         file.mode().short()
     );
     let active = Arc::new(AtomicUsize::new(0));

@@ -394,7 +394,7 @@ fn a_config_file_describes_the_server_and_its_stack() {
     let config = dir.join("serve.toml");
     let text = format!(
         "[serve]\nbacking = \"disk.img\"\nslow_path = \"tier.mem\"\nlisten = \"unix:{}\"\n\
-         shards = 2\nmax_connections = 0\n\n\
+         shards = 2\nmax_connections = 0\nbacking_profile = \"nvme\"\n\n\
          [cache]\npolicy = \"lru\"\ncapacity = \"1MiB\"\nlower_capacity = \"2MiB\"\n\
          mode = \"wb\"\nadmission = \"always\"\n",
         socket.display()
@@ -404,6 +404,7 @@ fn a_config_file_describes_the_server_and_its_stack() {
     let args = ["--config", config.to_str().unwrap(), "--max-connections", "4"];
     let server = start(&args, &socket);
     assert!(server.log.contains("mode wb"), "{}", server.log);
+    assert!(server.log.contains("behaving as nvme"), "{}", server.log);
     assert!(server.log.contains(&dir.join("disk.img").display().to_string()), "{}", server.log);
     qemu_io(&server, &["write -P 0x5a 12288 8192", "flush"]);
     let read = qemu_io(&server, &["read -P 0x5a 12288 8192"]);
