@@ -276,11 +276,12 @@ fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs)> {
             stack_of_options(&args, lower_size)?
         }
     };
-    let stack = StackConfig::try_from(spec);
-    let stack = match &from_file {
-        Some(place) => stack.with_context(|| place.clone())?,
-        None => stack?,
+    // Errors of a stack read from the file name the file.
+    let located = |e: anyhow::Error| match &from_file {
+        Some(place) => e.context(place.clone()),
+        None => e,
     };
+    let stack = StackConfig::try_from(spec).map_err(|e| located(e.into()))?;
     let mut media = Vec::new();
     // One tier with a slow or flash path lives there; two put DRAM on top of it.
     if lower.is_none() || stack.tiers.len() > 1 {
@@ -288,12 +289,9 @@ fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs)> {
     }
     media.extend(lower.map(|(kind, _, _)| kind));
     let block = parse_size(args.block_size.as_deref().unwrap_or("4KiB")).context("--block-size")?;
-    let builder = CacheBuilder::new(PolicyConfig::Lru).stack(&stack, media);
-    let builder = match &from_file {
-        Some(place) => builder.with_context(|| place.clone())?,
-        None => builder?,
-    };
-    let builder = builder
+    let builder = CacheBuilder::new(PolicyConfig::Lru)
+        .stack(&stack, media)
+        .map_err(|e| located(e.into()))?
         .block_size(block as usize)
         .shards(args.shards.unwrap_or(16))
         .recover(args.recover.unwrap_or(Recover::Quiet));

@@ -811,10 +811,7 @@ impl CacheCore {
 
     /// Drops `key` if cached (its data was freed or overwritten elsewhere).
     pub fn invalidate(&self, key: Key) {
-        let req = self.request(key, Op::Delete);
-        let mut shard = self.shard(key);
-        shard.decide(&req);
-        shard.apply(key, None).expect("dropping a block does no I/O");
+        self.delete(key, false);
     }
 
     /// Drops `key`, dirty or not, without writing it back: its data was discarded (a TRIM).
@@ -822,9 +819,17 @@ impl CacheCore {
     /// crash after the drop must not find the backing device's older bytes. A block whose
     /// dirty data was lost reads again, as the backing device's.
     pub fn discard(&self, key: Key) {
+        self.delete(key, true);
+    }
+
+    /// Drops `key` if cached, as the policy decides a delete; with `forget_lost`, a loss of its
+    /// dirty data is forgotten too.
+    fn delete(&self, key: Key, forget_lost: bool) {
         let req = self.request(key, Op::Delete);
         let mut shard = self.shard(key);
-        shard.lost.remove(&key);
+        if forget_lost {
+            shard.lost.remove(&key);
+        }
         shard.decide(&req);
         shard.apply(key, None).expect("dropping a block does no I/O");
     }

@@ -76,13 +76,23 @@ pub fn punch_hole(file: &File, at: u64, len: u64) -> io::Result<()> {
     }
 }
 
-/// Writes `len` zero bytes from `at`, a megabyte at a time.
+/// Writes `len` zero bytes from `at` to `device`, a megabyte at a time.
 pub fn write_zeros<D: Device + ?Sized>(device: &D, at: u64, len: u64) -> io::Result<()> {
+    in_zero_chunks(at, len, |zeros, at| device.write_at(zeros, at))
+}
+
+/// Calls `write` with zeros and where they go, a megabyte at a time, to cover `len` bytes
+/// from `at`.
+pub fn in_zero_chunks<E>(
+    at: u64,
+    len: u64,
+    mut write: impl FnMut(&[u8], u64) -> Result<(), E>,
+) -> Result<(), E> {
     let zeros = vec![0u8; len.min(1 << 20) as usize];
     let mut done = 0;
     while done < len {
         let n = (len - done).min(zeros.len() as u64);
-        device.write_at(&zeros[..n as usize], at + done)?;
+        write(&zeros[..n as usize], at + done)?;
         done += n;
     }
     Ok(())
@@ -109,6 +119,10 @@ pub struct FileDevice {
 impl FileDevice {
     pub fn new(file: File, path: &Path) -> FileDevice {
         FileDevice { file, path: path.to_path_buf() }
+    }
+
+    pub(crate) fn file(&self) -> &File {
+        &self.file
     }
 }
 

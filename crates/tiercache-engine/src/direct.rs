@@ -12,7 +12,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 
 use crate::block::{BlockFault, Stamp};
-use crate::device::{read_exact_at, Device};
+use crate::device::{read_exact_at, Device, FileDevice};
 use crate::error::EngineError;
 use crate::store::ReadFault;
 
@@ -348,8 +348,8 @@ impl DirectSlots {
 /// `CachedFile` over blocks of a multiple of 4 KiB never does that), and the file's length is a
 /// multiple of 4 KiB, so a whole-page write never extends it.
 pub struct DirectFile {
-    file: File,
-    path: std::path::PathBuf,
+    /// The file opened with `O_DIRECT`: its aligned requests go straight through.
+    inner: FileDevice,
 }
 
 impl DirectFile {
@@ -377,7 +377,7 @@ impl DirectFile {
                 ),
             ));
         }
-        Ok(DirectFile { file, path: path.to_path_buf() })
+        Ok(DirectFile { inner: FileDevice::new(file, path) })
     }
 
     /// The pages that hold `len` bytes from `at`: their first byte and their length.
@@ -392,21 +392,6 @@ impl DirectFile {
         at.is_multiple_of(DIRECT_ALIGN as u64)
             && bytes.len().is_multiple_of(DIRECT_ALIGN)
             && (bytes.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN)
-    }
-
-    /// Reads whole pages into `buf` from `at` until it is full or the file ends.
-    fn read_pages(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-        use std::os::unix::fs::FileExt;
-        let mut done = 0;
-        while done < buf.len() {
-            match self.file.read_at(&mut buf[done..], at + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(done)
     }
 }
 
@@ -423,16 +408,16 @@ fn device_len(file: &File) -> std::io::Result<u64> {
 
 impl Device for DirectFile {
     fn path(&self) -> &Path {
-        &self.path
+        self.inner.path()
     }
 
     fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
         if DirectFile::aligned(at, buf) {
-            return self.read_pages(buf, at);
+            return self.inner.read_at(buf, at);
         }
         let (start, span) = DirectFile::pages(at, buf.len());
         let mut pages = AlignedBuf::new(span);
-        let got = self.read_pages(pages.as_mut_slice(), start)?;
+        let got = self.inner.read_at(pages.as_mut_slice(), start)?;
         let skip = (at - start) as usize;
         let n = got.saturating_sub(skip).min(buf.len());
         buf[..n].copy_from_slice(&pages.as_slice()[skip..skip + n]);
@@ -440,9 +425,8 @@ impl Device for DirectFile {
     }
 
     fn write_at(&self, data: &[u8], at: u64) -> std::io::Result<()> {
-        use std::os::unix::fs::FileExt;
         if DirectFile::aligned(at, data) {
-            return self.file.write_all_at(data, at);
+            return self.inner.write_at(data, at);
         }
         let (start, span) = DirectFile::pages(at, data.len());
         let mut pages = AlignedBuf::new(span);
@@ -450,26 +434,26 @@ impl Device for DirectFile {
         let align = DIRECT_ALIGN;
         // The pages at either end keep their other bytes (past the end, zeros).
         if skip > 0 {
-            self.read_pages(&mut pages.as_mut_slice()[..align], start)?;
+            self.inner.read_at(&mut pages.as_mut_slice()[..align], start)?;
         }
         if !(skip + data.len()).is_multiple_of(align) && (span > align || skip == 0) {
             let last = span - align;
-            self.read_pages(&mut pages.as_mut_slice()[last..], start + last as u64)?;
+            self.inner.read_at(&mut pages.as_mut_slice()[last..], start + last as u64)?;
         }
         pages.as_mut_slice()[skip..skip + data.len()].copy_from_slice(data);
-        self.file.write_all_at(pages.as_slice(), start)
+        self.inner.write_at(pages.as_slice(), start)
     }
 
     fn sync(&self) -> std::io::Result<()> {
-        self.file.sync_data()
+        self.inner.sync()
     }
 
     fn len(&self) -> std::io::Result<u64> {
-        device_len(&self.file)
+        device_len(self.inner.file())
     }
 
     fn discard(&self, at: u64, len: u64) -> std::io::Result<()> {
-        crate::device::punch_hole(&self.file, at, len).or_else(|e| match e.raw_os_error() {
+        crate::device::punch_hole(self.inner.file(), at, len).or_else(|e| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::ENODEV) => {
                 crate::device::write_zeros(self, at, len)
             }

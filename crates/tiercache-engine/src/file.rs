@@ -270,14 +270,7 @@ impl CachedFile {
 
     /// Writes `len` zeros from `offset` through the cache, as any write.
     pub fn write_zeros(&self, offset: u64, len: u64) -> Result<(), EngineError> {
-        let zeros = vec![0u8; len.min(1 << 20) as usize];
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(zeros.len() as u64);
-            self.write_at(offset + done, &zeros[..n as usize])?;
-            done += n;
-        }
-        Ok(())
+        crate::device::in_zero_chunks(offset, len, |zeros, at| self.write_at(at, zeros).map(drop))
     }
 
     /// Writes `data` at `offset`, extending the file if needed; returns `data.len()`.
