@@ -1,31 +1,39 @@
 //! Hibachi's sequential list (Fan et al., "Hibachi: A Cooperative Hybrid Cache with NVRAM and
 //! DRAM for Storage Arrays", MSST'17, section IV-E): the runs of consecutive dirty page numbers,
-//! kept so the longest run can be found at once and flushed as one sequential write. Two hash
-//! maps hold each run by its first and by its last page; a priority queue orders runs by
-//! length. Inserting a page merges it with the run ending just before it and the run starting
-//! just after it; removing a page splits its run.
+//! kept so the longest run can be found at once and flushed as one sequential write. An
+//! ordered map holds each run by its first page and a hash map by its last; a priority queue
+//! orders runs by length. Inserting a page merges it with the run ending just before it and
+//! the run starting just after it; removing a page splits its run. Both cost O(log runs),
+//! whatever the runs' lengths: a page's run is the one starting at or before it.
 //!
-//! Invariants: runs are disjoint and never adjacent (adjacent runs are merged); every page of a
-//! run is in `run_of` under the run's first page.
+//! Invariants: runs are disjoint and never adjacent (adjacent runs are merged); `pages` holds
+//! exactly the pages of the runs.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use tiercache_core::{Key, KeyMap};
+use tiercache_core::{Key, KeyMap, KeySet};
 
 #[derive(Default)]
 pub struct SequentialList {
-    /// First page -> last page, and last page -> first page.
-    by_start: KeyMap<Key>,
+    /// First page -> last page, in page order, and last page -> first page.
+    by_start: BTreeMap<Key, Key>,
     by_end: KeyMap<Key>,
     /// (length, first page), longest last.
     by_length: BTreeSet<(u64, Key)>,
-    /// Every page -> the first page of its run.
-    run_of: KeyMap<Key>,
+    /// Every page of every run.
+    pages: KeySet,
 }
 
 impl SequentialList {
     pub fn contains(&self, page: Key) -> bool {
-        self.run_of.contains_key(&page)
+        self.pages.contains(&page)
+    }
+
+    /// The first page of the run holding `page`, which must be listed.
+    fn run_of(&self, page: Key) -> Key {
+        let (&start, &end) = self.by_start.range(..=page).next_back().expect("a listed page");
+        debug_assert!(end >= page, "page {page} outside its run {start}..={end}");
+        start
     }
 
     pub fn runs(&self) -> usize {
@@ -42,9 +50,6 @@ impl SequentialList {
         self.by_start.insert(start, end);
         self.by_end.insert(end, start);
         self.by_length.insert((end - start + 1, start));
-        for page in start..=end {
-            self.run_of.insert(page, start);
-        }
     }
 
     fn drop_run(&mut self, start: Key) -> Key {
@@ -56,7 +61,7 @@ impl SequentialList {
 
     /// Adds a dirty page, merging it with its neighbours' runs.
     pub fn insert(&mut self, page: Key) {
-        if self.contains(page) {
+        if !self.pages.insert(page) {
             return;
         }
         let mut start = page;
@@ -74,11 +79,11 @@ impl SequentialList {
 
     /// Removes one page (evicted or written back), splitting its run.
     pub fn remove(&mut self, page: Key) {
-        let Some(&start) = self.run_of.get(&page) else { return };
-        let end = self.drop_run(start);
-        for p in start..=end {
-            self.run_of.remove(&p);
+        if !self.pages.remove(&page) {
+            return;
         }
+        let start = self.run_of(page);
+        let end = self.drop_run(start);
         if start < page {
             self.add_run(start, page - 1);
         }
@@ -91,7 +96,7 @@ impl SequentialList {
     pub fn take_run(&mut self, start: Key) -> Vec<Key> {
         let end = self.drop_run(start);
         for p in start..=end {
-            self.run_of.remove(&p);
+            self.pages.remove(&p);
         }
         (start..=end).collect()
     }
