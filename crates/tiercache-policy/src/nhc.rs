@@ -76,6 +76,9 @@ pub struct NhcConfig {
     /// caching until the hit rate is stable, as Algorithm 1, then data_admit off and this
     /// `load_admit` for good.
     pub fixed_load_admit: Option<f64>,
+    /// With `fixed_load_admit`: keep admitting read misses in the held split (data_admit on),
+    /// so a split is measured apart from not admitting.
+    pub held_data_admit: bool,
 }
 
 impl Default for NhcConfig {
@@ -87,6 +90,7 @@ impl Default for NhcConfig {
             window: 20,
             alpha: 0.05,
             fixed_load_admit: None,
+            held_data_admit: false,
         }
     }
 }
@@ -94,14 +98,14 @@ impl Default for NhcConfig {
 impl NhcConfig {
     /// Parses `nhc` or `nhc:key=value,...` with keys `target` (throughput, mean-latency,
     /// p99-latency), `step`, `stable`, `window` (intervals), `alpha`, and `load_admit`
-    /// (a static split; no tuning).
+    /// (a static split; no tuning), with `data_admit=on` to keep admitting read misses in it.
     pub fn parse(text: &str) -> Result<NhcConfig, PolicyError> {
         let bad = |key: &str, reason: String| PolicyError::bad("nhc", key, reason);
         let (base, params) = text.split_once(':').unwrap_or((text, ""));
         if base.trim() != "nhc" {
             return Err(PolicyError::UnknownPolicy {
                 name: base.into(),
-                known: "nhc[:target=throughput|mean-latency|p99-latency,step=F,stable=F,window=N,alpha=F,load_admit=F]"
+                known: "nhc[:target=throughput|mean-latency|p99-latency,step=F,stable=F,window=N,alpha=F,load_admit=F,data_admit=on|off]"
                     .into(),
             });
         }
@@ -135,6 +139,13 @@ impl NhcConfig {
                 "load_admit" | "load-admit" => {
                     config.fixed_load_admit = Some(fraction("load_admit", value, 0.0)?)
                 }
+                "data_admit" | "data-admit" => {
+                    config.held_data_admit = match value {
+                        "on" | "1" => true,
+                        "off" | "0" => false,
+                        _ => return Err(bad("data_admit", format!("'{value}': use on or off"))),
+                    }
+                }
                 "window" => {
                     config.window = match value.parse::<usize>() {
                         Ok(n) if n > 0 => n,
@@ -146,7 +157,7 @@ impl NhcConfig {
                 other => {
                     return Err(bad(
                         other,
-                        "is not a parameter; use target, step, stable, window, alpha, load_admit"
+                        "is not a parameter; use target, step, stable, window, alpha, load_admit, data_admit"
                             .into(),
                     ))
                 }
@@ -260,6 +271,7 @@ impl Scheduler {
                 let now = self.hit_rate(0, window).unwrap_or(0.0);
                 self.data_admit = false;
                 if let Some(load_admit) = self.config.fixed_load_admit {
+                    self.data_admit = self.config.held_data_admit;
                     self.load_admit = load_admit;
                     self.state = State::Held;
                     return;
@@ -556,6 +568,24 @@ mod tests {
             from_backing += d.from_backing as u64;
         }
         assert!((7300..7700).contains(&from_backing), "{from_backing} of 10000, expected 7500");
+    }
+
+    #[test]
+    fn a_static_split_with_data_admit_on_keeps_admitting_read_misses() {
+        let config = NhcConfig::parse("nhc:load_admit=0.5,data_admit=on").unwrap();
+        assert!(config.held_data_admit);
+        let config = NhcConfig { window: small_window().window, ..config };
+        let mut nhc = Nhc::new(lru(100), config, 7);
+        let mut d = Decision::new();
+        for _ in 0..4 {
+            nhc.observe(&interval(5000, 0.9));
+        }
+        assert!(nhc.scheduler().data_admit() && nhc.scheduler().load_admit() == 0.5);
+        nhc.decide(&Request::read(5, 1), &mut d);
+        assert!(d.actions.iter().any(|a| matches!(a, Action::Insert { key: 5, .. })), "{d:?}");
+        let off = NhcConfig::parse("nhc:load_admit=0.5").unwrap();
+        assert!(!off.held_data_admit, "a static split stops admitting by default");
+        assert!(NhcConfig::parse("nhc:load_admit=0.5,data_admit=maybe").is_err());
     }
 
     #[test]
