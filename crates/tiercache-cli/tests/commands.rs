@@ -639,8 +639,9 @@ fn sim_runs_behind_nvcache_admission() {
 }
 
 /// Every lab experiment runs (at its tiny test scale) and writes a report whose claims each
-/// carry a verdict, with the CSV files the report links. The quick and full scales are the
-/// same code with more requests.
+/// carry a rule and a verdict, with the files the report links. A verdict follows its cases:
+/// "holds" or "holds in shape" only when every case meets the rule, "not tested" only with no
+/// case. The quick and full scales are the same code with more requests.
 #[test]
 fn lab_experiments_write_reports_with_verdicts() {
     let list = tiercache(&["lab", "list"]);
@@ -650,23 +651,35 @@ fn lab_experiments_write_reports_with_verdicts() {
     let out = scratch("lab");
     tiercache(&["lab", "run", "all", "--smoke", "--out", out.to_str().unwrap()]);
     for name in ["writes-hurt", "orthus", "kassa", "hibachi"] {
-        let dir = out.join(name);
-        let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
-        let claims: Vec<&str> = report
+        let report = std::fs::read_to_string(out.join(format!("{name}.md"))).unwrap();
+        let rows: Vec<&str> = report
             .lines()
-            .skip_while(|l| !l.starts_with("## Claims"))
-            .skip(4)
+            .skip_while(|l| !l.starts_with("| # | the paper says"))
+            .skip(2)
             .take_while(|l| l.starts_with('|'))
             .collect();
-        assert!(claims.len() >= 3, "{name}: {report}");
-        for claim in &claims {
-            let verdict = ["**holds**", "**holds in shape**", "**does not hold**"];
-            assert!(verdict.iter().any(|v| claim.contains(v)), "{name}: {claim}");
+        assert!(rows.len() >= 3, "{name}: {report}");
+        let json = std::fs::read_to_string(out.join(name).join("claims.json")).unwrap();
+        let claims: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let claims = claims.as_array().unwrap();
+        assert_eq!(claims.len(), rows.len(), "{name}: one row per claim");
+        for (row, claim) in rows.iter().zip(claims) {
+            let cases = claim["cases"].as_array().unwrap();
+            let all_hold = cases.iter().all(|c| c["holds"].as_bool().unwrap());
+            let verdict = claim["verdict"].as_str().unwrap();
+            let expected = match (cases.is_empty(), all_hold, claim["kind"].as_str().unwrap()) {
+                (true, _, _) => "not_tested",
+                (false, false, _) => "does_not_hold",
+                (false, true, "value") => "holds",
+                (false, true, _) => "holds_in_shape",
+            };
+            assert_eq!(verdict, expected, "{name}: {row}");
+            let shown = format!("**{}**", verdict.replace('_', " "));
+            assert!(row.contains(&shown), "{name}: {row} should show {shown}");
+            assert!(!claim["rule"].as_str().unwrap().is_empty(), "{name}: {row}");
         }
         for link in report.split("](").skip(1).filter_map(|s| s.split(')').next()) {
-            if link.ends_with(".csv") {
-                assert!(dir.join(link).exists(), "{name}: {link} is linked but missing");
-            }
+            assert!(out.join(link).exists(), "{name}: {link} is linked but missing");
         }
     }
     let err = tiercache_fails(&["lab", "run", "tape", "--smoke"]);

@@ -1,11 +1,13 @@
-//! Hibachi (Fan et al., MSST'17): read and write hit rates against Hybrid-LRU and Hybrid-ARC,
-//! and the paper's latency formulas (section V-B).
+//! Hibachi (Fan et al., MSST'17): read and write hit rates against Hybrid-LRU and Hybrid-ARC
+//! on every real block trace of the test data, where read hits land (Figure 8), and the
+//! paper's latency formulas (section V-B).
 
 use std::path::PathBuf;
 
+use rayon::prelude::*;
 use tiercache_core::{Capacity, Request};
 use tiercache_policy::hibachi::HibachiConfig;
-use tiercache_policy::{PolicyConfig, StackConfig};
+use tiercache_policy::{AnyPolicy, Policy, PolicyConfig, StackConfig};
 use tiercache_sim::{simulate_slice, RunOptions, SimReport};
 use tiercache_workload::gen::KeyDistribution;
 use tiercache_workload::{TraceFormat, TraceOptions, TraceReader};
@@ -13,150 +15,236 @@ use tiercache_workload::{TraceFormat, TraceOptions, TraceReader};
 use super::*;
 
 const POLICIES: [&str; 3] = ["Hibachi", "Hybrid-LRU", "Hybrid-ARC"];
-const SIZES_MIB: [u64; 4] = [8, 32, 128, 256];
+/// Section V-B's total cache sizes (half DRAM, half NVRAM); the read comparison is given for
+/// the first four, the write comparison for all six.
+const SIZES_MIB: [u64; 6] = [8, 16, 32, 64, 128, 256];
+const READ_SIZES: usize = 4;
+/// Figure 6 and section V-B1: Hibachi's read hit rate over Hybrid-LRU's and Hybrid-ARC's,
+/// averaged over the workloads, at 8, 16, 32 and 64 MB.
+const PAPER_READ_RATIO: [[f64; READ_SIZES]; 2] = [[3.0, 2.9, 1.8, 1.1], [2.7, 1.9, 1.2, 1.1]];
+/// Figure 10, section V-B2: write hit rate gains in points over Hybrid-LRU and Hybrid-ARC.
+const PAPER_WRITE_GAIN: [[f64; 6]; 2] =
+    [[2.2, 2.5, 4.7, 4.8, 8.4, 3.4], [2.7, 3.4, 5.7, 5.0, 8.4, 3.4]];
 /// Section V-B: RAM (DRAM and NVRAM) 50 ns, disk 10 ms.
 const LAT_RAM_NS: f64 = 50.0;
 const LAT_HDD_NS: f64 = 10e6;
+/// Figure 9: the largest ARCL with NVRAM 10x slower, over ARCL with NVRAM as fast as DRAM.
+const PAPER_ARCL_MAX: f64 = 3.16;
 
-/// The CloudPhysics trace of the repository's test data: in `$TIERCACHE_DATA`, in `data/` of the
-/// working directory, or in the checkout this binary was built from.
-fn cloudphysics_trace() -> Option<PathBuf> {
+/// The real traces of the test data: file, format, name.
+const TRACES: [(&str, &str, &str); 7] = [
+    ("cloudPhysicsIO.vscsi.zst", "vscsi", "cloudPhysicsIO"),
+    ("arc_OLTP.lis.zst", "arc-lis", "ARC OLTP"),
+    ("arc_P2.lis.zst", "arc-lis", "ARC P2"),
+    ("arc_P3.lis.zst", "arc-lis", "ARC P3"),
+    ("msr_hm_0_first1000.csv.zst", "msr", "MSR hm_0 (1000 lines)"),
+    ("systor17_traces_sample1000.csv.gz", "systor", "SYSTOR'17 sample"),
+    ("systor17_additional_sample1000.csv.gz", "systor", "SYSTOR'17 additional sample"),
+];
+
+/// The repository's test data: `$TIERCACHE_DATA`, `data/` of the working directory, or the
+/// checkout this binary was built from.
+pub fn data_dir() -> Option<PathBuf> {
     let candidates = [
         std::env::var_os("TIERCACHE_DATA").map(PathBuf::from),
         Some(PathBuf::from("data")),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data")),
     ];
-    candidates.into_iter().flatten().map(|dir| dir.join(CLOUDPHYSICS)).find(|p| p.exists())
+    candidates.into_iter().flatten().find(|d| d.join(TRACES[0].0).exists())
 }
 
-const CLOUDPHYSICS: &str = "cloudPhysicsIO.vscsi.zst";
-
-fn options(policy: &str, total_blocks: u64) -> RunOptions {
-    let half = Capacity::objects((total_blocks / 2).max(1));
-    let config = match policy {
+fn config(policy: &str) -> PolicyConfig {
+    match policy {
         "Hibachi" => PolicyConfig::Hibachi(HibachiConfig::default()),
         "Hybrid-LRU" => {
             PolicyConfig::Hibachi(HibachiConfig { hybrid_lru: true, ..HibachiConfig::default() })
         }
         _ => PolicyConfig::HybridArc,
-    };
-    let mut stack = StackConfig::single(config, half);
+    }
+}
+
+fn options(policy: &str, total_blocks: u64) -> RunOptions {
+    let half = Capacity::objects((total_blocks / 2).max(1));
+    let mut stack = StackConfig::single(config(policy), half);
     stack.tiers.push((PolicyConfig::Lru, half));
     RunOptions { logical_time: true, ..RunOptions::new(stack) }
 }
 
-fn read_hit_rate(r: &SimReport, tier: usize) -> f64 {
-    r.read_hits_by_tier.get(&tier).copied().unwrap_or(0) as f64 / r.counters.reads.max(1) as f64
+fn read_hits(r: &SimReport, tier: usize) -> u64 {
+    r.read_hits_by_tier.get(&tier).copied().unwrap_or(0)
+}
+
+struct Workload {
+    name: String,
+    requests: Vec<Request>,
+    /// Distinct 4 KiB blocks.
+    footprint: u64,
+    writes: bool,
+}
+
+fn workload(name: String, requests: Vec<Request>) -> Workload {
+    let mut keys: Vec<u64> = requests.iter().map(|r| r.key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let writes = requests.iter().any(|r| r.op == tiercache_core::Op::Write);
+    Workload { name, footprint: keys.len() as u64, writes, requests }
+}
+
+/// One cell: the three policies on one trace at one size.
+struct Cell {
+    workload: usize,
+    mib: u64,
+    reports: Vec<SimReport>,
+}
+
+impl Cell {
+    fn read(&self, p: usize) -> f64 {
+        self.reports[p].read_hit_ratio
+    }
+    fn write(&self, p: usize) -> f64 {
+        self.reports[p].write_hit_ratio
+    }
 }
 
 pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
-    let synthetic_requests = lab.scale.requests(2_000_000);
-    let mut workloads: Vec<(String, Vec<Request>)> = Vec::new();
-    match cloudphysics_trace() {
-        Some(path) => {
-            lab.step(format!("reading {}", path.display()));
-            let options = TraceOptions { format: TraceFormat::parse("auto", None)?, block_size: Some(4096), skip_bad: false };
-            let mut requests: Vec<Request> = TraceReader::open(&path, &options)?.collect::<Result<_, _>>()?;
-            if lab.scale == Scale::Smoke {
-                requests.truncate(20_000);
+    let limit = match lab.scale {
+        Scale::Full => usize::MAX,
+        Scale::Quick => 4_000_000,
+        Scale::Smoke => 20_000,
+    };
+    let mut workloads = Vec::new();
+    match data_dir() {
+        Some(dir) => {
+            for (file, format, name) in TRACES {
+                let path = dir.join(file);
+                lab.step(format!("reading {}", path.display()));
+                let options = TraceOptions {
+                    format: TraceFormat::parse(format, None)?,
+                    block_size: Some(4096),
+                    skip_bad: false,
+                };
+                let mut requests = Vec::new();
+                for request in TraceReader::open(&path, &options)?.take(limit) {
+                    requests.push(request?);
+                }
+                workloads.push(workload(name.to_string(), requests));
             }
-            workloads.push(("cloudPhysicsIO (4 KiB blocks)".into(), requests));
         }
         None => lab.setup(
-            "The test data's cloudPhysicsIO.vscsi.zst was not found (run from the checkout, or set \
-             TIERCACHE_DATA to its data/ folder): the cloudPhysicsIO rows are left out.",
+            "The test data (data/ of the checkout) was not found: run from the checkout or set \
+             TIERCACHE_DATA to its data/ folder. Only the synthetic workload ran.",
         ),
     }
-    workloads.push((
-        "write-heavy Zipf 0.9 (30% reads)".into(),
+    let synthetic_requests = lab.scale.requests(2_000_000);
+    workloads.push(workload(
+        "synthetic write-heavy Zipf 0.9 (30% reads)".into(),
         blocks(KeyDistribution::ScrambledZipf { theta: 0.9 }, 200_000, synthetic_requests, 0.3, 11),
     ));
+    let real = workloads.len() - 1;
     lab.setup(format!(
-        "Half DRAM, half NVRAM, 4 KiB pages, total caches of {} MiB (the paper's section V sizes); \
-         counts only, no device time. Workloads: the cloudPhysicsIO block trace and a synthetic \
-         write-heavy scrambled Zipf 0.9 over 200,000 blocks ({synthetic_requests} requests). The \
-         paper's MSR Cambridge volumes are not available here.",
-        SIZES_MIB.map(|s| s.to_string()).join(", ")
+        "Half DRAM, half NVRAM, 4 KiB pages, total caches of {} MiB (section V's sizes); counts \
+         only, no device time. Every real block trace of the test data, requests split into 4 KiB \
+         blocks{}, and a synthetic write-heavy scrambled Zipf 0.9 over 200,000 blocks \
+         ({synthetic_requests} requests) that no claim uses. The paper's MSR Cambridge volumes \
+         (rsrch_0, wdev_0, stg_0, ts_0) are not available here; our MSR file is hm_0's first \
+         1000 lines.",
+        SIZES_MIB.map(|s| s.to_string()).join(", "),
+        if limit == usize::MAX { String::new() } else { format!(" (the first {limit} of each)") },
     ));
+    lab.setup(
+        "A cell (trace, size) counts toward a claim only if the trace touches more distinct \
+         blocks than the cache holds: otherwise every policy misses only the first touch of each \
+         block and the cell says nothing about policy. Read claims use traces with reads, write \
+         claims traces with writes; ratios skip cells where the baseline has no read hit.",
+    );
     lab.setup("Latency formulas with the paper's constants: RAM 50 ns, disk 10 ms; NVRAM 1x, 5x and 10x slower than DRAM.");
+
+    let jobs: Vec<(usize, u64, usize)> = (0..workloads.len())
+        .flat_map(|w| {
+            SIZES_MIB.iter().flat_map(move |&m| (0..POLICIES.len()).map(move |p| (w, m, p)))
+        })
+        .collect();
+    lab.step(format!("{} simulations on {} threads", jobs.len(), rayon::current_num_threads()));
+    let results: Vec<SimReport> = jobs
+        .par_iter()
+        .map(|&(w, mib, p)| {
+            simulate_slice(&options(POLICIES[p], mib * 256), &workloads[w].requests)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut cells: Vec<Cell> = Vec::new();
+    for (job, report) in jobs.iter().zip(results) {
+        if job.2 == 0 {
+            cells.push(Cell { workload: job.0, mib: job.1, reports: Vec::new() });
+        }
+        cells.last_mut().expect("a cell").reports.push(report);
+    }
+
+    lab.heading("The traces");
+    let rows: Vec<Vec<String>> = workloads
+        .iter()
+        .map(|w| {
+            let reads = w.requests.iter().filter(|r| r.op == tiercache_core::Op::Read).count();
+            vec![
+                w.name.clone(),
+                w.requests.len().to_string(),
+                pct(reads as f64 / w.requests.len().max(1) as f64),
+                w.footprint.to_string(),
+                f1(w.footprint as f64 / 256.0),
+            ]
+        })
+        .collect();
+    lab.table(
+        "traces",
+        &["trace", "4 KiB requests", "reads", "distinct blocks", "footprint MiB"],
+        &rows,
+    )?;
 
     lab.heading("Read and write hit rates");
     let mut rows = Vec::new();
-    let mut arcl_rows = Vec::new();
-    let (mut read_leads, mut write_leads, mut cells) = (0, 0, 0);
-    let mut small_margin = Vec::new();
-    let mut worst_arcl: f64 = 1.0;
-    let mut worst_nvram_share = 0.0;
-    let mut charts = Vec::new();
-    for (name, requests) in &workloads {
-        let mut curves: Vec<Vec<(f64, f64)>> = vec![Vec::new(); POLICIES.len()];
-        for mib in SIZES_MIB {
-            let total = mib * 256;
-            let mut reports = Vec::new();
-            for policy in POLICIES {
-                lab.step(format!("{name}, {mib} MiB, {policy}"));
-                reports.push(simulate_slice(&options(policy, total), requests)?);
-            }
-            for (curve, r) in curves.iter_mut().zip(&reports) {
-                curve.push((mib as f64, r.read_hit_ratio * 100.0));
-            }
-            for (policy, r) in POLICIES.iter().zip(&reports) {
-                let asrl_ns = LAT_RAM_NS * r.read_hit_ratio + LAT_HDD_NS * (1.0 - r.read_hit_ratio);
-                rows.push(vec![
-                    name.clone(),
-                    mib.to_string(),
-                    policy.to_string(),
-                    pct(r.read_hit_ratio),
-                    pct(r.write_hit_ratio),
-                    f3(asrl_ns / 1e6),
-                ]);
-            }
-            let h = &reports[0];
-            cells += 1;
-            read_leads += (h.read_hit_ratio
-                >= reports[1].read_hit_ratio.max(reports[2].read_hit_ratio))
-                as usize;
-            write_leads += (h.write_hit_ratio
-                >= reports[1].write_hit_ratio.max(reports[2].write_hit_ratio))
-                as usize;
-            if mib == SIZES_MIB[0] {
-                small_margin.push(format!(
-                    "{name} {mib} MiB: {:+.1} points",
-                    (h.read_hit_ratio - reports[1].read_hit_ratio.max(reports[2].read_hit_ratio))
-                        * 100.0
-                ));
-            }
-            // ARCL for Hibachi, normalized to NVRAM as fast as DRAM.
-            let (rate_d, rate_n) = (read_hit_rate(h, 0), read_hit_rate(h, 1));
-            let arcl = |slower: f64| LAT_RAM_NS * slower * rate_n + LAT_RAM_NS * rate_d;
-            let base = arcl(1.0).max(1e-12);
-            for slower in [1.0, 5.0, 10.0] {
-                let normalized = arcl(slower) / base;
-                if normalized > worst_arcl {
-                    worst_arcl = normalized;
-                    worst_nvram_share = rate_n / (rate_n + rate_d).max(1e-12);
-                }
-                arcl_rows.push(vec![
-                    name.clone(),
-                    mib.to_string(),
-                    format!("{slower}x"),
-                    pct(rate_d),
-                    pct(rate_n),
-                    f3(normalized),
-                ]);
-            }
+    for c in &cells {
+        let w = &workloads[c.workload];
+        for (p, r) in c.reports.iter().enumerate() {
+            let asrl_ns = LAT_RAM_NS * r.read_hit_ratio + LAT_HDD_NS * (1.0 - r.read_hit_ratio);
+            rows.push(vec![
+                w.name.clone(),
+                c.mib.to_string(),
+                POLICIES[p].to_string(),
+                pct(r.read_hit_ratio),
+                if w.writes { pct(r.write_hit_ratio) } else { "-".into() },
+                read_hits(r, 0).to_string(),
+                read_hits(r, 1).to_string(),
+                f3(asrl_ns / 1e6),
+            ]);
         }
-        let lines: Vec<Series> =
-            POLICIES.iter().zip(curves).map(|(policy, points)| series(*policy, points)).collect();
-        charts.push((name.clone(), lines));
     }
     lab.table(
         "hit-rates",
-        &["workload", "total MiB", "policy", "read hit", "write hit", "ASRL ms"],
+        &[
+            "workload",
+            "total MiB",
+            "policy",
+            "read hit",
+            "write hit",
+            "read hits in DRAM",
+            "read hits in NVRAM",
+            "ASRL ms",
+        ],
         &rows,
     )?;
-    for (i, (name, lines)) in charts.iter().enumerate() {
-        let title = format!("Read hit rate, {name}");
+    for (i, w) in workloads.iter().enumerate() {
+        let lines: Vec<Series> = POLICIES
+            .iter()
+            .enumerate()
+            .map(|(p, name)| {
+                let points = cells
+                    .iter()
+                    .filter(|c| c.workload == i)
+                    .map(|c| (c.mib as f64, c.read(p) * 100.0))
+                    .collect();
+                series(*name, points)
+            })
+            .collect();
+        let title = format!("Read hit rate, {}", w.name);
         lab.chart(
             &format!("read-hits-{i}"),
             &Chart {
@@ -165,44 +253,228 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
                 y_label: "read hit rate (%)",
                 log_x: true,
                 x_format: |x| format!("{x:.0} MiB"),
-                series: lines,
+                series: &lines,
             },
         )?;
     }
-    lab.heading("Average read cache latency (ARCL) of Hibachi, normalized to NVRAM = DRAM");
-    lab.table(
-        "arcl",
-        &[
-            "workload",
-            "total MiB",
-            "NVRAM latency",
-            "read hits in DRAM",
-            "read hits in NVRAM",
-            "ARCL / ARCL(1x)",
-        ],
-        &arcl_rows,
-    )?;
 
+    // A cell informs a claim when the trace is real and outgrows the cache.
+    let informs = |c: &Cell| c.workload < real && workloads[c.workload].footprint > c.mib * 256;
+    let mut claim = Claim::shape(
+        "Hibachi section V-B1, Figure 6",
+        "Hibachi's read hit rate is above Hybrid-LRU's and Hybrid-ARC's: on average 3x, 2.9x, 1.8x, 1.1x Hybrid-LRU's and 2.7x, 1.9x, 1.2x, 1.1x Hybrid-ARC's at 8, 16, 32, 64 MB",
+        "at each of the four sizes, the mean over the real traces of Hibachi's read hit rate divided by the baseline's is at least 1",
+    );
+    for (b, baseline) in [(1, "Hybrid-LRU"), (2, "Hybrid-ARC")] {
+        for (s, &mib) in SIZES_MIB[..READ_SIZES].iter().enumerate() {
+            let ratios: Vec<f64> = cells
+                .iter()
+                .filter(|c| c.mib == mib && informs(c) && c.read(b) > 0.0)
+                .map(|c| c.read(0) / c.read(b))
+                .collect();
+            if ratios.is_empty() {
+                continue;
+            }
+            let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+            claim = claim.case(
+                Case::at_least(
+                    format!("{mib} MiB over {baseline} ({})", traces(ratios.len())),
+                    mean,
+                    1.0,
+                    times,
+                )
+                .paper(times(PAPER_READ_RATIO[b - 1][s])),
+            );
+        }
+    }
+    lab.claim(claim);
+
+    let mut claim = Claim::shape(
+        "Hibachi section V-B2, Figure 10",
+        "Hibachi's write hit rate is above both baselines' at every size: on average by 2.2 to 8.4 points over Hybrid-LRU and 2.7 to 8.4 over Hybrid-ARC",
+        "at each size, the mean over the real traces with writes of Hibachi's write hit rate minus the baseline's is at least 0 points",
+    );
+    for (b, baseline) in [(1, "Hybrid-LRU"), (2, "Hybrid-ARC")] {
+        for (s, &mib) in SIZES_MIB.iter().enumerate() {
+            let gains: Vec<f64> = cells
+                .iter()
+                .filter(|c| c.mib == mib && informs(c) && workloads[c.workload].writes)
+                .map(|c| (c.write(0) - c.write(b)) * 100.0)
+                .collect();
+            if gains.is_empty() {
+                continue;
+            }
+            let mean = gains.iter().sum::<f64>() / gains.len() as f64;
+            claim = claim.case(
+                Case::at_least(
+                    format!("{mib} MiB over {baseline} ({})", traces(gains.len())),
+                    mean,
+                    0.0,
+                    points,
+                )
+                .paper(points(PAPER_WRITE_GAIN[b - 1][s])),
+            );
+        }
+    }
+    lab.claim(claim);
+
+    // Figure 8 and 9: where Hibachi's read hits land, and ARCL.
+    lab.heading("Where Hibachi's read hits land (Figure 8) and ARCL (Figure 9)");
+    let mut rows = Vec::new();
+    let mut dram_cases = Vec::new();
+    let mut arcl_cases = Vec::new();
+    for c in cells.iter().filter(|c| c.workload < real) {
+        let h = &c.reports[0];
+        let (d, n) = (read_hits(h, 0) as f64, read_hits(h, 1) as f64);
+        let dram_share = d / (d + n).max(1.0);
+        let arcl = |slower: f64| LAT_RAM_NS * slower * n + LAT_RAM_NS * d;
+        let base = arcl(1.0).max(1e-12);
+        let ratio10 = arcl(10.0) / base;
+        let name = &workloads[c.workload].name;
+        rows.push(vec![
+            name.clone(),
+            c.mib.to_string(),
+            pct(dram_share),
+            f3(arcl(5.0) / base),
+            f3(ratio10),
+        ]);
+        if informs(c) && d + n > 0.0 {
+            let label = format!("{name}, {} MiB", c.mib);
+            dram_cases.push(Case::at_least(label.clone(), dram_share, 0.5, pct));
+            arcl_cases.push(Case::at_most(label, ratio10, PAPER_ARCL_MAX, times));
+        }
+    }
+    lab.table(
+        "read-hits-by-tier",
+        &["trace", "total MiB", "Hibachi's read hits in DRAM", "ARCL 5x / 1x", "ARCL 10x / 1x"],
+        &rows,
+    )?;
     lab.claim(
-        "Hibachi's read hit rate is above Hybrid-LRU's and Hybrid-ARC's, most at small caches (section V-B, Figure 6)",
-        format!("Hibachi at least both baselines in {read_leads} of {cells} cells; at the smallest size: {}", small_margin.join(", ")),
-        Verdict::share(read_leads, cells),
-        "on the write-heavy Zipf workload Hibachi leads at every size; cloudPhysicsIO has little reuse and most blocks written once, and LFU-Aging's clean side keeps pages read often long ago where recency keeps recent ones",
+        Claim::shape(
+            "Hibachi section V-B1, Figure 8",
+            "A dominant portion of Hibachi's read hits occurs in DRAM (the clean cache)",
+            "in every informative cell of a real trace, at least half of Hibachi's read hits are in DRAM",
+        )
+        .cases(dram_cases)
+        .context("a written page lives dirty in NVRAM and a read hit leaves it there; a trace that reads what it wrote recently gets its read hits in NVRAM"),
     );
     lab.claim(
-        "Hibachi's write hit rate is at or above the baselines' (section V-B, Figure 6)",
-        format!("Hibachi at least both baselines in {write_leads} of {cells} cells"),
-        Verdict::share(write_leads, cells),
-        "the dirty side (NVRAM) grows through its ghost cache when written pages come back",
+        Claim::shape(
+            "Hibachi section V-B1, Figure 9",
+            "Even with NVRAM 10x slower than DRAM, Hibachi's ARCL is at most 3.16x that with NVRAM as fast as DRAM",
+            "in every informative cell of a real trace, ARCL(10x) / ARCL(1x) <= 3.16",
+        )
+        .cases(arcl_cases)
+        .context("ARCL = 50 ns x (10 x NVRAM read hits + DRAM read hits), so the ratio is 1 + 9 x the NVRAM share of read hits: the bound needs at most 24% of read hits in NVRAM"),
     );
+    hybrid_arc_check(lab, &workloads, &cells)?;
+    Ok(())
+}
+
+fn traces(n: usize) -> String {
+    if n == 1 {
+        "1 trace".into()
+    } else {
+        format!("{n} traces")
+    }
+}
+
+fn times(x: f64) -> String {
+    format!("{x:.2}x")
+}
+
+fn points(x: f64) -> String {
+    format!("{x:+.1} points")
+}
+
+/// Hybrid-ARC's read hits on cloudPhysicsIO sit far below Hybrid-LRU's. This puts both beside
+/// a single LRU of the same total size, splits their read hits by tier, and follows Hybrid-ARC's
+/// dirty target through the run.
+fn hybrid_arc_check(lab: &mut Lab, workloads: &[Workload], cells: &[Cell]) -> anyhow::Result<()> {
+    lab.heading("Hybrid-ARC against Hybrid-LRU on cloudPhysicsIO");
+    let Some(w) = workloads.iter().position(|w| w.name == "cloudPhysicsIO") else {
+        return Ok(());
+    };
+    let requests = &workloads[w].requests;
+    let mut rows = Vec::new();
+    let mut cases = Vec::new();
+    for c in cells.iter().filter(|c| c.workload == w) {
+        let total = c.mib * 256;
+        let lru = simulate_slice(
+            &RunOptions::new(StackConfig::single(PolicyConfig::Lru, Capacity::objects(total))),
+            requests,
+        )?;
+        let (low, high) = dirty_target_range(requests, total / 2);
+        let (hlru, harc) = (&c.reports[1], &c.reports[2]);
+        rows.push(vec![
+            c.mib.to_string(),
+            pct(lru.read_hit_ratio),
+            pct(hlru.read_hit_ratio),
+            read_hits(hlru, 0).to_string(),
+            read_hits(hlru, 1).to_string(),
+            pct(harc.read_hit_ratio),
+            read_hits(harc, 0).to_string(),
+            read_hits(harc, 1).to_string(),
+            format!("{low:.0} to {high:.0} of {}", total / 2),
+        ]);
+        let gap = read_hits(hlru, 0) + read_hits(hlru, 1);
+        let gap = gap as f64 - (read_hits(harc, 0) + read_hits(harc, 1)) as f64;
+        if gap > 0.0 {
+            let nvram_gap = read_hits(hlru, 1) as f64 - read_hits(harc, 1) as f64;
+            cases.push(Case::new(
+                format!("{} MiB", c.mib),
+                format!("{nvram_gap:.0} of a {gap:.0} read-hit gap in NVRAM"),
+                "the NVRAM gap at least the whole gap",
+                nvram_gap >= gap,
+            ));
+        }
+    }
+    lab.table(
+        "hybrid-arc-check",
+        &[
+            "total MiB",
+            "one LRU of the total: read hit",
+            "Hybrid-LRU read hit",
+            "its read hits in DRAM",
+            "in NVRAM",
+            "Hybrid-ARC read hit",
+            "its read hits in DRAM",
+            "in NVRAM",
+            "Hybrid-ARC's dirty target over the run (pages)",
+        ],
+        &rows,
+    )?;
     lab.claim(
-        "Even with NVRAM 10x slower than DRAM, Hibachi's ARCL is at most 3.16x that with NVRAM as fast as DRAM (Figure 9)",
-        format!("largest ARCL ratio here: {worst_arcl:.2}x"),
-        if worst_arcl <= 3.16 { Verdict::Holds } else { Verdict::DoesNotHold },
-        format!(
-            "the bound needs read hits to land mostly in DRAM; here {} of Hibachi's read hits in the worst cell are in NVRAM: pages that were written stay dirty in NVRAM, and both workloads write much (cloudPhysicsIO is write-heavy too); the paper's MSR volumes read more",
-            pct(worst_nvram_share)
-        ),
+        Claim::shape(
+            "(ours) the Hybrid-ARC anomaly",
+            "Hybrid-ARC reads far worse than Hybrid-LRU on cloudPhysicsIO because of where it keeps written pages, not because of a fault: its DRAM serves as many read hits, and the whole gap is read hits on recently written pages in NVRAM",
+            "at every size where Hybrid-LRU has more read hits, Hybrid-LRU's NVRAM read hits exceed Hybrid-ARC's by at least the whole gap",
+        )
+        .cases(cases)
+        .context("both keep DRAM an LRU of clean pages. Hybrid-LRU gives NVRAM wholly to written pages, and cloudPhysicsIO reads back what it wrote recently; Hybrid-ARC shares NVRAM between DRAM's victims and written pages, moving the dirty target by ARC's rule on ghost hits (the range it swept is in the table)"),
     );
     Ok(())
+}
+
+/// The lowest and highest dirty target Hybrid-ARC takes over the stream, sampled every 1000
+/// requests after the first tenth.
+fn dirty_target_range(requests: &[Request], half: u64) -> (f64, f64) {
+    let Ok(mut policy) = AnyPolicy::hybrid_arc([Capacity::objects(half.max(1)); 2]) else {
+        return (0.0, 0.0);
+    };
+    let mut decision = tiercache_core::Decision::new();
+    let (mut low, mut high) = (f64::MAX, f64::MIN);
+    for (i, req) in requests.iter().enumerate() {
+        decision.clear();
+        policy.decide(req, &mut decision);
+        if i % 1000 == 0 && i >= requests.len() / 10 {
+            let target = policy.knobs().iter().find(|k| k.0 == "dirty_target").map_or(0.0, |k| k.1);
+            (low, high) = (low.min(target), high.max(target));
+        }
+    }
+    if low > high {
+        (0.0, 0.0)
+    } else {
+        (low, high)
+    }
 }

@@ -1,8 +1,8 @@
 //! `tiercache lab`: experiments that put the four papers' claims next to our figures. Each
 //! experiment runs the simulator (virtual time, modeled devices) at a stated scale, writes CSV
-//! tables and plots to `lab-results/NAME/`, and a `report.md` that lists every claim it checks
-//! with our number and a verdict computed from the data: holds, holds in shape, or does not
-//! hold, and why.
+//! tables, plots and `claims.json` to `OUT/NAME/`, and a report `OUT/NAME.md` that lists every
+//! claim it checks with the rule it is judged by, the cases, and a verdict computed from them
+//! (see [`claim`]).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -16,6 +16,9 @@ use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, Synt
 
 use crate::plot::{write_chart, Chart, Series};
 
+pub use claim::{Case, Claim};
+
+mod claim;
 mod hibachi;
 mod kassa;
 mod orthus;
@@ -25,7 +28,7 @@ mod writes_hurt;
 pub enum LabCommand {
     /// The experiments and what each reproduces.
     List,
-    /// Run one experiment (or `all`) and write lab-results/NAME/.
+    /// Run one experiment (or `all`) and write OUT/NAME.md and OUT/NAME/.
     Run(RunArgs),
 }
 
@@ -107,7 +110,8 @@ pub fn run(command: &LabCommand) -> anyhow::Result<()> {
                 println!("{:<12} {}", e.name, e.what);
             }
             println!(
-                "\nRun: tiercache lab run NAME [--quick]   (or `all`); writes lab-results/NAME/"
+                "\nRun: tiercache lab run NAME [--quick] [--out DIR]   (or `all`); writes DIR/NAME.md and \
+                 DIR/NAME/ (DIR: lab-results; the committed quick run is in docs/lab)"
             );
             Ok(())
         }
@@ -140,43 +144,6 @@ pub fn run(command: &LabCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-/// A claim of a paper next to ours.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Holds,
-    HoldsInShape,
-    DoesNotHold,
-}
-
-impl Verdict {
-    /// A claim checked case by case: holds in every one of `of` cases, holds in shape in at
-    /// least half, does not hold otherwise.
-    pub fn share(held: usize, of: usize) -> Verdict {
-        if held == of {
-            Verdict::Holds
-        } else if held * 2 >= of {
-            Verdict::HoldsInShape
-        } else {
-            Verdict::DoesNotHold
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Holds => "holds",
-            Verdict::HoldsInShape => "holds in shape",
-            Verdict::DoesNotHold => "does not hold",
-        }
-    }
-}
-
-struct Claim {
-    paper: String,
-    ours: String,
-    verdict: Verdict,
-    why: String,
 }
 
 /// One experiment's output directory and report.
@@ -236,7 +203,7 @@ impl Lab {
         for row in rows {
             let _ = writeln!(self.body, "| {} |", row.join(" | "));
         }
-        let _ = writeln!(self.body, "\n([{name}.csv]({name}.csv))\n");
+        let _ = writeln!(self.body, "\n([{name}.csv]({}/{name}.csv))\n", self.name);
         Ok(())
     }
 
@@ -244,24 +211,14 @@ impl Lab {
     pub fn chart(&mut self, name: &str, chart: &Chart) -> anyhow::Result<()> {
         let written = write_chart(&self.dir.join(name), chart)?;
         if !written.is_empty() {
-            let _ = writeln!(self.body, "![{}]({name}.png)\n", chart.title);
+            let _ = writeln!(self.body, "![{}]({}/{name}.png)\n", chart.title, self.name);
         }
         Ok(())
     }
 
-    pub fn claim(
-        &mut self,
-        paper: impl Into<String>,
-        ours: impl Into<String>,
-        verdict: Verdict,
-        why: impl Into<String>,
-    ) {
-        self.claims.push(Claim {
-            paper: paper.into(),
-            ours: ours.into(),
-            verdict,
-            why: why.into(),
-        });
+    /// Judges `claim` by its rule and adds it to the report.
+    pub fn claim(&mut self, claim: Claim) {
+        self.claims.push(claim.judged());
     }
 
     fn finish(self, seconds: f64) -> anyhow::Result<PathBuf> {
@@ -279,25 +236,60 @@ impl Lab {
                 Scale::Full => "",
             }
         );
-        report += "## Claims\n\n| paper says | we measured | verdict | why |\n|---|---|---|---|\n";
-        for c in &self.claims {
+        report += CLAIMS_PREAMBLE;
+        let _ = writeln!(
+            report,
+            "Every claim and case as JSON: [{0}/claims.json]({0}/claims.json).\n",
+            self.name
+        );
+        report += "| # | the paper says | rule (fixed before the run) | verdict | why (from the cases) |\n|---|---|---|---|---|\n";
+        for (i, c) in self.claims.iter().enumerate() {
+            let context =
+                if c.context.is_empty() { String::new() } else { format!(" *{}*", c.context) };
             let _ = writeln!(
                 report,
-                "| {} | {} | **{}** | {} |",
-                c.paper,
-                c.ours,
+                "| {} | **{}:** {} | {} | **{}** | {}.{context} |",
+                i + 1,
+                c.source,
+                c.says,
+                c.rule,
                 c.verdict.as_str(),
-                c.why
+                c.explanation,
             );
         }
         let _ = writeln!(report, "\n## Setup\n\n{}", self.setup);
         report += &self.body;
-        let path = self.dir.join("report.md");
+        report += "\n## The cases of each claim\n";
+        for (i, c) in self.claims.iter().enumerate().filter(|(_, c)| !c.cases.is_empty()) {
+            let _ = writeln!(report, "\n### {}. {}\n", i + 1, c.source);
+            report +=
+                "| case | paper | ours | the rule needs | meets it |\n|---|---|---|---|---|\n";
+            for case in &c.cases {
+                let paper = if case.paper.is_empty() { "-" } else { &case.paper };
+                let meets = if case.holds { "yes" } else { "**no**" };
+                let _ = writeln!(
+                    report,
+                    "| {} | {paper} | {} | {} | {meets} |",
+                    case.label, case.ours, case.needs
+                );
+            }
+        }
+        let json = self.dir.join("claims.json");
+        std::fs::write(&json, serde_json::to_string_pretty(&self.claims)? + "\n")
+            .with_context(|| format!("cannot write {}", json.display()))?;
+        let path = self.dir.with_extension("md");
         std::fs::write(&path, report)
             .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(path)
     }
 }
+
+const CLAIMS_PREAMBLE: &str = "## Claims\n\n\
+Each claim's rule is written in the experiment's code before the run: a claim of the paper's \
+number **holds** when every case is within the stated tolerance of it; a claim of the paper's \
+shape (an ordering, a sign, a range) **holds in shape** when the relation is true in every case. \
+One failing case and the claim **does not hold**: no verdict rests on a majority. The \
+explanations are computed from the cases, listed after the tables.\n\n";
 
 /// A seeded synthetic stream of 4 KiB blocks.
 pub fn blocks(
