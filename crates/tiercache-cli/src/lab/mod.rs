@@ -83,22 +83,22 @@ struct Experiment {
 const EXPERIMENTS: [Experiment; 4] = [
     Experiment {
         name: "writes-hurt",
-        what: "NVCache admission (Writes Hurt, SoCC'22): alloc-read-write, no-write-allocate, small-bypass, OBP 5/10/30%, interference-aware; eager vs no eviction (Table 1); performance per dollar of DRAM/NVRAM splits (Figure 8)",
+        what: "NVCache admission (Writes Hurt, SoCC'22) under the engine's DRAM cache, against no NVRAM: alloc-read-write, no-write-allocate, small-bypass, OBP 5/10/30%, interference-aware; OBP across cache sizes; eager vs no eviction (Table 1); Open CAS write-around (Figure 7); performance per dollar of DRAM/NVRAM splits (Figure 8)",
         run: writes_hurt::run,
     },
     Experiment {
         name: "orthus",
-        what: "Non-hierarchical caching (Orthus, FAST'21): classic, best static split and NHC over DRAM+NVM, NVM+Optane SSD, Optane SSD+Flash at hit ratios 80/95% and loads 0.5-2.0; YCSB-C over Zipf 0.6-0.99; a moving hot set (Figure 12b)",
+        what: "Non-hierarchical caching (Orthus, FAST'21): classic, static splits with and without data admission, and NHC over DRAM+NVM, NVM+Optane SSD, Optane SSD+Flash at hit ratios 80/95% and loads 0.5-2.0, and where the gain comes from; YCSB-C over Zipf 0.6-0.99; a moving hot set (Figure 12b)",
         run: orthus::run,
     },
     Experiment {
         name: "kassa",
-        what: "DRAM + SCM block cache placements (Kassa et al., ATC'21): DRAM-first, SCM-first(2/6), Bidirectional(4), all-SCM, all-DRAM over DRAM-SCM splits 64-0, 64-128, 32-128, 32-256; throughput, p95, throughput per cost",
+        what: "DRAM + SCM block cache placements (Kassa et al., ATC'21): DRAM-first, SCM-first(2/6), Bidirectional(4), all-SCM, all-DRAM over DRAM-SCM splits 64-0, 64-128, 32-128, 32-256, on the paper's device figures and our presets; throughput, p95, throughput per cost",
         run: kassa::run,
     },
     Experiment {
         name: "hibachi",
-        what: "Hibachi (MSST'17): read and write hit rates against Hybrid-LRU and Hybrid-ARC at 8-256 MiB, and the ASRL and ARCL latency formulas with NVRAM 1x, 5x, 10x slower than DRAM",
+        what: "Hibachi (MSST'17): read and write hit rates against Hybrid-LRU and Hybrid-ARC at 8-256 MiB on every real trace of the test data, where read hits land, the ASRL and ARCL latency formulas with NVRAM 1x, 5x, 10x slower than DRAM, and the Hybrid-ARC anomaly",
         run: hibachi::run,
     },
 ];
