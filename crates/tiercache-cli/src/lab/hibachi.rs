@@ -10,6 +10,7 @@ use tiercache_policy::hibachi::HibachiConfig;
 use tiercache_policy::{AnyPolicy, Policy, PolicyConfig, StackConfig};
 use tiercache_sim::{simulate_slice, RunOptions, SimReport};
 use tiercache_workload::gen::KeyDistribution;
+use tiercache_workload::stats::StatsBuilder;
 use tiercache_workload::{TraceFormat, TraceOptions, TraceReader};
 
 use super::*;
@@ -44,7 +45,7 @@ const TRACES: [(&str, &str, &str); 7] = [
 
 /// The repository's test data: `$TIERCACHE_DATA`, `data/` of the working directory, or the
 /// checkout this binary was built from.
-pub fn data_dir() -> Option<PathBuf> {
+fn data_dir() -> Option<PathBuf> {
     let candidates = [
         std::env::var_os("TIERCACHE_DATA").map(PathBuf::from),
         Some(PathBuf::from("data")),
@@ -79,15 +80,21 @@ struct Workload {
     requests: Vec<Request>,
     /// Distinct 4 KiB blocks.
     footprint: u64,
+    reads: u64,
     writes: bool,
 }
 
 fn workload(name: String, requests: Vec<Request>) -> Workload {
-    let mut keys: Vec<u64> = requests.iter().map(|r| r.key).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let writes = requests.iter().any(|r| r.op == tiercache_core::Op::Write);
-    Workload { name, footprint: keys.len() as u64, writes, requests }
+    let mut stats = StatsBuilder::default();
+    requests.iter().for_each(|r| stats.add(r));
+    let stats = stats.finish();
+    Workload {
+        name,
+        footprint: stats.unique_keys,
+        reads: stats.reads,
+        writes: stats.writes > 0,
+        requests,
+    }
 }
 
 /// One cell: the three policies on one trace at one size.
@@ -183,11 +190,10 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     let rows: Vec<Vec<String>> = workloads
         .iter()
         .map(|w| {
-            let reads = w.requests.iter().filter(|r| r.op == tiercache_core::Op::Read).count();
             vec![
                 w.name.clone(),
                 w.requests.len().to_string(),
-                pct(reads as f64 / w.requests.len().max(1) as f64),
+                pct(w.reads as f64 / w.requests.len().max(1) as f64),
                 w.footprint.to_string(),
                 f1(w.footprint as f64 / 256.0),
             ]
@@ -281,9 +287,9 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
                     format!("{mib} MiB over {baseline} ({})", traces(ratios.len())),
                     mean,
                     1.0,
-                    times,
+                    ratio,
                 )
-                .paper(times(PAPER_READ_RATIO[b - 1][s])),
+                .paper(ratio(PAPER_READ_RATIO[b - 1][s])),
             );
         }
     }
@@ -341,7 +347,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         if informs(c) && d + n > 0.0 {
             let label = format!("{name}, {} MiB", c.mib);
             dram_cases.push(Case::at_least(label.clone(), dram_share, 0.5, pct));
-            arcl_cases.push(Case::at_most(label, ratio10, PAPER_ARCL_MAX, times));
+            arcl_cases.push(Case::at_most(label, ratio10, PAPER_ARCL_MAX, ratio));
         }
     }
     lab.table(
@@ -377,10 +383,6 @@ fn traces(n: usize) -> String {
     } else {
         format!("{n} traces")
     }
-}
-
-fn times(x: f64) -> String {
-    format!("{x:.2}x")
 }
 
 fn points(x: f64) -> String {

@@ -190,8 +190,6 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     let get = |set: &Vec<Vec<Option<Figures>>>, s: usize, l: usize| set[s][l].expect("a run");
     let hybrid_splits = 1..SPLITS.len();
     let split_name = |s: usize| format!("{}-{}", SPLITS[s].0, SPLITS[s].1);
-    let ratio = |x: f64| format!("{:.2}", x);
-    let signed = |x: f64| format!("{:+.1}%", x * 100.0);
 
     let mut claim = Claim::shape(
         "Kassa section 4.2, section 6",

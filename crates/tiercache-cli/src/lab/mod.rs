@@ -359,3 +359,13 @@ pub fn f3(x: f64) -> String {
 pub fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
+
+/// A change as a signed percentage: 0.12 is "+12.0%".
+pub fn signed(x: f64) -> String {
+    format!("{:+.1}%", x * 100.0)
+}
+
+/// A ratio: 1.5 is "1.50x".
+pub fn ratio(x: f64) -> String {
+    format!("{x:.2}x")
+}

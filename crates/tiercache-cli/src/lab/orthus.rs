@@ -283,14 +283,6 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn signed(x: f64) -> String {
-    format!("{:+.1}%", x * 100.0)
-}
-
-fn ratio(x: f64) -> String {
-    format!("{x:.2}")
-}
-
 /// YCSB-C (read-only) over Zipf 0.6-0.99 on Optane SSD + Flash, many clients.
 fn ycsb_c(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
     lab.heading("YCSB-C over Zipf 0.6-0.99 (Optane SSD over Flash, 64 clients)");

@@ -128,21 +128,16 @@ struct Outcome {
 
 fn run_one(nvram: &Nvram, nvcache_blocks: u64, filtered: &Filtered) -> Outcome {
     let capacity = Capacity::objects(nvcache_blocks.max(1));
+    let over = |base: &PolicyConfig| {
+        AnyPolicy::from_config(base, capacity, &[], 1).expect("a valid policy")
+    };
     let mut policy = match nvram {
-        Nvram::None => AnyPolicy::from_config(&PolicyConfig::Lru, capacity, &[], 1)
-            .expect("a valid policy")
-            .in_mode(CasConfig::new(CacheMode::PassThrough)),
-        Nvram::Nvcache(config) => AnyPolicy::from_config(&lfru(), capacity, &[], 1)
-            .expect("a valid policy")
-            .with_nvcache(config.clone()),
-        Nvram::NvcacheOverLru(config) => {
-            AnyPolicy::from_config(&PolicyConfig::Lru, capacity, &[], 1)
-                .expect("a valid policy")
-                .with_nvcache(config.clone())
+        Nvram::None => over(&PolicyConfig::Lru).in_mode(CasConfig::new(CacheMode::PassThrough)),
+        Nvram::Nvcache(config) => over(&lfru()).with_nvcache(config.clone()),
+        Nvram::NvcacheOverLru(config) => over(&PolicyConfig::Lru).with_nvcache(config.clone()),
+        Nvram::OpenCasWriteAround => {
+            over(&PolicyConfig::Lru).in_mode(CasConfig::new(CacheMode::WriteAround))
         }
-        Nvram::OpenCasWriteAround => AnyPolicy::from_config(&PolicyConfig::Lru, capacity, &[], 1)
-            .expect("a valid policy")
-            .in_mode(CasConfig::new(CacheMode::WriteAround)),
     };
     policy = warmed(policy, &filtered.warm);
     let r = timed(
@@ -169,14 +164,6 @@ fn stream(objects: u64, requests: u64, reads: f64, seed: u64) -> (Vec<Request>, 
     let dist = KeyDistribution::ScrambledZipf { theta: 0.9 };
     let warm = blocks(dist.clone(), objects, 4 * objects, reads, seed + 1000);
     (warm, blocks(dist, objects, requests, reads, seed))
-}
-
-fn signed(x: f64) -> String {
-    format!("{:+.1}%", x * 100.0)
-}
-
-fn ratio(x: f64) -> String {
-    format!("{x:.2}x")
 }
 
 fn mib(bytes: f64) -> String {
