@@ -143,6 +143,44 @@ fn trace_gen_convert_and_stats_agree() {
 }
 
 #[test]
+fn trace_gen_mixgraph_takes_db_bench_parameters_and_a_block_view() {
+    let stats = |path: &std::path::Path| -> serde_json::Value {
+        let text = tiercache(&["trace", "stats", "--trace", path.to_str().unwrap(), "--json"]);
+        serde_json::from_str(&text).unwrap()
+    };
+    // Gets and Puts only (no seeks): one request per operation.
+    let kv = scratch("mixgraph.csv");
+    let params = "-mix_get_ratio=0.7 -mix_put_ratio=0.3 -mix_seek_ratio=0 -keyrange_num=10";
+    let gen = |extra: &[&str], out: &std::path::Path| {
+        let mut args = vec!["trace", "gen", "--mixgraph", params, "--objects", "100000"];
+        args.extend_from_slice(&["--requests", "20000", "-o", out.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        tiercache(&args);
+    };
+    gen(&[], &kv);
+    let a = stats(&kv);
+    assert_eq!(a["requests"], 20000);
+    let writes = a["writes"].as_u64().unwrap();
+    assert!((5_500..6_500).contains(&writes), "{writes}");
+    // The block view: the same operations on 4 KiB blocks of about 49 records.
+    let blocks = scratch("mixgraph-blocks.csv");
+    gen(&["--block-size", "4KiB"], &blocks);
+    let b = stats(&blocks);
+    assert_eq!(b["requests"], 20000);
+    assert_eq!(b["writes"], a["writes"]);
+    let (keys, block_keys) =
+        (a["unique_keys"].as_u64().unwrap(), b["unique_keys"].as_u64().unwrap());
+    assert!(block_keys < keys && block_keys <= 100_000 / 49 + 1, "{keys} {block_keys}");
+    // Defaults alone run, and a misspelt parameter or a block view without mixgraph is named.
+    let defaults = ["trace", "gen", "--mixgraph", "default", "--requests", "1000", "-o"];
+    tiercache(&[&defaults[..], &[kv.to_str().unwrap()]].concat());
+    let error = tiercache_fails(&["trace", "gen", "--mixgraph", "keyrange_nun=3", "-o", "x.csv"]);
+    assert!(error.contains("unknown parameter 'keyrange_nun'"), "{error}");
+    let error = tiercache_fails(&["trace", "gen", "--block-size", "4KiB", "-o", "x.csv"]);
+    assert!(error.contains("--block-size is a view of --mixgraph"), "{error}");
+}
+
+#[test]
 fn lru_hit_ratio_equals_the_reuse_distance_histogram() {
     // Mattson's stack property, two independent computations: LRU of 2^k objects hits exactly
     // the requests whose reuse distance is below 2^k.

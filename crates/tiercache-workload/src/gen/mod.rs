@@ -2,6 +2,7 @@
 //! Keys are object numbers `0..objects` (scrambled ones are hashed into that range); each
 //! object has one size for the whole stream; `time_us` is the request's index.
 
+pub mod mixgraph;
 pub mod ycsb;
 pub mod zipf;
 
