@@ -76,8 +76,9 @@ pub struct NhcConfig {
     /// caching until the hit rate is stable, as Algorithm 1, then data_admit off and this
     /// `load_admit` for good.
     pub fixed_load_admit: Option<f64>,
-    /// With `fixed_load_admit`: keep admitting read misses in the held split (data_admit on),
-    /// so a split is measured apart from not admitting.
+    /// Keep admitting read misses once the hit rate is stable (data_admit on): in the held
+    /// split of `fixed_load_admit`, so a split is measured apart from not admitting, or while
+    /// tuning `load_admit` (the alternative of Orthus section 6.3, Figure 12c).
     pub held_data_admit: bool,
 }
 
@@ -98,7 +99,8 @@ impl Default for NhcConfig {
 impl NhcConfig {
     /// Parses `nhc` or `nhc:key=value,...` with keys `target` (throughput, mean-latency,
     /// p99-latency), `step`, `stable`, `window` (intervals), `alpha`, and `load_admit`
-    /// (a static split; no tuning), with `data_admit=on` to keep admitting read misses in it.
+    /// (a static split; no tuning), with `data_admit=on` to keep admitting read misses in the
+    /// split or while tuning.
     pub fn parse(text: &str) -> Result<NhcConfig, PolicyError> {
         let bad = |key: &str, reason: String| PolicyError::bad("nhc", key, reason);
         let (base, params) = text.split_once(':').unwrap_or((text, ""));
@@ -276,6 +278,7 @@ impl Scheduler {
                     self.state = State::Held;
                     return;
                 }
+                self.data_admit = self.config.held_data_admit;
                 self.start_hit_rate = now;
                 self.tunings += 1;
                 self.state = State::Tuning { center: self.load_admit, probe: 0, scores: [0.0; 3] };
@@ -630,5 +633,18 @@ mod tests {
         d.clear();
         nhc.decide(&Request::write(6, 1), &mut d);
         assert_eq!(nhc.tier_of(6), Some(TierId(0)));
+    }
+
+    #[test]
+    fn tuning_may_keep_admitting_read_misses() {
+        let config = NhcConfig { held_data_admit: true, ..small_window() };
+        let mut nhc = Nhc::new(lru(10), config, 1);
+        for _ in 0..4 {
+            nhc.observe(&interval(5000, 0.9));
+        }
+        assert!(nhc.scheduler().tuning() && nhc.scheduler().data_admit());
+        let mut d = Decision::new();
+        nhc.decide(&Request::read(5, 1), &mut d);
+        assert_eq!(nhc.tier_of(5), Some(TierId(0)));
     }
 }
