@@ -88,12 +88,12 @@ const EXPERIMENTS: [Experiment; 4] = [
     },
     Experiment {
         name: "orthus",
-        what: "Non-hierarchical caching (Orthus, FAST'21): classic, static splits with and without data admission, and NHC over DRAM+NVM, NVM+Optane SSD, Optane SSD+Flash at hit ratios 80/95% and loads 0.5-2.0, and where the gain comes from; YCSB-C over Zipf 0.6-0.99; a moving hot set (Figure 12b)",
+        what: "Non-hierarchical caching (Orthus, FAST'21): classic, static splits with and without data admission, and NHC over DRAM+NVM, NVM+Optane SSD, Optane SSD+Flash at hit ratios 80/95% and loads 0.5-2.0, and where the gain comes from (with and without write interference); the three target metrics (Table 2); write-around, write-back and write-through with few and many dirty reads (Figure 8); YCSB-C over Zipf 0.6-0.99; a moving hot set (Figure 12b); YCSB-D with inserts (Figure 12c)",
         run: orthus::run,
     },
     Experiment {
         name: "kassa",
-        what: "DRAM + SCM block cache placements (Kassa et al., ATC'21): DRAM-first, SCM-first(2/6), Bidirectional(4), all-SCM, all-DRAM over DRAM-SCM splits 64-0, 64-128, 32-128, 32-256, on the paper's device figures and our presets; throughput, p95, throughput per cost",
+        what: "DRAM + SCM block cache placements (Kassa et al., ATC'21): DRAM-first, SCM-first(2/6), Bidirectional(4), all-SCM, all-DRAM over DRAM-SCM splits 64-0, 64-128, 32-128, 32-256, on the paper's device figures and our presets, over a Zipf and db_bench's mixgraph model; throughput, p95, throughput per cost; the stand-ins' locality against the paper's Figure 6",
         run: kassa::run,
     },
     Experiment {
