@@ -176,9 +176,57 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
     crate::sim::run_stack(&args.trace, stack, &args.run)
 }
 
+/// `sim` from named options, as the Python package gives them: the keys of an experiment
+/// file's `[cache]` table build the stack (read by serde, as there), every other key is one of
+/// `sim`'s trace and run options (`format`, `block_size`, `clients`, `backing_profile`...).
+/// An unknown key is an error that lists the known ones.
+pub fn simulate_options(
+    trace: &Path,
+    options: &toml::Table,
+) -> anyhow::Result<crate::sim::SimOutput> {
+    let stack_keys = stack_keys();
+    let (mut stack_table, mut rest) = (toml::Table::new(), toml::Table::new());
+    for (key, value) in options {
+        match stack_keys.contains(key) {
+            true => stack_table.insert(key.clone(), value.clone()),
+            false => rest.insert(key.clone(), value.clone()),
+        };
+    }
+    // Options by their long names, as `words` turns keys into flags; --json is the CLI's own.
+    let run_keys: Vec<String> = <RunOnly as clap::CommandFactory>::command()
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(|long| long.replace('-', "_")))
+        .filter(|name| name != "trace" && name != "json")
+        .collect();
+    if let Some(unknown) = rest.keys().find(|k| !run_keys.contains(k)) {
+        let mut known: Vec<&str> = stack_keys.iter().map(String::as_str).collect();
+        known.extend(run_keys.iter().map(String::as_str));
+        known.sort_unstable();
+        anyhow::bail!("unknown option '{unknown}'; known: {}", known.join(", "));
+    }
+    let stack = cache(&stack_table)?;
+    let mut argv = vec!["sim".to_string(), format!("--trace={}", trace.display())];
+    words(&rest, &[], &mut argv)?;
+    let args = RunOnly::try_parse_from(&argv).map_err(|e| {
+        // clap's message names the flag; the first line is the reason.
+        let text = e.to_string();
+        anyhow::anyhow!("{}", text.lines().next().unwrap_or("").trim_start_matches("error: "))
+    })?;
+    crate::sim::simulate_stack(&args.trace, stack, &args.run, false)
+}
+
+/// The keys a `[cache]` table takes.
+fn stack_keys() -> Vec<String> {
+    let spec = StackSpec::new("lru", tiercache_policy::stack::Amount::Text("1".into()));
+    match serde_json::to_value(spec) {
+        Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The `[cache]` table: a policy stack, read by serde (`tiercache_policy::stack`), so its keys
 /// are checked by the code that `sim`'s options go through.
-fn cache(table: &toml::Table) -> anyhow::Result<StackConfig> {
+pub fn cache(table: &toml::Table) -> anyhow::Result<StackConfig> {
     let spec: StackSpec = table.clone().try_into()?;
     Ok(StackConfig::try_from(spec)?)
 }

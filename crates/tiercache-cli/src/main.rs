@@ -1,24 +1,11 @@
 //! `tiercache`: the command line: simulator, engine benchmark, models and the lab.
 
-mod bench;
-mod crashtest;
-mod demo;
-mod experiment;
-mod lab;
-mod metrics;
-mod model;
-mod plot;
-mod profile;
-mod progress;
-mod serve;
-mod sim;
-mod sweep;
-mod timed;
-mod trace;
-
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+use tiercache_cli::{
+    bench, crashtest, demo, experiment, lab, model, profile, serve, sim, sweep, trace,
+};
 
 #[derive(Parser)]
 #[command(
@@ -68,46 +55,6 @@ enum Command {
     Lab(lab::LabCommand),
 }
 
-/// How to read a trace; shared by every command that reads one.
-#[derive(Args, Clone, Debug)]
-pub struct TraceArgs {
-    /// Trace file (.zst, .gz, .xz, .bz2 are decompressed on the fly).
-    #[arg(long)]
-    pub trace: PathBuf,
-    /// auto, msr, systor, tencent-cbs, alibaba-block, twitter, oracle-general, vscsi, csv, txt,
-    /// arc-lis (auto never guesses tencent-cbs, alibaba-block or twitter: name them).
-    #[arg(long, default_value = "auto")]
-    pub format: String,
-    /// Columns of a --format csv trace, e.g. 'time=1,key=2,size=3,op=4,header=true'; also
-    /// time_unit, addr_unit, size_unit, volume, key_size, delim, default_size, text_keys.
-    #[arg(long)]
-    pub csv_spec: Option<String>,
-    /// Split byte-range requests into aligned blocks of this size (e.g. 4096, 4KiB).
-    #[arg(long)]
-    pub block_size: Option<String>,
-    /// Skip malformed records (and report how many) instead of stopping at the first.
-    #[arg(long)]
-    pub skip_bad: bool,
-}
-
-impl TraceArgs {
-    pub fn options(&self) -> anyhow::Result<tiercache_workload::TraceOptions> {
-        let format =
-            tiercache_workload::TraceFormat::parse(&self.format, self.csv_spec.as_deref())?;
-        let block_size = match &self.block_size {
-            None => None,
-            Some(text) => {
-                let bytes = tiercache_core::parse_size(text)?;
-                Some(
-                    u32::try_from(bytes)
-                        .map_err(|_| anyhow::anyhow!("--block-size {text} is too large"))?,
-                )
-            }
-        };
-        Ok(tiercache_workload::TraceOptions { format, block_size, skip_bad: self.skip_bad })
-    }
-}
-
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -124,7 +71,7 @@ fn main() {
         Command::Lab(command) => lab::run(&command),
     };
     if let Err(error) = result {
-        eprintln!("error: {error:#}");
+        eprintln!("error: {}", tiercache_cli::error_message(&error));
         std::process::exit(1);
     }
 }

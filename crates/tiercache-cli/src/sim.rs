@@ -8,8 +8,9 @@ use tiercache_core::format_size;
 use tiercache_policy::stack::Amount;
 use tiercache_policy::{PolicyError, StackConfig, StackSpec};
 use tiercache_sim::counters::run_length_label;
+use tiercache_sim::timed::TimedReport;
 use tiercache_sim::{simulate, RunOptions, SimReport};
-use tiercache_workload::TraceReader;
+use tiercache_workload::{TraceInfo, TraceReader};
 
 use crate::progress::Progress;
 use crate::TraceArgs;
@@ -164,6 +165,55 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
 
 /// One simulation of `stack` over the trace (`sim`, and `run` with an experiment file).
 pub fn run_stack(trace: &TraceArgs, stack: StackConfig, args: &RunArgs) -> anyhow::Result<()> {
+    let output = simulate_stack(trace, stack, args, true)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&output.to_json())?);
+    } else {
+        output.print();
+    }
+    Ok(())
+}
+
+/// What a simulation gives: counters, or a virtual-time report.
+pub enum SimOutput {
+    Counted { report: Box<SimReport>, info: TraceInfo, skipped: u64 },
+    Timed { report: Box<TimedReport>, trace: PathBuf },
+}
+
+impl SimOutput {
+    /// The object `sim --json` prints.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            SimOutput::Counted { report, info, skipped } => {
+                let mut value = serde_json::to_value(report).expect("reports serialize");
+                value["trace"] = serde_json::json!(info.path);
+                value["format"] = serde_json::json!(info.format);
+                value["skipped_records"] = serde_json::json!(skipped);
+                value
+            }
+            SimOutput::Timed { report, .. } => {
+                serde_json::to_value(report).expect("reports serialize")
+            }
+        }
+    }
+
+    /// The table `sim` prints without --json.
+    pub fn print(&self) {
+        match self {
+            SimOutput::Counted { report, info, .. } => print_table(report, info),
+            SimOutput::Timed { report, trace } => crate::timed::print(report, trace),
+        }
+    }
+}
+
+/// Runs `stack` over the trace as `args` say (virtual time with --clients or --arrival-rate),
+/// writing `--csv` if asked; `progress` shows a progress bar on a terminal.
+pub fn simulate_stack(
+    trace: &TraceArgs,
+    stack: StackConfig,
+    args: &RunArgs,
+    progress: bool,
+) -> anyhow::Result<SimOutput> {
     anyhow::ensure!(
         stack.nhc.is_none() || args.clients.is_some() || args.arrival_rate.is_some(),
         "--nhc tunes on measured throughput: run in virtual time with --clients or --arrival-rate"
@@ -174,14 +224,20 @@ pub fn run_stack(trace: &TraceArgs, stack: StackConfig, args: &RunArgs) -> anyho
     );
     let options = RunOptions::new(stack);
     if args.clients.is_some() || args.arrival_rate.is_some() {
-        return crate::timed::run(trace, args, &options, args.clients.unwrap_or(1));
+        let report = crate::timed::simulate(trace, args, &options, args.clients.unwrap_or(1))?;
+        return Ok(SimOutput::Timed { report: Box::new(report), trace: trace.trace.clone() });
     }
     let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
     let options = RunOptions { logical_time: !reader.info().has_time, ..options };
-    let mut progress = Progress::new("simulating", None);
-    let report =
-        simulate(&options, &mut |batch| reader.next_batch(batch), &mut |n| progress.set(n))?;
-    progress.finish();
+    let mut bar = progress.then(|| Progress::new("simulating", None));
+    let report = simulate(&options, &mut |batch| reader.next_batch(batch), &mut |n| {
+        if let Some(bar) = bar.as_mut() {
+            bar.set(n)
+        }
+    })?;
+    if let Some(bar) = bar {
+        bar.finish();
+    }
     if reader.skipped() > 0 {
         eprintln!(
             "warning: skipped {} malformed records; the first: {}",
@@ -192,16 +248,8 @@ pub fn run_stack(trace: &TraceArgs, stack: StackConfig, args: &RunArgs) -> anyho
     if let Some(path) = &args.csv {
         write_csv(path, &report, reader.skipped())?;
     }
-    if args.json {
-        let mut value = serde_json::to_value(&report)?;
-        value["trace"] = serde_json::json!(reader.info().path);
-        value["format"] = serde_json::json!(reader.info().format);
-        value["skipped_records"] = serde_json::json!(reader.skipped());
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    } else {
-        print_table(&report, reader.info());
-    }
-    Ok(())
+    let (info, skipped) = (reader.info().clone(), reader.skipped());
+    Ok(SimOutput::Counted { report: Box::new(report), info, skipped })
 }
 
 /// Flattens a report to (column, value) pairs for CSV.

@@ -13,12 +13,13 @@ fn profile(text: &str, flag: &str) -> anyhow::Result<DeviceProfile> {
     DeviceProfile::load(text).map_err(anyhow::Error::msg).with_context(|| flag.to_string())
 }
 
-pub fn run(
+/// Runs the stack of `options` over the trace in virtual time; writes `--csv` if asked.
+pub fn simulate(
     trace: &TraceArgs,
     args: &RunArgs,
     options: &RunOptions,
     clients: usize,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<TimedReport> {
     anyhow::ensure!(clients >= 1, "--clients must be at least 1");
     let mut tiers = vec![profile(&args.profile, "--profile")?];
     let further = options.stack.tiers.len().saturating_sub(2);
@@ -53,12 +54,7 @@ pub fn run(
         std::fs::write(path, series_csv(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print(&report, &trace.trace);
-    }
-    Ok(())
+    Ok(report)
 }
 
 /// The time series as CSV: one row per interval, the policy's knobs as the last columns.
@@ -84,7 +80,7 @@ pub fn series_csv(report: &TimedReport) -> String {
     text
 }
 
-fn print(r: &TimedReport, trace: &std::path::Path) {
+pub fn print(r: &TimedReport, trace: &std::path::Path) {
     match r.arrival_rate {
         Some(rate) => println!("trace     {}   open loop, {rate} requests/s", trace.display()),
         None => println!("trace     {}   clients {}", trace.display(), r.clients),

@@ -1,0 +1,336 @@
+//! The native module of the `tiercache` Python package: the simulator, trace reading and
+//! writing, and the engine, each running the code the `tiercache` command runs. The package's
+//! Python layer (`python/tiercache`) gives them their documented signatures; options cross
+//! as JSON, results come back as JSON, and every long call releases the GIL.
+
+use std::path::{Path, PathBuf};
+
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes};
+use tiercache_core::{parse_size, Op, Request};
+use tiercache_engine::{Cache as EngineCache, CacheBuilder, EngineError, TierKind};
+use tiercache_policy::{PolicyConfig, PolicyError};
+use tiercache_sim::RunError;
+use tiercache_workload::writer::{write_oracle_general, CsvWriter};
+use tiercache_workload::{TraceError as ReadError, TraceFormat, TraceOptions, TraceReader};
+
+pyo3::create_exception!(tiercache, TiercacheError, PyException, "Base of tiercache's errors.");
+pyo3::create_exception!(
+    tiercache,
+    TraceError,
+    TiercacheError,
+    "A trace could not be read or written: the message names the file, and for a bad record \
+     its line or record number and field."
+);
+pyo3::create_exception!(
+    tiercache,
+    ConfigError,
+    TiercacheError,
+    "An option or a stack configuration is not valid: the message names the setting."
+);
+
+/// The Python exception for an error of the Rust side, with the message the CLI prints.
+fn to_py(error: anyhow::Error) -> PyErr {
+    let message = tiercache_cli::error_message(&error);
+    for cause in error.chain() {
+        if cause.downcast_ref::<ReadError>().is_some() {
+            return TraceError::new_err(message);
+        }
+        // A simulation's error is its trace's or its policy's, without a layer of its own.
+        match cause.downcast_ref::<RunError<ReadError>>() {
+            Some(RunError::Stream(_)) => return TraceError::new_err(message),
+            Some(RunError::Policy(_)) => return ConfigError::new_err(message),
+            None => {}
+        }
+        if cause.downcast_ref::<PolicyError>().is_some() {
+            return ConfigError::new_err(message);
+        }
+        if let Some(engine) = cause.downcast_ref::<EngineError>() {
+            return match engine {
+                EngineError::Config { .. } | EngineError::Policy(_) => {
+                    ConfigError::new_err(message)
+                }
+                _ => TiercacheError::new_err(message),
+            };
+        }
+    }
+    ConfigError::new_err(message)
+}
+
+fn options_table(options_json: &str) -> anyhow::Result<toml::Table> {
+    let value: serde_json::Value = serde_json::from_str(options_json)?;
+    let serde_json::Value::Object(map) = value else {
+        anyhow::bail!("options must be a mapping of names to values");
+    };
+    let mut table = toml::Table::new();
+    for (key, value) in map {
+        if value.is_null() {
+            continue;
+        }
+        let value =
+            toml::Value::try_from(&value).map_err(|e| anyhow::anyhow!("option '{key}': {e}"))?;
+        table.insert(key, value);
+    }
+    Ok(table)
+}
+
+/// `sim` over `trace` with named options (the keys of an experiment file's `[cache]` table and
+/// `sim`'s trace and run options); returns the report `tiercache sim --json` prints.
+#[pyfunction]
+fn sim_json(py: Python<'_>, trace: PathBuf, options_json: &str) -> PyResult<String> {
+    let options = options_table(options_json).map_err(to_py)?;
+    py.detach(|| {
+        let output = tiercache_cli::experiment::simulate_options(&trace, &options)?;
+        Ok(serde_json::to_string(&output.to_json())?)
+    })
+    .map_err(to_py)
+}
+
+fn trace_options(
+    format: &str,
+    csv_spec: Option<&str>,
+    block_size: Option<&str>,
+    skip_bad: bool,
+) -> anyhow::Result<TraceOptions> {
+    let format = TraceFormat::parse(format, csv_spec)?;
+    let block_size = match block_size {
+        None => None,
+        Some(text) => {
+            let bytes = parse_size(text).map_err(|e| anyhow::anyhow!("block_size {text}: {e}"))?;
+            Some(
+                u32::try_from(bytes)
+                    .ok()
+                    .filter(|b| *b > 0)
+                    .ok_or_else(|| anyhow::anyhow!("block_size {text}: must be 1 to 4 GiB"))?,
+            )
+        }
+    };
+    Ok(TraceOptions { format, block_size, skip_bad })
+}
+
+fn op_code(op: Op) -> u8 {
+    match op {
+        Op::Read => 0,
+        Op::Write => 1,
+        Op::Delete => 2,
+        Op::Lookup => 3,
+    }
+}
+
+/// The columns of a trace: (time, key, size, op) as little-endian u64, u64, u32 and u8 bytes,
+/// and the number of records skipped.
+type Columns = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, u64, String);
+
+fn read_columns(
+    path: &Path,
+    options: &TraceOptions,
+    limit: Option<u64>,
+) -> anyhow::Result<Columns> {
+    let mut reader = TraceReader::open(path, options)?;
+    let (mut time, mut key, mut size, mut op) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let limit = limit.unwrap_or(u64::MAX);
+    let mut n = 0u64;
+    let mut batch = Vec::with_capacity(4096);
+    while n < limit {
+        batch.clear();
+        reader.next_batch(&mut batch)?;
+        if batch.is_empty() {
+            break;
+        }
+        for r in batch.iter().take((limit - n).min(batch.len() as u64) as usize) {
+            time.extend_from_slice(&r.time_us.to_le_bytes());
+            key.extend_from_slice(&r.key.to_le_bytes());
+            size.extend_from_slice(&r.size.to_le_bytes());
+            op.push(op_code(r.op));
+            n += 1;
+        }
+    }
+    let format = reader.info().format.to_string();
+    Ok((time, key, size, op, reader.skipped(), format))
+}
+
+/// Reads a trace into columns: bytearrays of time (u64, microseconds), key (u64), size (u32),
+/// op (u8: 0 read, 1 write, 2 delete, 3 lookup), then the records skipped and the format read.
+#[pyfunction]
+#[pyo3(signature = (path, format="auto", csv_spec=None, block_size=None, skip_bad=false, limit=None))]
+#[allow(clippy::type_complexity)]
+fn read_trace<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    format: &str,
+    csv_spec: Option<&str>,
+    block_size: Option<&str>,
+    skip_bad: bool,
+    limit: Option<u64>,
+) -> PyResult<(
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    u64,
+    String,
+)> {
+    let options = trace_options(format, csv_spec, block_size, skip_bad).map_err(to_py)?;
+    let (time, key, size, op, skipped, format) =
+        py.detach(|| read_columns(&path, &options, limit)).map_err(to_py)?;
+    Ok((
+        PyByteArray::new(py, &time),
+        PyByteArray::new(py, &key),
+        PyByteArray::new(py, &size),
+        PyByteArray::new(py, &op),
+        skipped,
+        format,
+    ))
+}
+
+fn column<const N: usize>(bytes: &[u8], name: &str, n: usize) -> anyhow::Result<Vec<[u8; N]>> {
+    anyhow::ensure!(bytes.len() == n * N, "{name}: {} bytes for {n} records", bytes.len());
+    Ok(bytes.chunks_exact(N).map(|c| c.try_into().expect("chunks of N")).collect())
+}
+
+/// Writes columns (as `read_trace` returns them) as an oracleGeneral trace (libCacheSim's
+/// binary format; it keeps no operation) or as tiercache's CSV (`time_us,key,size,op`).
+#[pyfunction]
+fn write_trace(
+    py: Python<'_>,
+    path: PathBuf,
+    format: &str,
+    time: &[u8],
+    key: &[u8],
+    size: &[u8],
+    op: &[u8],
+) -> PyResult<u64> {
+    let n = op.len();
+    let build = || -> anyhow::Result<Vec<Request>> {
+        let time = column::<8>(time, "time", n)?;
+        let key = column::<8>(key, "key", n)?;
+        let size = column::<4>(size, "size", n)?;
+        let mut requests = Vec::with_capacity(n);
+        for i in 0..n {
+            let op = match op[i] {
+                0 => Op::Read,
+                1 => Op::Write,
+                2 => Op::Delete,
+                3 => Op::Lookup,
+                other => anyhow::bail!("op of record {i}: {other} is not 0 to 3"),
+            };
+            let size = u32::from_le_bytes(size[i]);
+            anyhow::ensure!(size > 0, "size of record {i}: 0");
+            let (t, k) = (u64::from_le_bytes(time[i]), u64::from_le_bytes(key[i]));
+            requests.push(Request::new(t, k, size, op));
+        }
+        Ok(requests)
+    };
+    let mut requests = build().map_err(|e| ConfigError::new_err(format!("{e:#}")))?;
+    let format = format.to_string();
+    py.detach(move || -> anyhow::Result<()> {
+        match format.as_str() {
+            "oracle-general" | "oracleGeneral" => write_oracle_general(&path, &mut requests)?,
+            "csv" => {
+                let mut writer = CsvWriter::create(&path)?;
+                for r in &requests {
+                    writer.write(r)?;
+                }
+                writer.finish()?;
+            }
+            other => anyhow::bail!("format '{other}': write oracle-general or csv"),
+        }
+        Ok(())
+    })
+    .map_err(to_py)?;
+    Ok(n as u64)
+}
+
+/// The engine over DRAM and optionally a mapped (slow memory) or flash tier, its stack as
+/// `sim`'s: keys are integers, values bytes of at most the block size.
+#[pyclass(module = "tiercache._tiercache")]
+struct Cache {
+    cache: EngineCache,
+    block_size: usize,
+}
+
+#[pymethods]
+impl Cache {
+    #[new]
+    #[pyo3(signature = (options_json, block_size="4KiB", slow_path=None, flash_path=None, shards=16))]
+    fn new(
+        py: Python<'_>,
+        options_json: &str,
+        block_size: &str,
+        slow_path: Option<PathBuf>,
+        flash_path: Option<PathBuf>,
+        shards: usize,
+    ) -> PyResult<Cache> {
+        let table = options_table(options_json).map_err(to_py)?;
+        let build = || -> anyhow::Result<Cache> {
+            let stack = tiercache_cli::experiment::cache(&table)?;
+            let lower = match (slow_path, flash_path) {
+                (Some(_), Some(_)) => {
+                    anyhow::bail!("slow_path and flash_path: the cache takes one of them")
+                }
+                (Some(path), None) => Some(TierKind::Mapped { path }),
+                (None, Some(path)) => Some(TierKind::Flash { path }),
+                (None, None) => None,
+            };
+            let mut media = Vec::new();
+            // One tier with a slow or flash path lives there; two put DRAM on top of it.
+            if lower.is_none() || stack.tiers.len() > 1 {
+                media.push(TierKind::Dram);
+            }
+            media.extend(lower);
+            let block = parse_size(block_size)
+                .map_err(|e| anyhow::anyhow!("block_size {block_size}: {e}"))?;
+            anyhow::ensure!(shards >= 1, "shards must be at least 1");
+            let cache = CacheBuilder::new(PolicyConfig::Lru)
+                .stack(&stack, media)?
+                .block_size(block as usize)
+                .shards(shards)
+                .build()?;
+            Ok(Cache { cache, block_size: block as usize })
+        };
+        py.detach(build).map_err(to_py)
+    }
+
+    /// The value of `key`, or None on a miss (a miss admits nothing).
+    fn get<'py>(&self, py: Python<'py>, key: u64) -> Option<Bound<'py, PyBytes>> {
+        let mut buf = vec![0u8; self.block_size];
+        let len = py.detach(|| self.cache.get(key, &mut buf))?;
+        Some(PyBytes::new(py, &buf[..len]))
+    }
+
+    /// Writes `value` for `key`; returns whether it is cached (the policy may not admit it).
+    fn put(&self, py: Python<'_>, key: u64, value: &[u8]) -> PyResult<bool> {
+        let outcome = py.detach(|| self.cache.put(key, value)).map_err(|e| to_py(e.into()))?;
+        Ok(outcome.cached)
+    }
+
+    /// Drops `key` if cached.
+    fn delete(&self, py: Python<'_>, key: u64) {
+        py.detach(|| self.cache.invalidate(key));
+    }
+
+    /// The engine's counters as JSON.
+    fn stats_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.cache.stats())
+            .map_err(|e| TiercacheError::new_err(e.to_string()))
+    }
+
+    #[getter]
+    fn block_size(&self) -> usize {
+        self.block_size
+    }
+}
+
+#[pymodule]
+fn _tiercache(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("TiercacheError", py.get_type::<TiercacheError>())?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add_function(wrap_pyfunction!(sim_json, m)?)?;
+    m.add_function(wrap_pyfunction!(read_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(write_trace, m)?)?;
+    m.add_class::<Cache>()?;
+    Ok(())
+}

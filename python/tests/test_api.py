@@ -1,0 +1,237 @@
+"""The Python package against the command line, the peer simulator and itself.
+
+Run by scripts/test after `pip install .` and `cargo test` (which builds the `tiercache` binary
+these tests compare against)."""
+
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tiercache
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+CLOUD = DATA / "cloudPhysicsIO.oracleGeneral.bin.zst"
+MSR = DATA / "msr_hm_0_first1000.csv.zst"
+
+
+def cli(*args: str) -> str:
+    binary = os.environ.get("TIERCACHE_BIN", str(ROOT / "target" / "debug" / "tiercache"))
+    assert Path(binary).exists(), f"{binary}: build it first (cargo build -p tiercache-cli)"
+    done = subprocess.run([binary, *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def without_timing(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k not in tiercache.TIMING_COLUMNS}
+
+
+def test_sim_gives_what_the_command_line_prints():
+    for policy, capacity in [("lru", "4MiB"), ("s3fifo", "16MiB"), ("arc", "1MiB")]:
+        ours = tiercache.sim(CLOUD, policy=policy, capacity=capacity)
+        theirs = json.loads(
+            cli("sim", "--trace", str(CLOUD), "--policy", policy, "--capacity", capacity, "--json")
+        )
+        assert without_timing(ours) == without_timing(theirs)
+    # A two-tier stack in an Open CAS mode, in virtual time, with the CLI's option names.
+    options = dict(lower_capacity="8MiB", mode="wb", clients=4, backing_profile="sata-ssd")
+    ours = tiercache.sim(MSR, policy="lru", capacity="1MiB", block_size="4KiB", **options)
+    theirs = json.loads(
+        cli(
+            "sim", "--trace", str(MSR), "--policy", "lru", "--capacity", "1MiB",
+            "--block-size", "4KiB", "--lower-capacity", "8MiB", "--mode", "wb",
+            "--clients", "4", "--backing-profile", "sata-ssd", "--json",
+        )
+    )
+    assert ours == theirs
+    assert ours["ops_per_second"] > 0
+
+
+def test_a_stack_dict_is_the_same_as_options():
+    stack = {"policy": "lru", "capacity": "2MiB", "lower_capacity": "6MiB", "placement": "scm-first:2"}
+    a = tiercache.sim(CLOUD, stack=stack)
+    b = tiercache.sim(CLOUD, policy="lru", capacity="2MiB", lower_capacity="6MiB", placement="scm-first:2")
+    assert without_timing(a) == without_timing(b)
+    assert a["lower_hits"] > 0
+
+
+def test_lru_agrees_with_libcachesim():
+    libcachesim = pytest.importorskip("libcachesim")  # scripts/test installs it
+    reader = libcachesim.TraceReader(
+        str(CLOUD), trace_type=libcachesim.TraceType.ORACLE_GENERAL_TRACE
+    )
+    capacity = 8 * 1024 * 1024
+    peer = libcachesim.LRU(cache_size=capacity)
+    miss_ratio, _ = peer.process_trace(reader)
+    ours = tiercache.sim(CLOUD, policy="lru", capacity=capacity)
+    assert ours["miss_ratio"] == pytest.approx(miss_ratio, abs=1e-12)
+
+
+def test_errors_are_exceptions_with_the_command_lines_messages(tmp_path):
+    with pytest.raises(tiercache.TraceError, match="no-such.csv: cannot open trace"):
+        tiercache.sim(tmp_path / "no-such.csv", policy="lru", capacity="1MiB")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time_us,key,size,op\n1,2,3,read\n2,x,3,read\n")
+    with pytest.raises(tiercache.TraceError, match=r"bad.csv: line 3: field 'key'"):
+        tiercache.sim(bad, policy="lru", capacity="1MiB")
+    assert tiercache.sim(bad, policy="lru", capacity="1MiB", skip_bad=True)["skipped_records"] == 1
+    with pytest.raises(tiercache.ConfigError, match="unknown policy 'lru2'"):
+        tiercache.sim(CLOUD, policy="lru2", capacity="1MiB")
+    with pytest.raises(tiercache.ConfigError, match="unknown option 'colour'"):
+        tiercache.sim(CLOUD, policy="lru", capacity="1MiB", colour="blue")
+    with pytest.raises(tiercache.ConfigError, match="capacity"):
+        tiercache.sim(CLOUD, policy="lru", capacity="12 parsecs")
+    with pytest.raises(tiercache.ConfigError, match="capacity' is missing"):
+        tiercache.sim(CLOUD, policy="lru")
+    assert issubclass(tiercache.TraceError, tiercache.TiercacheError)
+    assert issubclass(tiercache.ConfigError, tiercache.TiercacheError)
+
+
+def test_numpy_round_trip_through_write_and_read(tmp_path):
+    rng = np.random.default_rng(7)
+    n = 5000
+    key = rng.zipf(1.2, n).astype(np.uint64) + (1 << 40)
+    size = rng.integers(1, 1 << 20, n).astype(np.uint32)
+    seconds = np.sort(rng.integers(0, 86_400, n)).astype(np.uint64)
+    # oracleGeneral keeps whole seconds and no operation.
+    path = tmp_path / "made.oracleGeneral.bin.zst"
+    assert tiercache.write_trace(path, key, size, time=seconds * 1_000_000) == n
+    trace = tiercache.read_trace(path)
+    np.testing.assert_array_equal(trace.key, key)
+    np.testing.assert_array_equal(trace.size, size)
+    np.testing.assert_array_equal(trace.time, seconds * 1_000_000)
+    assert (trace.op == tiercache.OPS["read"]).all()
+    # CSV keeps microseconds and operations.
+    op = rng.integers(0, 3, n).astype(np.uint8)
+    time = np.arange(n, dtype=np.uint64) * 7
+    csv = tmp_path / "made.csv"
+    tiercache.write_trace(csv, key, size, time=time, op=op, format="csv")
+    back = tiercache.read_trace(csv)
+    for a, b in zip(back, (time, key, size, op)):
+        np.testing.assert_array_equal(a, b)
+    # What was written simulates, as the same trace read by the command line does.
+    ours = tiercache.sim(path, policy="lru", capacity="64MiB")
+    theirs = json.loads(cli("sim", "--trace", str(path), "--policy", "lru", "--capacity", "64MiB", "--json"))
+    assert without_timing(ours) == without_timing(theirs)
+    with pytest.raises(tiercache.ConfigError, match="4 values for 5000 keys"):
+        tiercache.write_trace(csv, key, size=[1, 2, 3, 4])
+
+
+def test_read_trace_takes_the_block_view_and_a_limit():
+    whole = tiercache.read_trace(MSR)
+    assert len(whole.key) == 1000
+    blocks = tiercache.read_trace(MSR, block_size="4KiB")
+    assert len(blocks.key) > 1000 and (blocks.size <= 4096).all()
+    assert len(tiercache.read_trace(MSR, limit=10).key) == 10
+    assert len(tiercache.read_trace(CLOUD).key) == 113_872
+
+
+def test_sim_releases_the_gil():
+    # While a simulation runs in another thread, this thread keeps running Python.
+    done = threading.Event()
+    ticks = 0
+
+    def run():
+        tiercache.sim(DATA / "arc_P3.lis.zst", policy="arc", capacity=1000, unit="objects")
+        done.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    while not done.is_set():
+        ticks += 1
+    thread.join()
+    assert ticks > 1000
+
+
+def test_sweep_has_the_columns_of_sweep_csv(tmp_path):
+    frame = tiercache.sweep(CLOUD, policies=["lru", "fifo"], capacities=["1MiB", "8MiB"], progress=False)
+    assert list(frame[["policy", "capacity"]].itertuples(index=False, name=None)) == [
+        ("lru", 1 << 20), ("lru", 8 << 20), ("fifo", 1 << 20), ("fifo", 8 << 20)
+    ]
+    assert frame["error"].isna().all()
+    cli("sweep", "--trace", str(CLOUD), "--policy", "lru", "--policy", "fifo",
+        "--capacities", "1MiB,8MiB", "--out", str(tmp_path))
+    header = (tmp_path / "sweep.csv").read_text().splitlines()[0].split(",")
+    assert set(header) <= set(frame.columns)
+    rows = [line.split(",") for line in (tmp_path / "sweep.csv").read_text().splitlines()[1:]]
+    for row in rows:
+        cells = dict(zip(header, row))
+        ours = frame[(frame.policy == cells["policy"]) & (frame.capacity == int(cells["capacity"]))]
+        assert float(cells["hit_ratio"]) == pytest.approx(ours["hit_ratio"].item(), abs=1e-12)
+
+
+def test_a_failing_cell_is_reported_not_lost():
+    frame = tiercache.sweep(CLOUD, policies=["lru", "nonsense"], capacities=["1MiB"], progress=False)
+    assert pd.isna(frame.loc[0, "error"]) and frame.loc[0, "hit_ratio"] > 0
+    assert pd.isna(frame.loc[1, "hit_ratio"])
+    assert "unknown policy 'nonsense'" in frame.loc[1, "error"]
+
+
+def test_local_and_ray_sweeps_give_equal_frames():
+    ray = pytest.importorskip("ray")  # scripts/test installs it
+    traces = [CLOUD, DATA / "arc_P3.lis.zst"]
+    kwargs = dict(policies=["lru", "arc", "s3fifo"], capacities=[500, 5000], unit="objects", progress=False)
+    local = tiercache.sweep(traces, **kwargs)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = tiercache.sweep(traces, backend="ray", **kwargs)
+        failed = tiercache.sweep(CLOUD, policies=["nonsense"], capacities=[10], unit="objects",
+                                 backend="ray", progress=False)
+    finally:
+        ray.shutdown()
+    columns = [c for c in local.columns if c not in tiercache.TIMING_COLUMNS]
+    assert len(local) == 12 and local["error"].isna().all()
+    assert local[columns].equals(remote[columns])
+    assert "unknown policy 'nonsense'" in failed.loc[0, "error"]
+
+
+def test_the_engine_from_python(tmp_path):
+    cache = tiercache.Cache(capacity="1MiB")
+    assert cache.put(7, b"seven") and cache.get(7) == b"seven"
+    assert cache.get(8) is None
+    cache.delete(7)
+    assert cache.get(7) is None
+    stats = cache.stats()
+    assert stats["hits"] == 1 and stats["misses"] == 2 and stats["puts"] == 1
+    with pytest.raises(tiercache.TiercacheError, match="larger than the block size"):
+        cache.put(1, bytes(cache.block_size + 1))
+    # DRAM over a mapped slow-memory tier: DRAM's victims go down and are still hits.
+    tier = tmp_path / "slow.tier"
+    two = tiercache.Cache(capacity="64KiB", lower_capacity="1MiB", slow_path=tier, shards=1)
+    for key in range(100):
+        two.put(key, key.to_bytes(8, "little") * 512)
+    assert all(two.get(key) == key.to_bytes(8, "little") * 512 for key in range(100))
+    assert tier.exists() and oct(tier.stat().st_mode & 0o777) == "0o600"
+    with pytest.raises(tiercache.ConfigError, match="unit"):
+        tiercache.Cache(capacity=100, unit="objects")
+
+
+# The ARC paper's Table VII (Megiddo and Modha, FAST'03): LRU and ARC hit ratios in percent,
+# unit-size pages; the same table crates/tiercache-cli/tests/arc_paper.rs checks through the CLI.
+ARC_TABLE = {
+    "arc_OLTP.lis.zst": {
+        1000: (32.83, 38.93), 2000: (42.47, 46.08), 5000: (53.65, 55.25),
+        10000: (60.70, 61.87), 15000: (64.63, 65.40),
+    },
+    "arc_P2.lis.zst": {32768: (18.47, 27.38), 131072: (51.49, 58.97)},
+    "arc_P3.lis.zst": {32768: (3.57, 17.12), 131072: (44.79, 50.63)},
+}
+
+
+def test_the_arc_papers_numbers():
+    for trace, table in ARC_TABLE.items():
+        frame = tiercache.sweep(
+            DATA / trace, policies=["lru", "arc"], capacities=list(table), unit="objects",
+            format="arc-lis", progress=False,
+        )
+        for row in frame.itertuples():
+            lru, arc = table[row.capacity]
+            published, tolerance = (lru, 0.005) if row.policy == "lru" else (arc, 0.05)
+            assert abs(row.hit_ratio * 100 - published) <= tolerance, (trace, row.policy, row.capacity)

@@ -1,0 +1,384 @@
+"""tiercache from Python: the simulator, trace I/O, sweeps (on this machine or a Ray cluster)
+and the engine.
+
+Every function runs the code the ``tiercache`` command runs, with the same options and the
+same error messages::
+
+    import tiercache
+    report = tiercache.sim("data/cloudPhysicsIO.oracleGeneral.bin", policy="lru", capacity="64MiB")
+    report["hit_ratio"]
+    frame = tiercache.sweep(["a.bin", "b.bin"], policies=["lru", "arc"], capacities=["64MiB", "1GiB"])
+
+Options are ``sim``'s, with underscores: the stack (``lower_capacity``, ``placement``, ``mode``,
+``nvcache``, ``nhc``, ``admission``, ``seed``...), the trace (``block_size``, ``csv_spec``,
+``skip_bad``) and virtual time (``clients``, ``arrival_rate``, ``profile``,
+``backing_profile``...). A whole stack can be given as ``stack=``, a dict in the schema of an
+experiment file's ``[cache]`` table.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _tiercache
+from ._tiercache import ConfigError, TiercacheError, TraceError
+
+__all__ = [
+    "sim",
+    "sweep",
+    "read_trace",
+    "write_trace",
+    "Trace",
+    "Cache",
+    "TiercacheError",
+    "TraceError",
+    "ConfigError",
+    "OPS",
+]
+
+__version__ = "0.1.0"
+
+PathLike = Union[str, "os.PathLike[str]"]
+Amount = Union[str, int]
+
+#: Operation codes of :class:`Trace` ``op`` arrays.
+OPS = {"read": 0, "write": 1, "delete": 2, "lookup": 3}
+
+#: Columns that measure the run itself (wall-clock time), not the cache: they differ between
+#: two runs of the same cell.
+TIMING_COLUMNS = ("elapsed_seconds", "requests_per_second")
+
+
+def _plain(value: Any) -> Any:
+    """Options as JSON: paths become strings, tuples lists, numpy scalars Python numbers."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _options(
+    policy: Optional[str],
+    capacity: Optional[Amount],
+    stack: Optional[Dict[str, Any]],
+    options: Dict[str, Any],
+) -> Dict[str, Any]:
+    merged: Dict[str, Any] = dict(stack or {})
+    if policy is not None:
+        merged["policy"] = policy
+    if capacity is not None:
+        merged["capacity"] = capacity
+    for key, value in options.items():
+        if key in merged and stack and key in stack:
+            raise ConfigError(f"'{key}' is given both in stack= and as an option")
+        merged[key] = value
+    for key in ("policy", "capacity"):
+        if key not in merged:
+            raise ConfigError(f"'{key}' is missing: give {key}= or a stack with it")
+    return {k: _plain(v) for k, v in merged.items() if v is not None}
+
+
+def sim(
+    trace: PathLike,
+    *,
+    policy: Optional[str] = None,
+    capacity: Optional[Amount] = None,
+    unit: str = "bytes",
+    format: str = "auto",
+    stack: Optional[Dict[str, Any]] = None,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Simulates one policy stack over a trace; returns what ``tiercache sim --json`` prints.
+
+    ``policy`` and ``capacity`` are the top tier's (``"lru"``, ``"64MiB"`` or, with
+    ``unit="objects"``, a count). ``options`` are ``sim``'s options with underscores
+    (``lower_capacity="1GiB"``, ``mode="wb"``, ``block_size="4KiB"``, ``clients=16`` for
+    virtual time...). Raises :class:`TraceError` for a trace that cannot be read and
+    :class:`ConfigError` for an option that is not valid, with the CLI's messages. The
+    simulation runs without the GIL, so threads run simulations in parallel.
+    """
+    merged = _options(policy, capacity, stack, {"unit": unit, "format": format, **options})
+    report = _tiercache.sim_json(os.fspath(trace), json.dumps(merged))
+    return json.loads(report)
+
+
+def _flat(report: Dict[str, Any]) -> Dict[str, Any]:
+    """A report as one row, as ``sweep.csv`` has it: nested objects become ``key_subkey``
+    columns, lists are left out."""
+    row: Dict[str, Any] = {}
+    for key, value in report.items():
+        if isinstance(value, dict):
+            for sub, x in value.items():
+                row[f"{key}_{sub}"] = x
+        elif not isinstance(value, list):
+            row[key] = value
+    return row
+
+
+def _cell(trace: str, policy: str, capacity: Amount, options: Dict[str, Any]) -> Dict[str, Any]:
+    return _flat(sim(trace, policy=policy, capacity=capacity, **options))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _progress(total: int, show: bool):
+    if not show:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # the package depends on tqdm; a stripped environment may lack it
+        return None
+    return tqdm(total=total, desc="tiercache sweep", unit="cell")
+
+
+def sweep(
+    traces: Union[PathLike, Sequence[PathLike]],
+    *,
+    policies: Sequence[str],
+    capacities: Sequence[Amount],
+    unit: str = "bytes",
+    format: str = "auto",
+    backend: str = "local",
+    workers: Optional[int] = None,
+    retries: int = 1,
+    progress: bool = True,
+    **options: Any,
+):
+    """Runs every (trace, policy, capacity) cell; returns a pandas DataFrame, one row per cell
+    in that order, with the columns of ``tiercache sweep``'s ``sweep.csv`` (``trace``,
+    ``policy``, ``capacity``, ``hit_ratio``, ``byte_hit_ratio``...) and ``error``.
+
+    ``backend="local"`` runs the cells on this machine's cores (``workers`` threads, all cores
+    by default); ``backend="ray"`` runs each cell as a Ray task on the cluster ``ray.init()``
+    connected to (or a local one), so the traces must be at paths every node sees. Cells start
+    largest trace first. A cell that fails is retried ``retries`` times, then reported in the
+    ``error`` column (its other columns empty) instead of stopping the sweep. ``options`` are
+    :func:`sim`'s. The columns in ``TIMING_COLUMNS`` time the run itself; the others are the
+    same from either backend.
+    """
+    import pandas as pd
+
+    if isinstance(traces, (str, os.PathLike)):
+        traces = [traces]
+    trace_list = [os.fspath(t) for t in traces]
+    if not trace_list or not policies or not capacities:
+        raise ConfigError("sweep needs at least one trace, one policy and one capacity")
+    if retries < 0:
+        raise ConfigError(f"retries must be at least 0, got {retries}")
+    cell_options = {"unit": unit, "format": format, **options}
+    cells = [(t, p, c) for t in trace_list for p in policies for c in capacities]
+    order = sorted(range(len(cells)), key=lambda i: -_size(cells[i][0]))
+    if backend == "local":
+        rows = _sweep_local(cells, order, cell_options, workers, retries, progress)
+    elif backend == "ray":
+        rows = _sweep_ray(cells, order, cell_options, retries, progress)
+    else:
+        raise ConfigError(f"backend '{backend}': use local or ray")
+    frame = pd.DataFrame(rows)
+    first = ["trace", "policy", "capacity"]
+    rest = [c for c in frame.columns if c not in first and c != "error"]
+    return frame[first + rest + ["error"]]
+
+
+def _failed(cell, error: BaseException) -> Dict[str, Any]:
+    trace, policy, capacity = cell
+    return {"trace": trace, "policy": policy, "capacity": capacity, "error": str(error)}
+
+
+def _sweep_local(cells, order, options, workers, retries, show) -> List[Dict[str, Any]]:
+    rows: List[Optional[Dict[str, Any]]] = [None] * len(cells)
+    bar = _progress(len(cells), show)
+
+    def run(i: int) -> Dict[str, Any]:
+        for attempt in range(retries + 1):
+            try:
+                row = _cell(*cells[i], options)
+                row["error"] = None
+                return row
+            except Exception as error:  # reported in the row after the last attempt
+                if attempt == retries:
+                    return _failed(cells[i], error)
+        raise AssertionError("unreachable")
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
+        futures = {pool.submit(run, i): i for i in order}
+        for future in concurrent.futures.as_completed(futures):
+            rows[futures[future]] = future.result()
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return [r for r in rows if r is not None]
+
+
+def _sweep_ray(cells, order, options, retries, show) -> List[Dict[str, Any]]:
+    try:
+        import ray
+    except ImportError as error:
+        raise ConfigError("backend='ray' needs Ray: pip install 'tiercache[ray]'") from error
+    if not ray.is_initialized():
+        ray.init()
+    remote = ray.remote(_cell).options(max_retries=retries, retry_exceptions=True)
+    refs = {remote.remote(*cells[i], options): i for i in order}
+    rows: List[Optional[Dict[str, Any]]] = [None] * len(cells)
+    bar = _progress(len(cells), show)
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        for ref in done:
+            i = refs[ref]
+            try:
+                row = ray.get(ref)
+                row["error"] = None
+            except Exception as error:  # a cell that failed every attempt
+                cause = getattr(error, "cause", None) or error
+                row = _failed(cells[i], cause)
+            rows[i] = row
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return [r for r in rows if r is not None]
+
+
+class Trace(NamedTuple):
+    """A trace as numpy arrays: ``time`` (uint64 microseconds), ``key`` (uint64), ``size``
+    (uint32 bytes), ``op`` (uint8, codes in :data:`OPS`)."""
+
+    time: np.ndarray
+    key: np.ndarray
+    size: np.ndarray
+    op: np.ndarray
+
+
+def read_trace(
+    path: PathLike,
+    format: str = "auto",
+    block_size: Optional[Amount] = None,
+    limit: Optional[int] = None,
+    *,
+    csv_spec: Optional[str] = None,
+    skip_bad: bool = False,
+) -> Trace:
+    """Reads a trace of any format ``tiercache`` reads (compressed or not) into numpy arrays.
+
+    ``block_size`` splits byte ranges into aligned blocks, as ``--block-size`` does; ``limit``
+    stops after that many requests. Raises :class:`TraceError` naming the file, and for a bad
+    record its line or record number.
+    """
+    bs = None if block_size is None else str(block_size)
+    time, key, size, op, _skipped, _format = _tiercache.read_trace(
+        os.fspath(path), format, csv_spec, bs, skip_bad, limit
+    )
+    return Trace(
+        np.frombuffer(time, dtype="<u8"),
+        np.frombuffer(key, dtype="<u8"),
+        np.frombuffer(size, dtype="<u4"),
+        np.frombuffer(op, dtype="u1"),
+    )
+
+
+def write_trace(
+    path: PathLike,
+    key: Iterable[int],
+    size: Union[int, Iterable[int]] = 4096,
+    time: Optional[Iterable[int]] = None,
+    op: Optional[Iterable[int]] = None,
+    format: str = "oracle-general",
+) -> int:
+    """Writes a trace made in numpy, so it can be simulated; returns the number of requests.
+
+    ``format="oracle-general"`` writes libCacheSim's binary format (it keeps no operation: every
+    request reads); ``"csv"`` writes tiercache's ``time_us,key,size,op``. ``size`` may be one
+    number for every request; ``time`` defaults to the request's index and ``op`` to reads.
+    A name ending in .zst or .gz compresses.
+    """
+    keys = np.ascontiguousarray(np.asarray(key), dtype="<u8")
+    n = len(keys)
+
+    def column(values, dtype, default):
+        if values is None:
+            return np.ascontiguousarray(default, dtype=dtype)
+        array = np.asarray(values)
+        if array.ndim == 0:
+            array = np.full(n, array)
+        if len(array) != n:
+            raise ConfigError(f"{len(array)} values for {n} keys")
+        if array.size and array.min() < 0:
+            raise ConfigError("negative values cannot be written")
+        return np.ascontiguousarray(array, dtype=dtype)
+
+    sizes = column(size, "<u4", None)
+    times = column(time, "<u8", np.arange(n))
+    ops = column(op, "u1", np.zeros(n))
+    return _tiercache.write_trace(
+        os.fspath(path), format, times.tobytes(), keys.tobytes(), sizes.tobytes(), ops.tobytes()
+    )
+
+
+class Cache:
+    """The engine: DRAM, and a mapped slow-memory tier (``slow_path``) or a flash tier
+    (``flash_path``), under a policy stack as :func:`sim` takes it.
+
+    With ``lower_capacity`` the stack has two tiers: DRAM of ``capacity`` over the slow or
+    flash tier of ``lower_capacity``; without it, the single tier lives on the path given (or
+    in DRAM). Keys are integers, values bytes of at most ``block_size``.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: Optional[str] = "lru",
+        capacity: Optional[Amount] = None,
+        block_size: Amount = "4KiB",
+        slow_path: Optional[PathLike] = None,
+        flash_path: Optional[PathLike] = None,
+        shards: int = 16,
+        stack: Optional[Dict[str, Any]] = None,
+        **options: Any,
+    ) -> None:
+        if stack and "policy" in stack:
+            policy = None
+        merged = _options(policy, capacity, stack, options)
+        self._cache = _tiercache.Cache(
+            json.dumps(merged),
+            str(block_size),
+            None if slow_path is None else os.fspath(slow_path),
+            None if flash_path is None else os.fspath(flash_path),
+            shards,
+        )
+
+    @property
+    def block_size(self) -> int:
+        """The largest value, in bytes."""
+        return self._cache.block_size
+
+    def get(self, key: int) -> Optional[bytes]:
+        """The value of ``key``, or None on a miss (a miss admits nothing)."""
+        return self._cache.get(key)
+
+    def put(self, key: int, value: bytes) -> bool:
+        """Writes ``value`` for ``key``; returns whether the cache holds it now."""
+        return self._cache.put(key, value)
+
+    def delete(self, key: int) -> None:
+        """Drops ``key`` if it is cached."""
+        self._cache.delete(key)
+
+    def stats(self) -> Dict[str, Any]:
+        """The engine's counters (hits, misses, insertions, evictions, bytes per tier...)."""
+        return json.loads(self._cache.stats_json())
