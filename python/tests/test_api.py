@@ -235,3 +235,22 @@ def test_the_arc_papers_numbers():
             lru, arc = table[row.capacity]
             published, tolerance = (lru, 0.005) if row.policy == "lru" else (arc, 0.05)
             assert abs(row.hit_ratio * 100 - published) <= tolerance, (trace, row.policy, row.capacity)
+
+
+def test_the_command_lines_sweep_on_ray(tmp_path):
+    pytest.importorskip("ray")  # scripts/test installs it
+    common = ["sweep", "--trace", str(CLOUD), "--policy", "lru", "--policy", "arc",
+              "--capacities", "1MiB,8MiB"]
+    cli(*common, "--out", str(tmp_path / "here"))
+    # 'local' starts a Ray cluster of this machine for the run; a real one is HOST:PORT or auto.
+    out = cli(*common, "--ray", "local", "--out", str(tmp_path / "ray"))
+    assert "wrote" in out and (tmp_path / "ray" / "mrc.svg").exists()
+
+    def hit_ratios(path):
+        lines = (path / "sweep.csv").read_text().splitlines()
+        header = lines[0].split(",")
+        rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
+        return {(r["policy"], int(float(r["capacity"]))): float(r["hit_ratio"]) for r in rows}
+
+    assert hit_ratios(tmp_path / "here") == hit_ratios(tmp_path / "ray")
+    assert len(hit_ratios(tmp_path / "ray")) == 4

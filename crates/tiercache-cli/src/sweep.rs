@@ -39,6 +39,11 @@ pub struct SweepArgs {
     /// Print the points as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Run each cell as a Ray task on the cluster at this address ('auto' for the one
+    /// `ray start --head` made on this machine, or HOST:PORT), through the Python package
+    /// (`pip install .` and Ray on every node; the trace at a path every node sees).
+    #[arg(long, value_name = "ADDRESS")]
+    pub ray: Option<String>,
 }
 
 const DEFAULT_POLICIES: [&str; 7] = ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "belady"];
@@ -104,6 +109,10 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
     let admission = AdmissionConfig::parse_chain(&args.admission)?;
     let (mut requests, logical_time) = load(args)?;
     let capacities = capacities(args, &requests)?;
+    if let Some(address) = &args.ray {
+        drop(requests);
+        return on_ray(args, address, &names, &capacities);
+    }
     let total = (policies.len() * capacities.len()) as u64;
     let progress = Mutex::new(Progress::new("simulations", Some(total)));
     let finished = AtomicU64::new(0);
@@ -125,11 +134,13 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let csv = args.out.join("sweep.csv");
     write_csv(&csv, &points)?;
-    let plots = plot(args, &points)?;
+    let curves: Vec<(String, u64, f64)> =
+        points.iter().map(|p| (p.policy.clone(), p.capacity, p.miss_ratio)).collect();
+    let plots = plot(args, &curves)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&points)?);
     } else {
-        print_table(&points, &capacities);
+        print_table(&curves, &capacities);
         println!();
         println!("wrote {}", csv.display());
         for p in plots {
@@ -155,14 +166,14 @@ fn write_csv(path: &std::path::Path, points: &[SweepPoint]) -> anyhow::Result<()
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn plot(args: &SweepArgs, points: &[SweepPoint]) -> anyhow::Result<Vec<PathBuf>> {
+/// The miss-ratio curves of (policy, capacity, miss ratio) points.
+fn plot(args: &SweepArgs, points: &[(String, u64, f64)]) -> anyhow::Result<Vec<PathBuf>> {
     let mut series: Vec<Series> = Vec::new();
-    for p in points {
-        let capacity = p.capacity as f64;
-        match series.iter_mut().find(|s| s.name == p.policy) {
-            Some(s) => s.points.push((capacity, p.miss_ratio)),
-            None => series
-                .push(Series { name: p.policy.clone(), points: vec![(capacity, p.miss_ratio)] }),
+    for (policy, capacity, miss_ratio) in points {
+        let point = (*capacity as f64, *miss_ratio);
+        match series.iter_mut().find(|s| &s.name == policy) {
+            Some(s) => s.points.push(point),
+            None => series.push(Series { name: policy.clone(), points: vec![point] }),
         }
     }
     let x_label =
@@ -181,7 +192,7 @@ fn plot(args: &SweepArgs, points: &[SweepPoint]) -> anyhow::Result<Vec<PathBuf>>
     write_chart(&args.out.join("mrc"), &chart)
 }
 
-fn print_table(points: &[SweepPoint], capacities: &[Capacity]) {
+fn print_table(points: &[(String, u64, f64)], capacities: &[Capacity]) {
     let label = |c: &Capacity| match c.unit {
         Unit::Bytes => format_size(c.amount),
         Unit::Objects => c.amount.to_string(),
@@ -192,10 +203,117 @@ fn print_table(points: &[SweepPoint], capacities: &[Capacity]) {
     }
     println!();
     for chunk in points.chunks(capacities.len()) {
-        print!("           {:<14}", chunk[0].policy);
-        for p in chunk {
-            print!(" {:>9.2}%", p.miss_ratio * 100.0);
+        print!("           {:<14}", chunk[0].0);
+        for (_, _, miss_ratio) in chunk {
+            print!(" {:>9.2}%", miss_ratio * 100.0);
         }
         println!();
     }
+}
+
+/// The Python package's Ray sweep, run by `python3`: it reads the cells as JSON on stdin and
+/// prints the DataFrame's rows as JSON.
+const RAY_SWEEP: &str = r#"
+import json, sys
+try:
+    import ray, tiercache
+except ImportError as e:
+    sys.exit(f"--ray needs the Python package and Ray: pip install . ray ({e})")
+a = json.load(sys.stdin)
+ray.init(address=a["address"], log_to_driver=False)
+frame = tiercache.sweep(a["trace"], policies=a["policies"], capacities=a["capacities"],
+                        backend="ray", **a["options"])
+print(json.dumps({"columns": list(frame.columns), "rows": frame.astype(object)
+                  .where(frame.notna(), None).values.tolist()}))
+"#;
+
+/// `sweep --ray`: the cells as Ray tasks; sweep.csv holds the DataFrame's columns (the trace,
+/// the report's columns as without --ray, and `error`).
+fn on_ray(
+    args: &SweepArgs,
+    address: &str,
+    policies: &[&str],
+    capacities: &[Capacity],
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut options = serde_json::json!({
+        "unit": args.unit,
+        "admission": args.admission,
+        "seed": args.seed,
+        "format": args.trace.format,
+        "skip_bad": args.trace.skip_bad,
+    });
+    if let Some(spec) = &args.trace.csv_spec {
+        options["csv_spec"] = spec.clone().into();
+    }
+    if let Some(block) = &args.trace.block_size {
+        options["block_size"] = block.clone().into();
+    }
+    let request = serde_json::json!({
+        "address": address,
+        "trace": std::fs::canonicalize(&args.trace.trace)?,
+        "policies": policies,
+        "capacities": capacities.iter().map(|c| c.amount).collect::<Vec<_>>(),
+        "options": options,
+    });
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", RAY_SWEEP])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("--ray runs python3, which could not be started")?;
+    child.stdin.take().expect("piped stdin").write_all(request.to_string().as_bytes())?;
+    let output = child.wait_with_output()?;
+    anyhow::ensure!(output.status.success(), "--ray: the Python sweep failed (above)");
+    let frame: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .context("--ray: the Python sweep printed no result")?;
+    let columns: Vec<String> = serde_json::from_value(frame["columns"].clone())?;
+    let rows: Vec<Vec<serde_json::Value>> = serde_json::from_value(frame["rows"].clone())?;
+    let at = |name: &str| columns.iter().position(|c| c == name);
+    let (policy, capacity, miss, error) =
+        (at("policy"), at("capacity"), at("miss_ratio"), at("error"));
+    let mut failed = Vec::new();
+    let mut curves = Vec::new();
+    for row in &rows {
+        let cell = |i: Option<usize>| i.and_then(|i| row.get(i)).cloned().unwrap_or_default();
+        let name = cell(policy).as_str().unwrap_or("").to_string();
+        if let Some(why) = cell(error).as_str() {
+            failed.push(format!("{name} at {}: {why}", cell(capacity)));
+            continue;
+        }
+        let amount = cell(capacity).as_f64().unwrap_or(0.0) as u64;
+        curves.push((name, amount, cell(miss).as_f64().unwrap_or(f64::NAN)));
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let csv = args.out.join("sweep.csv");
+    let mut text = columns.join(",") + "\n";
+    for row in &rows {
+        let fields: Vec<String> = row
+            .iter()
+            .map(|v| match v {
+                serde_json::Value::Null => String::new(),
+                serde_json::Value::String(s) if s.contains([',', '"', '\n']) => {
+                    format!("\"{}\"", s.replace('"', "\"\""))
+                }
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        text += &(fields.join(",") + "\n");
+    }
+    std::fs::write(&csv, text).with_context(|| format!("cannot write {}", csv.display()))?;
+    anyhow::ensure!(failed.is_empty(), "cells failed on Ray:\n{}", failed.join("\n"));
+    let plots = plot(args, &curves)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&frame)?);
+    } else {
+        print_table(&curves, capacities);
+        println!();
+        println!("wrote {}", csv.display());
+        for p in plots {
+            println!("wrote {}", p.display());
+        }
+    }
+    Ok(())
 }
