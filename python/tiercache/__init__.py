@@ -18,7 +18,6 @@ experiment file's ``[cache]`` table.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 from pathlib import Path
@@ -162,8 +161,8 @@ def sweep(
     in that order, with the columns of ``tiercache sweep``'s ``sweep.csv`` (``trace``,
     ``policy``, ``capacity``, ``hit_ratio``, ``byte_hit_ratio``...) and ``error``.
 
-    ``backend="local"`` runs the cells on this machine's cores (``workers`` threads, all cores
-    by default); ``backend="ray"`` runs each cell as a Ray task on the cluster ``ray.init()``
+    ``backend="local"`` reads each trace once and runs its cells on this machine's cores
+    (``workers`` threads, all cores by default); ``backend="ray"`` runs each cell as a Ray task on the cluster ``ray.init()``
     connected to (or a local one), so the traces must be at paths every node sees. Cells start
     largest trace first. A cell that fails is retried ``retries`` times, then reported in the
     ``error`` column (its other columns empty) instead of stopping the sweep. ``options`` are
@@ -200,26 +199,37 @@ def _failed(cell, error: BaseException) -> Dict[str, Any]:
 
 
 def _sweep_local(cells, order, options, workers, retries, show) -> List[Dict[str, Any]]:
+    """Each trace is read once and its cells run on every core (``workers`` threads), the
+    largest trace first; a cell that fails is run again on its own, ``retries`` times."""
     rows: List[Optional[Dict[str, Any]]] = [None] * len(cells)
     bar = _progress(len(cells), show)
-
-    def run(i: int) -> Dict[str, Any]:
-        for attempt in range(retries + 1):
-            try:
-                row = _cell(*cells[i], options)
-                row["error"] = None
-                return row
-            except Exception as error:  # reported in the row after the last attempt
-                if attempt == retries:
-                    return _failed(cells[i], error)
-        raise AssertionError("unreachable")
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
-        futures = {pool.submit(run, i): i for i in order}
-        for future in concurrent.futures.as_completed(futures):
-            rows[futures[future]] = future.result()
-            if bar is not None:
-                bar.update(1)
+    tick = (lambda: bar.update(1)) if bar is not None else None
+    common = json.dumps({k: _plain(v) for k, v in options.items() if v is not None})
+    traces: List[str] = []
+    for i in order:
+        if cells[i][0] not in traces:
+            traces.append(cells[i][0])
+    for trace in traces:
+        mine = [i for i in range(len(cells)) if cells[i][0] == trace]
+        own = json.dumps([{"policy": cells[i][1], "capacity": _plain(cells[i][2])} for i in mine])
+        try:
+            results = json.loads(_tiercache.sweep_json(trace, common, own, workers or 0, tick))
+        except TiercacheError as error:  # the trace itself: every cell of it fails alike
+            results = [{"error": str(error)} for _ in mine]
+            if tick is not None:
+                for _ in mine:
+                    tick()
+        for i, result in zip(mine, results):
+            if "report" in result:
+                rows[i] = {**_flat(result["report"]), "error": None}
+                continue
+            rows[i] = _failed(cells[i], result["error"])
+            for _ in range(retries):
+                try:
+                    rows[i] = {**_cell(*cells[i], options), "error": None}
+                    break
+                except Exception as error:  # reported in the row after the last attempt
+                    rows[i] = _failed(cells[i], error)
     if bar is not None:
         bar.close()
     return [r for r in rows if r is not None]

@@ -1,7 +1,7 @@
 """Type stubs of the native module (crates/tiercache-py). Use the functions of the
 ``tiercache`` package, which give these their documented signatures."""
 
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 class TiercacheError(Exception): ...
 class TraceError(TiercacheError): ...
@@ -35,3 +35,11 @@ class Cache:
     def stats_json(self) -> str: ...
     @property
     def block_size(self) -> int: ...
+
+def sweep_json(
+    trace: str,
+    common_json: str,
+    cells_json: str,
+    threads: int = 0,
+    done: Optional[Callable[[], object]] = None,
+) -> str: ...

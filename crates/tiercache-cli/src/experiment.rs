@@ -184,6 +184,48 @@ pub fn simulate_options(
     trace: &Path,
     options: &toml::Table,
 ) -> anyhow::Result<crate::sim::SimOutput> {
+    let (stack_table, args) = split_options(trace, options)?;
+    crate::sim::simulate_stack(&args.trace, cache(&stack_table)?, &args.run, false)
+}
+
+/// Many cells over one trace, read once: each cell's options are `common` plus its own
+/// (a policy and a capacity, say), run in parallel on every core; `done` is called as each
+/// cell ends. A cell's result is what [`simulate_options`] gives for the same options.
+/// `threads` 0 runs on every core.
+pub fn sweep_options(
+    trace: &Path,
+    common: &toml::Table,
+    cells: &[toml::Table],
+    threads: usize,
+    done: &(dyn Fn() + Sync),
+) -> anyhow::Result<Vec<anyhow::Result<crate::sim::SimOutput>>> {
+    use rayon::prelude::*;
+    let (_, args) = split_options(trace, common)?;
+    let loaded = crate::sim::LoadedTrace::read(&args.trace)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    Ok(pool.install(|| {
+        cells
+            .par_iter()
+            .map(|cell| {
+                let mut options = common.clone();
+                options.extend(cell.clone());
+                let result = split_options(trace, &options).and_then(|(stack_table, args)| {
+                    crate::sim::simulate_loaded(
+                        &args.trace,
+                        &loaded,
+                        cache(&stack_table)?,
+                        &args.run,
+                    )
+                });
+                done();
+                result
+            })
+            .collect()
+    }))
+}
+
+/// Named options as a `[cache]` table and `sim`'s trace and run options.
+fn split_options(trace: &Path, options: &toml::Table) -> anyhow::Result<(toml::Table, RunOnly)> {
     let stack_keys = stack_keys();
     let (mut stack_table, mut rest) = (toml::Table::new(), toml::Table::new());
     for (key, value) in options {
@@ -204,7 +246,6 @@ pub fn simulate_options(
         known.sort_unstable();
         anyhow::bail!("unknown option '{unknown}'; known: {}", known.join(", "));
     }
-    let stack = cache(&stack_table)?;
     let mut argv = vec!["sim".to_string(), format!("--trace={}", trace.display())];
     words(&rest, &[], &mut argv)?;
     let args = RunOnly::try_parse_from(&argv).map_err(|e| {
@@ -212,7 +253,7 @@ pub fn simulate_options(
         let text = e.to_string();
         anyhow::anyhow!("{}", text.lines().next().unwrap_or("").trim_start_matches("error: "))
     })?;
-    crate::sim::simulate_stack(&args.trace, stack, &args.run, false)
+    Ok((stack_table, args))
 }
 
 /// The keys a `[cache]` table takes.

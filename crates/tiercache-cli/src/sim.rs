@@ -206,14 +206,64 @@ impl SimOutput {
     }
 }
 
-/// Runs `stack` over the trace as `args` say (virtual time with --clients or --arrival-rate),
-/// writing `--csv` if asked; `progress` shows a progress bar on a terminal.
-pub fn simulate_stack(
+/// A trace read into memory once, for many simulations of it (a sweep's cells).
+pub struct LoadedTrace {
+    pub requests: Vec<tiercache_core::Request>,
+    pub info: TraceInfo,
+    pub skipped: u64,
+    /// The requests annotated with their next access, made on the first policy that needs it.
+    annotated: std::sync::OnceLock<Vec<tiercache_core::Request>>,
+}
+
+impl LoadedTrace {
+    pub fn read(trace: &TraceArgs) -> anyhow::Result<LoadedTrace> {
+        let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
+        let mut requests = Vec::new();
+        let mut batch = Vec::new();
+        loop {
+            reader.next_batch(&mut batch)?;
+            if batch.is_empty() {
+                break;
+            }
+            requests.extend_from_slice(&batch);
+        }
+        let (info, skipped) = (reader.info().clone(), reader.skipped());
+        Ok(LoadedTrace { requests, info, skipped, annotated: std::sync::OnceLock::new() })
+    }
+
+    fn annotated(&self) -> &[tiercache_core::Request] {
+        self.annotated.get_or_init(|| {
+            let mut requests = self.requests.clone();
+            tiercache_core::annotate_next_access(&mut requests);
+            requests
+        })
+    }
+}
+
+/// As [`simulate_stack`] over a trace read already: the same report as reading it again.
+pub fn simulate_loaded(
     trace: &TraceArgs,
+    loaded: &LoadedTrace,
     stack: StackConfig,
     args: &RunArgs,
-    progress: bool,
 ) -> anyhow::Result<SimOutput> {
+    check_run(&stack, args)?;
+    let options = RunOptions::new(stack);
+    if args.clients.is_some() || args.arrival_rate.is_some() {
+        let clients = args.clients.unwrap_or(1);
+        let report =
+            crate::timed::simulate_on(trace, Some(&loaded.requests), args, &options, clients)?;
+        return Ok(SimOutput::Timed { report: Box::new(report), trace: trace.trace.clone() });
+    }
+    let options = RunOptions { logical_time: !loaded.info.has_time, ..options };
+    let requests =
+        if options.stack.needs_future() { loaded.annotated() } else { &loaded.requests[..] };
+    let report = tiercache_sim::simulate_slice(&options, requests)?;
+    let (info, skipped) = (loaded.info.clone(), loaded.skipped);
+    Ok(SimOutput::Counted { report: Box::new(report), info, skipped })
+}
+
+fn check_run(stack: &StackConfig, args: &RunArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         stack.nhc.is_none() || args.clients.is_some() || args.arrival_rate.is_some(),
         "--nhc tunes on measured throughput: run in virtual time with --clients or --arrival-rate"
@@ -222,6 +272,18 @@ pub fn simulate_stack(
         args.interval_ms > 0.0 && args.interval_ms.is_finite(),
         "--interval-ms must be above 0"
     );
+    Ok(())
+}
+
+/// Runs `stack` over the trace as `args` say (virtual time with --clients or --arrival-rate),
+/// writing `--csv` if asked; `progress` shows a progress bar on a terminal.
+pub fn simulate_stack(
+    trace: &TraceArgs,
+    stack: StackConfig,
+    args: &RunArgs,
+    progress: bool,
+) -> anyhow::Result<SimOutput> {
+    check_run(&stack, args)?;
     let options = RunOptions::new(stack);
     if args.clients.is_some() || args.arrival_rate.is_some() {
         let report = crate::timed::simulate(trace, args, &options, args.clients.unwrap_or(1))?;

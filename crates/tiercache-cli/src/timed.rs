@@ -20,6 +20,17 @@ pub fn simulate(
     options: &RunOptions,
     clients: usize,
 ) -> anyhow::Result<TimedReport> {
+    simulate_on(trace, None, args, options, clients)
+}
+
+/// As [`simulate`], over `requests` already read from the trace when given.
+pub fn simulate_on(
+    trace: &TraceArgs,
+    requests: Option<&[Request]>,
+    args: &RunArgs,
+    options: &RunOptions,
+    clients: usize,
+) -> anyhow::Result<TimedReport> {
     anyhow::ensure!(clients >= 1, "--clients must be at least 1");
     let mut tiers = vec![profile(&args.profile, "--profile")?];
     let further = options.stack.tiers.len().saturating_sub(2);
@@ -46,10 +57,17 @@ pub fn simulate(
         .validate()
         .map_err(anyhow::Error::msg)
         .context("virtual time (--arrival-rate, --clients)")?;
-    let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
-    let requests: Vec<Request> = reader.by_ref().collect::<Result<_, _>>()?;
+    let read;
+    let requests = match requests {
+        Some(requests) => requests,
+        None => {
+            let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
+            read = reader.by_ref().collect::<Result<Vec<Request>, _>>()?;
+            &read
+        }
+    };
     let mut policy = tiercache_sim::build(options)?;
-    let report = simulate_timed(&mut policy, &requests, &timed);
+    let report = simulate_timed(&mut policy, requests, &timed);
     if let Some(path) = &args.csv {
         std::fs::write(path, series_csv(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -87,6 +87,51 @@ fn sim_json(py: Python<'_>, trace: PathBuf, options_json: &str) -> PyResult<Stri
     .map_err(to_py)
 }
 
+/// Cells over one trace, read once, on every core: `common_json` the options of every cell,
+/// `cells_json` a list of each cell's own; returns a JSON list of `{"report": ...}` or
+/// `{"error": message}`. `threads` 0 uses every core; `done`, if given, is called (with the
+/// GIL) as each cell ends.
+#[pyfunction]
+#[pyo3(signature = (trace, common_json, cells_json, threads=0, done=None))]
+fn sweep_json(
+    py: Python<'_>,
+    trace: PathBuf,
+    common_json: &str,
+    cells_json: &str,
+    threads: usize,
+    done: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let common = options_table(common_json).map_err(to_py)?;
+    let cells: Vec<serde_json::Value> = serde_json::from_str(cells_json)
+        .map_err(|e| ConfigError::new_err(format!("cells: {e}")))?;
+    let cells = cells
+        .iter()
+        .map(|cell| options_table(&cell.to_string()))
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map_err(to_py)?;
+    let tick = || {
+        if let Some(done) = &done {
+            // A failing callback (a closed progress bar) must not stop the sweep.
+            Python::attach(|py| {
+                let _ = done.call0(py);
+            });
+        }
+    };
+    let results = py
+        .detach(|| {
+            tiercache_cli::experiment::sweep_options(&trace, &common, &cells, threads, &tick)
+        })
+        .map_err(to_py)?;
+    let out: Vec<serde_json::Value> = results
+        .into_iter()
+        .map(|result| match result {
+            Ok(output) => serde_json::json!({ "report": output.to_json() }),
+            Err(error) => serde_json::json!({ "error": tiercache_cli::error_message(&error) }),
+        })
+        .collect();
+    Ok(serde_json::Value::Array(out).to_string())
+}
+
 fn trace_options(
     format: &str,
     csv_spec: Option<&str>,
@@ -329,6 +374,7 @@ fn _tiercache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add_function(wrap_pyfunction!(sim_json, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_json, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(write_trace, m)?)?;
     m.add_class::<Cache>()?;
