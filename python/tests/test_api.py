@@ -134,20 +134,33 @@ def test_read_trace_takes_the_block_view_and_a_limit():
 
 
 def test_sim_releases_the_gil():
-    # While a simulation runs in another thread, this thread keeps running Python.
+    # While a simulation runs in another thread, this thread keeps running Python: ticks
+    # stamped between the call's start and end. Holding the GIL, the call would leave none.
+    import time
+
+    window = []
     done = threading.Event()
-    ticks = 0
 
     def run():
+        start = time.perf_counter()
         tiercache.sim(DATA / "arc_P3.lis.zst", policy="arc", capacity=1000, unit="objects")
+        window.extend([start, time.perf_counter()])
         done.set()
 
+    ticks = []
     thread = threading.Thread(target=run)
     thread.start()
     while not done.is_set():
-        ticks += 1
+        ticks.append(time.perf_counter())
     thread.join()
-    assert ticks > 1000
+    start, end = window
+    inside = sum(1 for t in ticks if start < t < end)
+    assert end - start > 0.05, "the simulation is too short to tell"
+    # At this loop's own pace, the window holds (end - start) * rate ticks; a call holding
+    # the GIL leaves only those of the switches around it (a C call that holds it, json.loads
+    # of a long list, was measured at about 6% of its window).
+    rate = len(ticks) / (ticks[-1] - ticks[0])
+    assert inside > 0.5 * rate * (end - start), f"{inside} ticks in {end - start:.3f} s"
 
 
 def test_sweep_has_the_columns_of_sweep_csv(tmp_path):
