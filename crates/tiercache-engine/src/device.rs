@@ -58,6 +58,16 @@ pub trait Device: Send + Sync {
         Ok(self.len()? == 0)
     }
 
+    /// Makes the device `len` bytes long: cut, or grown with zeros. Files can; memory and
+    /// devices of a fixed size cannot, and say so.
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let _ = len;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{}: this device cannot change its length", self.path().display()),
+        ))
+    }
+
     /// The device's bytes in place, for a memory device whose reads and writes nothing wraps;
     /// `None` where every access must go through this trait.
     fn memory(&self) -> Option<&Arc<MmapRaw>> {
@@ -154,6 +164,10 @@ impl Device for FileDevice {
 
     fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
     }
 
     /// Punches a hole (`fallocate`), which frees the file system's blocks, or a block
@@ -282,6 +296,10 @@ impl Device for Emulated {
         self.inner.len()
     }
 
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+
     /// The inner device's discard, charged as one request of no bytes.
     fn discard(&self, at: u64, len: u64) -> io::Result<()> {
         self.emulator.serve(Direction::Write, 0, || self.inner.discard(at, len))
@@ -357,6 +375,10 @@ impl Device for Faulty {
 
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
     }
 
     /// The inner device's discard, counted as a write that may fail (never torn).

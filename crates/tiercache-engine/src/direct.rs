@@ -452,6 +452,10 @@ impl Device for DirectFile {
         device_len(self.inner.file())
     }
 
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len)
+    }
+
     fn discard(&self, at: u64, len: u64) -> std::io::Result<()> {
         crate::device::punch_hole(self.inner.file(), at, len).or_else(|e| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::ENODEV) => {

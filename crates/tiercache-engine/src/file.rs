@@ -127,6 +127,25 @@ impl CachedFile {
         Ok(self.len()? == 0)
     }
 
+    /// Makes the backing file `len` bytes long, cut or grown with zeros, as `ftruncate`. Dirty
+    /// blocks are written back first, and the cached copies of the blocks between the old and
+    /// the new end are dropped (the block holding the shorter end changes too), so no read
+    /// returns bytes of the old length. Not concurrent with I/O to the blocks it changes.
+    pub fn set_len(&self, len: u64) -> Result<(), EngineError> {
+        let old = self.len()?;
+        if old == len {
+            return Ok(());
+        }
+        self.cache.flush_backing()?;
+        let bs = self.cache.block_size() as u64;
+        for block in old.min(len) / bs..old.max(len).div_ceil(bs) {
+            self.cache.invalidate(block);
+        }
+        self.backing
+            .set_len(len)
+            .map_err(|e| self.io_error("cannot set the backing file's length", e))
+    }
+
     /// Makes acknowledged writes durable: the cache's tiers first (dirty blocks, and free
     /// marks, so no block the cache dropped comes back after a crash, stale; dirty blocks of
     /// DRAM tiers are written back), then the backing file.

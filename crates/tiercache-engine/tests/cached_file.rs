@@ -280,3 +280,35 @@ fn measured_interference_admission_is_fed_tier_read_times() {
     assert!(cache.stats().tier_reads > 0);
     assert!(cache.stats().tier_read_ns > 0);
 }
+
+#[test]
+fn set_len_grows_with_zeros_and_cuts_and_no_cached_block_outlives_it() {
+    for mode in [CacheMode::WriteThrough, CacheMode::WriteBack] {
+        let name = format!("set-len-{}", mode.short());
+        // One and a half blocks, read so the short last block is cached.
+        let initial: Vec<u8> = (0..BLOCK + BLOCK / 2).map(|i| (i % 251) as u8 + 1).collect();
+        let file = open(&name, mode, &initial, 16);
+        let mut buf = vec![0u8; 2 * BLOCK];
+        assert_eq!(file.read_at(0, &mut buf).unwrap(), initial.len());
+        // Dirty in write-back: set_len must write it back before cutting around it.
+        file.write_at(10, &[0xEE; 4]).unwrap();
+        file.set_len(3 * BLOCK as u64).unwrap();
+        assert_eq!(file.len().unwrap(), 3 * BLOCK as u64);
+        let mut grown = vec![0xFFu8; 3 * BLOCK];
+        assert_eq!(file.read_at(0, &mut grown).unwrap(), 3 * BLOCK);
+        assert_eq!(&grown[10..14], &[0xEE; 4]);
+        assert_eq!(&grown[14..initial.len()], &initial[14..], "{mode:?}");
+        assert!(
+            grown[initial.len()..].iter().all(|b| *b == 0),
+            "{mode:?}: the grown part is zeros"
+        );
+        // Cut inside the first block: reads end there, and growing again gives zeros, not
+        // the cut bytes from a cached copy.
+        file.set_len(100).unwrap();
+        assert_eq!(file.read_at(0, &mut buf).unwrap(), 100);
+        file.set_len(2 * BLOCK as u64).unwrap();
+        assert_eq!(file.read_at(0, &mut buf).unwrap(), 2 * BLOCK);
+        assert_eq!(&buf[14..100], &initial[14..100]);
+        assert!(buf[100..].iter().all(|b| *b == 0), "{mode:?}: cut bytes came back");
+    }
+}
