@@ -22,11 +22,12 @@ import argparse
 import concurrent.futures
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
+
+from machine import cpu_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POLICIES = ["lru", "arc", "s3fifo", "fifo", "clock", "lfu"]
@@ -34,17 +35,6 @@ POLICIES = ["lru", "arc", "s3fifo", "fifo", "clock", "lfu"]
 # libCacheSim's LFU does not.
 OURS = {"lfu": "lfu:aging_threshold=none"}
 FRACTIONS = [0.001, 0.003, 0.01, 0.03, 0.05, 0.1, 0.2, 0.5]
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def libcachesim_cell(trace, policy, capacity):

@@ -41,7 +41,6 @@ tiercache (`cargo build --release -p tiercache-cli`).
 import argparse
 import json
 import os
-import platform
 import shutil
 import signal
 import statistics
@@ -49,6 +48,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from machine import cpu_model
 
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "target" / "release" / "tiercache"
@@ -61,13 +62,6 @@ def size_bytes(text):
     if text and text[-1] in UNITS:
         return int(float(text[:-1]) * UNITS[text[-1]])
     return int(text)
-
-
-def cpu_model():
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def fill(path, size):

@@ -12,27 +12,17 @@ Usage: scripts/bench_vs_libcachesim.py [--dir /tmp/tiercache-bench] [--repeat 3]
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
+
+from machine import cpu_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUESTS = 10_000_000
 OBJECTS = 1_000_000
 CACHE_OBJECTS = 100_000
 SIZE = 4096
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main():

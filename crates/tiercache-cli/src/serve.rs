@@ -231,6 +231,17 @@ fn stack_of_options(args: &ServeArgs, lower_size: Option<&str>) -> anyhow::Resul
     Ok(spec)
 }
 
+/// The media of a stack's tiers, top down: a stack of one tier with a slow or flash medium
+/// lives there; more tiers put DRAM on top of it.
+pub fn media(stack: &StackConfig, lower: Option<TierKind>) -> Vec<TierKind> {
+    let mut media = Vec::new();
+    if lower.is_none() || stack.tiers.len() > 1 {
+        media.push(TierKind::Dram);
+    }
+    media.extend(lower);
+    media
+}
+
 /// The cache the options describe, and the options as resolved (the config file's under the
 /// command line's).
 fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs)> {
@@ -282,12 +293,7 @@ fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs)> {
         None => e,
     };
     let stack = StackConfig::try_from(spec).map_err(|e| located(e.into()))?;
-    let mut media = Vec::new();
-    // One tier with a slow or flash path lives there; two put DRAM on top of it.
-    if lower.is_none() || stack.tiers.len() > 1 {
-        media.push(TierKind::Dram);
-    }
-    media.extend(lower.map(|(kind, _, _)| kind));
+    let media = media(&stack, lower.map(|(kind, _, _)| kind));
     let block = parse_size(args.block_size.as_deref().unwrap_or("4KiB")).context("--block-size")?;
     let builder = CacheBuilder::new(PolicyConfig::Lru)
         .stack(&stack, media)

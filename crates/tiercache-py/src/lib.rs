@@ -318,12 +318,7 @@ impl Cache {
                 (None, Some(path)) => Some(TierKind::Flash { path }),
                 (None, None) => None,
             };
-            let mut media = Vec::new();
-            // One tier with a slow or flash path lives there; two put DRAM on top of it.
-            if lower.is_none() || stack.tiers.len() > 1 {
-                media.push(TierKind::Dram);
-            }
-            media.extend(lower);
+            let media = tiercache_cli::serve::media(&stack, lower);
             let block = parse_size(block_size)
                 .map_err(|e| anyhow::anyhow!("block_size {block_size}: {e}"))?;
             anyhow::ensure!(shards >= 1, "shards must be at least 1");

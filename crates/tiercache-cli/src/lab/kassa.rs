@@ -124,12 +124,17 @@ fn sweep(
     Ok(results)
 }
 
+/// Mixgraph with RocksDB's fit over a database of `blocks` 4 KiB data blocks.
+fn mixgraph(blocks: u64, seed: u64) -> MixgraphConfig {
+    let fit = MixgraphConfig { seed, ..Default::default() };
+    let keys = (blocks as f64 * BLOCK as f64 / fit.mean_record_bytes()) as u64;
+    MixgraphConfig { keys, operations: u64::MAX, ..fit }
+}
+
 /// The block cache's view of mixgraph: the data blocks its Gets and Seeks read, over a
 /// database of `blocks` 4 KiB blocks. Puts go to RocksDB's memtable, not the block cache.
 fn mixgraph_reads(blocks: u64, reads: u64, seed: u64) -> Vec<Request> {
-    let base = MixgraphConfig { block_bytes: Some(BLOCK as u32), seed, ..Default::default() };
-    let keys = (blocks as f64 * BLOCK as f64 / base.mean_record_bytes()) as u64;
-    let config = MixgraphConfig { keys, operations: u64::MAX, ..base };
+    let config = MixgraphConfig { block_bytes: Some(BLOCK as u32), ..mixgraph(blocks, seed) };
     Mixgraph::new(config)
         .expect("a valid mixgraph")
         .filter(|r| r.op == Op::Read)
@@ -339,13 +344,8 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
 
     // Locality of the stand-ins, measured on the streams the runs above read: Zipf's keys are
     // its blocks; mixgraph's are its keys, from the key-value view of the same model.
-    let mixgraph_keys = Mixgraph::new(MixgraphConfig {
-        keys: (objects as f64 * BLOCK as f64 / MixgraphConfig::default().mean_record_bytes())
-            as u64,
-        operations: requests,
-        seed: 21,
-        ..Default::default()
-    })?;
+    let mixgraph_keys =
+        Mixgraph::new(MixgraphConfig { operations: requests, ..mixgraph(objects, 21) })?;
     let shares = [
         top_tenth_share(streams[0].1.iter().map(|r| r.key)),
         top_tenth_share(mixgraph_keys.filter(|r| r.op == Op::Read).map(|r| r.key)),

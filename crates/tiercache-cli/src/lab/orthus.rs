@@ -4,7 +4,7 @@ use tiercache_core::{Capacity, DeviceProfile, Op, Request, SeededRng};
 use tiercache_policy::cas::{CacheMode, CasConfig};
 use tiercache_policy::nhc::{NhcConfig, Target};
 use tiercache_policy::{AnyPolicy, PolicyConfig};
-use tiercache_sim::timed::{simulate_timed, TimedOptions, TimedReport};
+use tiercache_sim::timed::{simulate_timed, IntervalPoint, TimedOptions, TimedReport};
 use tiercache_workload::gen::ycsb::{Ycsb, YcsbConfig, YcsbWorkload};
 use tiercache_workload::gen::KeyDistribution;
 
@@ -73,7 +73,7 @@ fn without_interference(name: &str) -> DeviceProfile {
 }
 
 /// The second half of the series (the tuning settled), without the last, partial interval.
-fn second_half(r: &TimedReport) -> &[tiercache_sim::timed::IntervalPoint] {
+fn second_half(r: &TimedReport) -> &[IntervalPoint] {
     let n = r.series.len();
     &r.series[(n / 2).min(n)..n.saturating_sub(1).max(n / 2 + 1).min(n)]
 }
@@ -670,42 +670,33 @@ fn ycsb_d(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
         &["run", "ops/s", "hit ratio", "mean us", "returns to classic caching"],
         &rows,
     )?;
-    let ops = |r: &TimedReport| -> Vec<(f64, f64)> {
-        r.series.iter().map(|p| (p.start_seconds, p.ops_per_second)).collect()
+    // One line per run of an interval's figure over time.
+    let over_time = |value: fn(&IntervalPoint) -> f64| -> Vec<Series> {
+        let runs = runs.iter().zip(&reports);
+        runs.map(|((label, _), r)| {
+            series(*label, r.series.iter().map(|p| (p.start_seconds, value(p))).collect())
+        })
+        .collect()
     };
-    let hits = |r: &TimedReport| -> Vec<(f64, f64)> {
-        r.series.iter().map(|p| (p.start_seconds, p.hit_ratio)).collect()
-    };
-    lab.chart(
-        "ycsb-d-throughput",
-        &Chart {
-            title: "YCSB-D on Optane SSD over Flash",
+    for (name, title, y_label, value) in [
+        (
+            "ycsb-d-throughput",
+            "YCSB-D on Optane SSD over Flash",
+            "ops/s",
+            (|p| p.ops_per_second) as fn(&IntervalPoint) -> f64,
+        ),
+        ("ycsb-d-hit-ratio", "YCSB-D: hit ratio over time", "hit ratio", |p| p.hit_ratio),
+    ] {
+        let chart = Chart {
+            title,
             x_label: "virtual seconds",
-            y_label: "ops/s",
+            y_label,
             log_x: false,
             x_format: |x| format!("{x:.1}"),
-            series: &[
-                series("classic", ops(&reports[0])),
-                series("NHC", ops(&reports[1])),
-                series("NHC, admitting while tuning", ops(&reports[2])),
-            ],
-        },
-    )?;
-    lab.chart(
-        "ycsb-d-hit-ratio",
-        &Chart {
-            title: "YCSB-D: hit ratio over time",
-            x_label: "virtual seconds",
-            y_label: "hit ratio",
-            log_x: false,
-            x_format: |x| format!("{x:.1}"),
-            series: &[
-                series("classic", hits(&reports[0])),
-                series("NHC", hits(&reports[1])),
-                series("NHC, admitting while tuning", hits(&reports[2])),
-            ],
-        },
-    )?;
+            series: &over_time(value),
+        };
+        lab.chart(name, &chart)?;
+    }
     let (classic, tuned, admitting) = (&reports[0], &reports[1], &reports[2]);
     lab.claim(
         Claim::shape(
@@ -873,7 +864,7 @@ fn moving_hot_set(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             break;
         }
     }
-    let tuning = |points: &[tiercache_sim::timed::IntervalPoint]| {
+    let tuning = |points: &[IntervalPoint]| {
         let off = points.iter().filter(|p| p.knobs.get("data_admit") == Some(&0.0)).count();
         off as f64 / points.len().max(1) as f64
     };
