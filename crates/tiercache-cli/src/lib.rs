@@ -16,6 +16,7 @@ pub mod sim;
 pub mod sweep;
 pub mod timed;
 pub mod trace;
+pub mod ycsb;
 
 use std::path::PathBuf;
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use tiercache_cli::{
-    bench, crashtest, demo, experiment, lab, model, profile, serve, sim, sweep, trace,
+    bench, crashtest, demo, experiment, lab, model, profile, serve, sim, sweep, trace, ycsb,
 };
 
 #[derive(Parser)]
@@ -40,6 +40,10 @@ enum Command {
     /// Serve a backing file through the cache as a block device over NBD (unix or TCP
     /// socket), for QEMU, nbd-client, fio and any NBD client.
     Serve(Box<serve::ServeArgs>),
+    /// YCSB's workloads A-F on a redb database behind the cache: load, run, check every
+    /// value read; throughput, latency per operation, hit ratios, bytes written to the slow
+    /// tier.
+    Ycsb(Box<ycsb::YcsbArgs>),
     /// Device profiles: list the presets, or show one as TOML.
     #[command(subcommand)]
     Profile(profile::ProfileCommand),
@@ -67,6 +71,7 @@ fn main() {
         Command::Bench(args) => bench::run(&args),
         Command::Crashtest(args) => crashtest::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Ycsb(args) => ycsb::run(&args),
         Command::Profile(command) => profile::run(command),
         Command::Lab(command) => lab::run(&command),
     };

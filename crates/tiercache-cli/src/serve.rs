@@ -242,9 +242,9 @@ pub fn media(stack: &StackConfig, lower: Option<TierKind>) -> Vec<TierKind> {
     media
 }
 
-/// The cache the options describe, and the options as resolved (the config file's under the
-/// command line's).
-fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs)> {
+/// The cache the options describe, the options as resolved (the config file's under the
+/// command line's), and the media of its tiers, top down.
+pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs, Vec<TierKind>)> {
     let (args, table) = match &args.config {
         Some(path) => {
             let (file, table) = read_config(path)?;
@@ -296,12 +296,12 @@ fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs)> {
     let media = media(&stack, lower.map(|(kind, _, _)| kind));
     let block = parse_size(args.block_size.as_deref().unwrap_or("4KiB")).context("--block-size")?;
     let builder = CacheBuilder::new(PolicyConfig::Lru)
-        .stack(&stack, media)
+        .stack(&stack, media.clone())
         .map_err(|e| located(e.into()))?
         .block_size(block as usize)
         .shards(args.shards.unwrap_or(16))
         .recover(args.recover.unwrap_or(Recover::Quiet));
-    Ok((builder, args))
+    Ok((builder, args, media))
 }
 
 enum Listener {
@@ -417,7 +417,7 @@ impl Listener {
 }
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let (builder, args) = cache(args)?;
+    let (builder, args, _) = cache(args)?;
     let Some(backing) = args.backing.clone() else {
         bail!("--backing: the file to export is missing")
     };

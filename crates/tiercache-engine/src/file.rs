@@ -30,7 +30,8 @@
 use std::fs::OpenOptions;
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tiercache_policy::cas::CacheMode;
 
@@ -50,6 +51,11 @@ pub struct CachedFile {
     backing: Arc<dyn Device>,
     /// Per stripe of blocks: loads of a block share it, a write of one has it alone.
     writers: Vec<RwLock<()>>,
+    /// The backing file's length as this file last saw or made it, so a write that keeps its
+    /// data dirty knows without a `stat` whether it must extend the file first.
+    known_len: AtomicU64,
+    /// Held while a write extends the file, so two extending writes never cut each other.
+    extending: Mutex<()>,
 }
 
 impl CachedFile {
@@ -94,7 +100,8 @@ impl CachedFile {
     pub fn over(backing: Arc<dyn Device>, cache: Cache) -> CachedFile {
         let writers = (0..WRITER_STRIPES).map(|_| RwLock::new(())).collect();
         cache.attach_device(backing.clone());
-        CachedFile { cache, backing, writers }
+        let known_len = AtomicU64::new(backing.len().unwrap_or(0));
+        CachedFile { cache, backing, writers, known_len, extending: Mutex::new(()) }
     }
 
     /// Makes the backing file behave like `profile` (latency, bandwidth, parallelism), as tiers
@@ -127,23 +134,52 @@ impl CachedFile {
         Ok(self.len()? == 0)
     }
 
-    /// Makes the backing file `len` bytes long, cut or grown with zeros, as `ftruncate`. Dirty
-    /// blocks are written back first, and the cached copies of the blocks between the old and
-    /// the new end are dropped (the block holding the shorter end changes too), so no read
-    /// returns bytes of the old length. Not concurrent with I/O to the blocks it changes.
+    /// Makes the backing file `len` bytes long, cut or grown with zeros, as `ftruncate`, so
+    /// that no read returns bytes of the old length. Growing writes zeros from the old end to
+    /// the end of its block through the cache (the cached copy of that block is short), as any
+    /// write; no block past the old end is cached, since writes past the end extend the file
+    /// first. Cutting writes the dirty blocks back first and drops the cached copies of the
+    /// blocks from the new end on. Not concurrent with I/O to the blocks it changes.
     pub fn set_len(&self, len: u64) -> Result<(), EngineError> {
         let old = self.len()?;
         if old == len {
             return Ok(());
         }
-        self.cache.flush_backing()?;
         let bs = self.cache.block_size() as u64;
-        for block in old.min(len) / bs..old.max(len).div_ceil(bs) {
-            self.cache.invalidate(block);
+        if len > old {
+            let tail = old.next_multiple_of(bs).min(len);
+            if tail > old {
+                self.write_at(old, &vec![0; (tail - old) as usize])?;
+            }
+        } else {
+            self.cache.flush_backing()?;
+            for block in len / bs..old.div_ceil(bs) {
+                self.cache.invalidate(block);
+            }
         }
         self.backing
             .set_len(len)
-            .map_err(|e| self.io_error("cannot set the backing file's length", e))
+            .map_err(|e| self.io_error("cannot set the backing file's length", e))?;
+        self.known_len.store(len, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes the backing file at least `end` bytes long before a write that keeps its data
+    /// dirty lands past its end, so the file's length is the data's at once, as a write to the
+    /// file would make it (and a crash leaves the file that long, the data in the tier).
+    fn extend_to(&self, end: u64) -> Result<(), EngineError> {
+        if end <= self.known_len.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _alone = self.extending.lock().unwrap_or_else(|p| p.into_inner());
+        let now = self.len()?;
+        if end > now {
+            self.backing
+                .set_len(end)
+                .map_err(|e| self.io_error("cannot extend the backing file", e))?;
+        }
+        self.known_len.fetch_max(end.max(now), Ordering::AcqRel);
+        Ok(())
     }
 
     /// Makes acknowledged writes durable: the cache's tiers first (dirty blocks, and free
@@ -295,6 +331,9 @@ impl CachedFile {
     /// Writes `data` at `offset`, extending the file if needed; returns `data.len()`.
     pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<usize, EngineError> {
         let bs = self.cache.block_size();
+        if self.cache.keeps_dirty() {
+            self.extend_to(offset + data.len() as u64)?;
+        }
         let mut block_buf: Vec<u8> = Vec::new();
         let mut done = 0;
         while done < data.len() {

@@ -880,6 +880,9 @@ impl Shard {
                         self.stats.promotions += 1;
                         self.stats.bytes_promoted += len as u64;
                     }
+                    if self.tiers[to.index()].region.persistent() {
+                        self.stats.persistent_bytes_written += len as u64;
+                    }
                 }
                 Err(fault) => {
                     self.count_fault(&fault);
@@ -902,6 +905,9 @@ impl Shard {
     fn store(&mut self, place: Place, key: Key, data: &[u8]) -> Result<Place, EngineError> {
         let place = self.write_block(place, key, data)?;
         self.stats.bytes_written += data.len() as u64;
+        if self.tiers[place.tier as usize].region.persistent() {
+            self.stats.persistent_bytes_written += data.len() as u64;
+        }
         Ok(place)
     }
 

@@ -85,6 +85,7 @@ counters! {
     tier_reads: "Hits whose read from the tier was timed (only when a controller is fed measurements).",
     tier_read_ns: "Nanoseconds those timed tier reads took.",
     bytes_written: "Value bytes copied into the tier.",
+    persistent_bytes_written: "Value bytes written to the mapped, file and flash tiers (writes, fills and demotions): the wear of a slow or flash medium.",
     writes_behind: "Blocks written to a file or flash tier by the write-behind threads, with the shard unlocked.",
     staged_reads: "Reads served from a block's DRAM copy while its write-behind was in flight.",
     checksum_failures: "Blocks whose header or checksum did not verify; served as misses.",

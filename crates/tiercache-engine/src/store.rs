@@ -487,6 +487,12 @@ impl Region {
         self.memory.is_some()
     }
 
+    /// Whether the region is on a medium that outlives the process (a mapped, file or flash
+    /// tier): the DRAM tier's is the only bare format.
+    pub fn persistent(&self) -> bool {
+        !matches!(self.format, Format::Bare { .. })
+    }
+
     /// Publishes this region's slots for reads without the shard's lock (see
     /// [`crate::optimistic`]); from now on every write and vacated slot updates the table.
     /// `None` where that cannot be done: blocks not in place (file, flash and wrapped tiers),

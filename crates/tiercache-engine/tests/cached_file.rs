@@ -312,3 +312,34 @@ fn set_len_grows_with_zeros_and_cuts_and_no_cached_block_outlives_it() {
         assert!(buf[100..].iter().all(|b| *b == 0), "{mode:?}: cut bytes came back");
     }
 }
+
+#[test]
+fn in_write_back_growing_writes_nothing_back_and_a_write_past_the_end_extends_the_file() {
+    // One and a half blocks, the short last block dirty.
+    let initial: Vec<u8> = (0..BLOCK + BLOCK / 2).map(|i| (i % 251) as u8 + 1).collect();
+    let file = open("grow-wb", CacheMode::WriteBack, &initial, 16);
+    file.write_at(BLOCK as u64 + 8, &[0xEE; 4]).unwrap();
+    // Growing keeps the dirty block dirty: a database that grows its file at every commit
+    // must not pay a write-back of the whole cache each time.
+    file.set_len(4 * BLOCK as u64).unwrap();
+    assert_eq!(file.cache().stats().write_backs, 0, "growing wrote blocks back");
+    assert_eq!(file.len().unwrap(), 4 * BLOCK as u64);
+    let mut grown = vec![0xFFu8; 4 * BLOCK];
+    assert_eq!(file.read_at(0, &mut grown).unwrap(), 4 * BLOCK);
+    assert_eq!(&grown[BLOCK + 8..BLOCK + 12], &[0xEE; 4]);
+    assert_eq!(&grown[BLOCK + 12..initial.len()], &initial[BLOCK + 12..]);
+    assert!(grown[initial.len()..].iter().all(|b| *b == 0), "the grown part is zeros");
+    // A write past the end: the file is that long at once, the data still only in the cache.
+    file.write_at(6 * BLOCK as u64, &[7; 100]).unwrap();
+    assert_eq!(file.len().unwrap(), 6 * BLOCK as u64 + 100);
+    let mut buf = vec![0xFFu8; 2 * BLOCK + 100];
+    assert_eq!(file.read_at(4 * BLOCK as u64, &mut buf).unwrap(), 2 * BLOCK + 100);
+    assert!(buf[..2 * BLOCK].iter().all(|b| *b == 0), "the hole reads as zeros");
+    assert_eq!(&buf[2 * BLOCK..], &[7; 100]);
+    // Written back, the file holds all of it.
+    file.flush_backing().unwrap();
+    let on_disk = std::fs::read(scratch("grow-wb")).unwrap();
+    assert_eq!(on_disk.len(), 6 * BLOCK + 100);
+    assert_eq!(&on_disk[BLOCK + 8..BLOCK + 12], &[0xEE; 4]);
+    assert_eq!(&on_disk[6 * BLOCK..], &[7; 100]);
+}

@@ -16,18 +16,27 @@
 //! write is durable in the persistent tier or the backing file when it returns.
 
 use std::io;
+use std::sync::Arc;
 
 use redb::StorageBackend;
+use tiercache_engine::device::Device;
 use tiercache_engine::{CachedFile, EngineError};
+
+pub mod ycsb;
+
+/// The redb this crate is built with, for callers that name its types.
+pub use redb;
 
 /// A [`CachedFile`] as redb's storage.
 pub struct CachedBackend {
-    file: CachedFile,
+    file: Arc<CachedFile>,
 }
 
 impl CachedBackend {
-    pub fn new(file: CachedFile) -> CachedBackend {
-        CachedBackend { file }
+    /// The file, or a file shared with its other users (for its cache's counters while redb
+    /// holds it).
+    pub fn new(file: impl Into<Arc<CachedFile>>) -> CachedBackend {
+        CachedBackend { file: file.into() }
     }
 
     /// The cached file, for its cache's counters.
@@ -97,6 +106,50 @@ impl StorageBackend for CachedBackend {
 /// Opens the redb database in `file`, creating it if the file is empty.
 pub fn create(file: CachedFile) -> Result<redb::Database, redb::DatabaseError> {
     redb::Database::builder().create_with_backend(CachedBackend::new(file))
+}
+
+/// A device with no cache in front, as redb's storage: the baseline of a database without
+/// tiercache on the same (possibly emulated) device.
+pub struct DeviceBackend {
+    device: Arc<dyn Device>,
+}
+
+impl DeviceBackend {
+    pub fn new(device: Arc<dyn Device>) -> DeviceBackend {
+        DeviceBackend { device }
+    }
+}
+
+impl std::fmt::Debug for DeviceBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceBackend").field("path", &self.device.path()).finish()
+    }
+}
+
+impl StorageBackend for DeviceBackend {
+    fn len(&self) -> Result<u64, io::Error> {
+        self.device.len()
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), io::Error> {
+        tiercache_engine::device::read_exact_at(&*self.device, out, offset)
+    }
+
+    fn set_len(&self, len: u64) -> Result<(), io::Error> {
+        self.device.set_len(len)
+    }
+
+    fn sync_data(&self) -> Result<(), io::Error> {
+        self.device.sync()
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
+        self.device.write_at(data, offset)
+    }
+
+    fn close(&self) -> Result<(), io::Error> {
+        self.device.sync()
+    }
 }
 
 #[cfg(test)]

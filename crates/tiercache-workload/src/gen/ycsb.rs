@@ -97,20 +97,33 @@ impl YcsbConfig {
     }
 }
 
-/// The request stream of a YCSB run phase (the load phase is not emitted).
-pub struct Ycsb {
+/// One operation of a YCSB run phase, its records named by key number (YCSB's `keynum`; the
+/// stored key is [`ycsb_hash`] of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YcsbOperation {
+    Read(u64),
+    Update(u64),
+    /// A new record: its number is the next one the caller gives out.
+    Insert,
+    /// `length` records in key order from the record `start`.
+    Scan {
+        start: u64,
+        length: u64,
+    },
+    ReadModifyWrite(u64),
+}
+
+/// The operations of a YCSB run phase, with YCSB's choice of keys: a generator per client
+/// thread, the records that exist told by the caller (YCSB's acknowledged insert counter), so
+/// clients that insert side by side never read a record before it is there.
+pub struct YcsbChooser {
     config: YcsbConfig,
     rng: SeededRng,
     zipf: Zipf,
-    /// Records that exist: the initial ones plus those inserted so far.
-    inserted: u64,
-    operations: u64,
-    pending: Vec<Request>,
-    time: u64,
 }
 
-impl Ycsb {
-    pub fn new(config: YcsbConfig) -> Result<Ycsb, TraceError> {
+impl YcsbChooser {
+    pub fn new(config: YcsbConfig) -> Result<YcsbChooser, TraceError> {
         if config.record_count == 0 {
             return Err(TraceError::BadOption("YCSB record count must be at least 1".into()));
         }
@@ -123,64 +136,102 @@ impl Ycsb {
             YcsbWorkload::D => config.record_count,
             _ => config.record_count + expected_new,
         };
+        if config.max_scan_length == 0 {
+            return Err(TraceError::BadOption("YCSB's longest scan must be at least 1".into()));
+        }
         let zipf = Zipf::new(items, config.zipfian_constant);
-        let pending = Vec::with_capacity(config.max_scan_length as usize);
-        Ok(Ycsb {
-            rng: SeededRng::new(config.seed),
-            inserted: config.record_count,
-            zipf,
-            operations: 0,
-            pending,
-            time: 0,
-            config,
-        })
+        Ok(YcsbChooser { rng: SeededRng::new(config.seed), zipf, config })
     }
 
-    fn choose_keynum(&mut self) -> u64 {
+    pub fn config(&self) -> &YcsbConfig {
+        &self.config
+    }
+
+    /// A record among the `existing` ones (numbered from 0), by the workload's distribution.
+    fn choose_keynum(&mut self, existing: u64) -> u64 {
         if self.config.workload == YcsbWorkload::D {
             // SkewedLatest: Zipf over the existing records, newest hottest.
-            self.zipf.resize(self.inserted);
-            return self.inserted - 1 - self.zipf.next(&mut self.rng);
+            self.zipf.resize(existing);
+            return existing - 1 - self.zipf.next(&mut self.rng);
         }
         loop {
             let rank = self.zipf.next(&mut self.rng);
             let keynum = fnv1a_64(&rank.to_le_bytes()) % self.zipf.items();
-            if keynum < self.inserted {
+            if keynum < existing {
                 return keynum;
             }
         }
     }
 
+    /// The next operation, when records `0..existing` exist (at least one).
+    pub fn next(&mut self, existing: u64) -> YcsbOperation {
+        let [read, update, insert, scan, _] = self.config.workload.mix();
+        let u = self.rng.next_f64();
+        if u < read {
+            YcsbOperation::Read(self.choose_keynum(existing))
+        } else if u < read + update {
+            YcsbOperation::Update(self.choose_keynum(existing))
+        } else if u < read + update + insert {
+            YcsbOperation::Insert
+        } else if u < read + update + insert + scan {
+            let start = self.choose_keynum(existing);
+            let length = 1 + self.rng.below(self.config.max_scan_length);
+            YcsbOperation::Scan { start, length }
+        } else {
+            YcsbOperation::ReadModifyWrite(self.choose_keynum(existing))
+        }
+    }
+}
+
+/// The request stream of a YCSB run phase (the load phase is not emitted), one client.
+pub struct Ycsb {
+    chooser: YcsbChooser,
+    /// Records that exist: the initial ones plus those inserted so far.
+    inserted: u64,
+    operations: u64,
+    pending: Vec<Request>,
+    time: u64,
+}
+
+impl Ycsb {
+    pub fn new(config: YcsbConfig) -> Result<Ycsb, TraceError> {
+        let chooser = YcsbChooser::new(config)?;
+        let config = chooser.config();
+        Ok(Ycsb {
+            inserted: config.record_count,
+            operations: 0,
+            pending: Vec::with_capacity(config.max_scan_length as usize),
+            time: 0,
+            chooser,
+        })
+    }
+
     fn push(&mut self, keynum: u64, op: Op) {
-        let request = Request::new(self.time, ycsb_hash(keynum), self.config.record_bytes, op);
+        let bytes = self.chooser.config.record_bytes;
+        let request = Request::new(self.time, ycsb_hash(keynum), bytes, op);
         self.time += 1;
         self.pending.push(request);
     }
 
     fn operation(&mut self) {
-        let [read, update, insert, scan, _] = self.config.workload.mix();
-        let u = self.rng.next_f64();
-        if u < read {
-            let k = self.choose_keynum();
-            self.push(k, Op::Read);
-        } else if u < read + update {
-            let k = self.choose_keynum();
-            self.push(k, Op::Write);
-        } else if u < read + update + insert {
-            let k = self.inserted;
-            self.inserted += 1;
-            self.push(k, Op::Write);
-        } else if u < read + update + insert + scan {
-            let start = self.choose_keynum();
-            let length = 1 + self.rng.below(self.config.max_scan_length);
-            let end = (start + length).min(self.inserted);
-            for k in start..end {
-                self.push(k, Op::Read);
+        match self.chooser.next(self.inserted) {
+            YcsbOperation::Read(k) => self.push(k, Op::Read),
+            YcsbOperation::Update(k) => self.push(k, Op::Write),
+            YcsbOperation::Insert => {
+                let k = self.inserted;
+                self.inserted += 1;
+                self.push(k, Op::Write);
             }
-        } else {
-            let k = self.choose_keynum();
-            self.push(k, Op::Read);
-            self.push(k, Op::Write);
+            YcsbOperation::Scan { start, length } => {
+                // As blocks: consecutive record numbers (a block device has no key order).
+                for k in start..(start + length).min(self.inserted) {
+                    self.push(k, Op::Read);
+                }
+            }
+            YcsbOperation::ReadModifyWrite(k) => {
+                self.push(k, Op::Read);
+                self.push(k, Op::Write);
+            }
         }
         // Emitted in order: the stream pops from the back.
         self.pending.reverse();
@@ -192,7 +243,7 @@ impl Iterator for Ycsb {
 
     fn next(&mut self) -> Option<Request> {
         while self.pending.is_empty() {
-            if self.operations >= self.config.operation_count {
+            if self.operations >= self.chooser.config.operation_count {
                 return None;
             }
             self.operations += 1;

@@ -1,0 +1,582 @@
+//! `tiercache ycsb`: YCSB's core workloads on a redb database that lives behind the cache
+//! (`tiercache_redb`), as NVCache ran under WiredTiger and Kassa's cache under RocksDB: redb's
+//! own page cache is the engine's DRAM cache, tiercache the slow-memory cache below it. Loads
+//! the records, runs each workload asked for, checks every value read, and reports throughput,
+//! latency per operation, the database's and the cache's hit ratios and the bytes written to
+//! the slow tier.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use serde::Serialize;
+use tiercache_core::{format_size, parse_size, DeviceProfile};
+use tiercache_engine::device::{Device, Emulated, FileDevice};
+use tiercache_engine::{CachedFile, Recover, StatsSnapshot, TierKind};
+use tiercache_redb::redb::{self, Database, Durability};
+use tiercache_redb::ycsb::{self, LoadReport, Records, RunOptions, RunReport, YcsbWorkload};
+use tiercache_redb::{CachedBackend, DeviceBackend};
+
+use crate::progress::Progress;
+use crate::serve::ServeArgs;
+
+#[derive(Args, Clone, Debug)]
+pub struct YcsbArgs {
+    /// The database: redb.
+    #[arg(long, default_value = "redb")]
+    pub db: String,
+    /// The workloads run after the load, in order: one of A-F, several joined by commas
+    /// (A,B,C), or all (A,B,C,F,D,E: YCSB's order, the inserting workloads last).
+    #[arg(long, default_value = "A")]
+    pub workload: String,
+    /// Records loaded.
+    #[arg(long, default_value_t = 100_000)]
+    pub records: u64,
+    /// Operations of each workload, over all threads.
+    #[arg(long, default_value_t = 100_000)]
+    pub operations: u64,
+    /// Client threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// The database file: made by the load (a file that exists must be empty), or checked with
+    /// --check. Default: a new file in the temporary directory, removed at the end.
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    /// Bytes of a record (YCSB's default: 10 fields of 100 bytes).
+    #[arg(long, default_value = "1000")]
+    pub record_size: String,
+    /// redb's own page cache (the DRAM cache of the storage engine, above tiercache).
+    #[arg(long, default_value = "16MiB")]
+    pub db_cache: String,
+    /// redb straight on the file, no tiercache below it (the file still behaves like
+    /// --backing-profile).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// tiercache's DRAM tier (0: none, the slow tier alone) [default: 64MiB].
+    #[arg(long)]
+    pub dram: Option<String>,
+    /// A mapped slow-memory tier file (persistent memory, CXL memory, tmpfs), below DRAM; a
+    /// load starts it empty.
+    #[arg(long)]
+    pub slow_path: Option<PathBuf>,
+    #[arg(long)]
+    pub slow_size: Option<String>,
+    /// Make the slow tier behave like a device: a preset (optane-dcpm, cxl, ...) or a TOML
+    /// profile.
+    #[arg(long)]
+    pub slow_profile: Option<String>,
+    /// Make the database file behave like a device (sata-ssd, nvme, hdd, or a TOML profile).
+    #[arg(long)]
+    pub backing_profile: Option<String>,
+    /// The Open CAS mode: wt, wb, wa, wi, wo, pt [default: wt]. Write-back needs --slow-path.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// NVCache's admission: `obp[:TARGET]`, `alloc-read-write`, `no-write-allocate`, then
+    /// `,small-bypass=BYTES` and the rest of `bench --nvcache`'s options.
+    #[arg(long)]
+    pub nvcache: Option<String>,
+    /// The top tier's policy [default: lru].
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// The slow tier's policy under DRAM [default: lru].
+    #[arg(long)]
+    pub lower_policy: Option<String>,
+    /// Admission filters joined by `+` [default: always].
+    #[arg(long)]
+    pub admission: Option<String>,
+    /// Overwrite a --slow-path that holds a file which is not a tier file.
+    #[arg(long)]
+    pub force: bool,
+    /// When a commit is durable: immediate (every commit syncs, redb's default) or none
+    /// (commits reach the file; the next immediate commit or the close makes them durable).
+    #[arg(long, default_value = "immediate")]
+    pub durability: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Check the database at --path through the cache described, without loading or running:
+    /// the tier's blocks recovered (after a crash, say), every record read and checked.
+    #[arg(long)]
+    pub check: bool,
+    /// With --check: what to do with the blocks the slow tier holds (quiet or strict).
+    #[arg(long)]
+    pub recover: Option<Recover>,
+    #[arg(long)]
+    pub json: bool,
+    /// Append `NUMBER VERSION` for each committed write to this file (for crash tests).
+    #[arg(long, hide = true)]
+    pub commit_log: Option<PathBuf>,
+}
+
+/// The database's own page cache over a run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DbCache {
+    pub bytes: u64,
+    pub read_hits: u64,
+    pub read_misses: u64,
+    pub evictions: u64,
+    pub hit_ratio: Option<f64>,
+}
+
+/// tiercache over a run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CacheCounters {
+    pub lookups: u64,
+    pub hits: u64,
+    pub hit_ratio: Option<f64>,
+    /// Bytes written to the slow tier: writes, fills and demotions.
+    pub slow_tier_bytes_written: u64,
+    pub bytes_written_back: u64,
+    pub dirty_blocks: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    #[serde(flatten)]
+    pub report: RunReport,
+    pub db_cache: DbCache,
+    pub cache: Option<CacheCounters>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct YcsbReport {
+    pub db: &'static str,
+    pub path: PathBuf,
+    /// The stack under the database, in words.
+    pub setup: String,
+    pub load: LoadReport,
+    /// Over every workload run: operations per second, whether every read checked out, the
+    /// caches' hit ratios.
+    pub ops_per_second: f64,
+    pub verified: bool,
+    pub db_cache: DbCache,
+    pub cache: Option<CacheCounters>,
+    pub runs: Vec<Run>,
+}
+
+/// What `--check` found.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckOutput {
+    pub path: PathBuf,
+    pub setup: String,
+    /// Blocks the slow tier gave back, and of those dirty.
+    pub recovered_blocks: u64,
+    pub recovered_dirty: usize,
+    #[serde(flatten)]
+    pub check: ycsb::CheckReport,
+    pub verified: bool,
+}
+
+/// The workloads of `--workload`.
+fn workloads(text: &str) -> anyhow::Result<Vec<YcsbWorkload>> {
+    if text.trim().eq_ignore_ascii_case("all") {
+        return workloads("A,B,C,F,D,E");
+    }
+    text.split(',')
+        .map(|w| YcsbWorkload::parse(w).with_context(|| format!("--workload {text}")))
+        .collect()
+}
+
+/// The database file and whether it is ours to remove at the end.
+struct DbFile {
+    path: PathBuf,
+    temporary: Option<PathBuf>,
+}
+
+impl Drop for DbFile {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.temporary {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn db_file(args: &YcsbArgs) -> anyhow::Result<DbFile> {
+    let Some(path) = &args.path else {
+        anyhow::ensure!(!args.check, "--check needs --path, the database to check");
+        let dir = std::env::temp_dir().join(format!("tiercache-ycsb-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let path = dir.join("ycsb.redb");
+        std::fs::File::create(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        return Ok(DbFile { path, temporary: Some(dir) });
+    };
+    let shown = path.display();
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            bail!("--path {shown} is a symbolic link; name the database file itself")
+        }
+        Ok(meta) if !meta.is_file() => bail!("--path {shown} is not a regular file"),
+        Ok(_) if args.check => {}
+        Ok(meta) if meta.len() > 0 => bail!(
+            "--path {shown} exists and is not empty: the load makes a new database, so it would \
+             be overwritten; remove it, name another, or check it with --check"
+        ),
+        Ok(_) => {}
+        Err(_) if args.check => bail!("--path {shown}: no such database to check"),
+        Err(_) => {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .with_context(|| format!("--path {shown}: cannot create the database file"))?;
+        }
+    }
+    Ok(DbFile { path: path.clone(), temporary: None })
+}
+
+fn durability(text: &str) -> anyhow::Result<Durability> {
+    match text {
+        "immediate" => Ok(Durability::Immediate),
+        "none" => Ok(Durability::None),
+        other => bail!("--durability {other}: use immediate or none"),
+    }
+}
+
+fn profile(name: &Option<String>, flag: &str) -> anyhow::Result<Option<DeviceProfile>> {
+    name.as_ref()
+        .map(|n| DeviceProfile::load(n).map_err(|e| anyhow::anyhow!("{flag} {n}: {e}")))
+        .transpose()
+}
+
+/// The cache options as `serve` takes them.
+fn serve_args(args: &YcsbArgs) -> ServeArgs {
+    ServeArgs {
+        dram: args.dram.clone(),
+        slow_path: args.slow_path.clone(),
+        slow_size: args.slow_size.clone(),
+        policy: args.policy.clone(),
+        lower_policy: args.lower_policy.clone(),
+        mode: args.mode.clone(),
+        nvcache: args.nvcache.clone(),
+        admission: args.admission.clone(),
+        recover: Some(match args.check {
+            true => args.recover.unwrap_or(Recover::Quiet),
+            // A new database: what the tier holds belongs to another.
+            false => Recover::Wipe,
+        }),
+        ..ServeArgs::default()
+    }
+}
+
+/// The options that describe tiercache, by flag, when given.
+fn cache_options(args: &YcsbArgs) -> Vec<&'static str> {
+    let given = [
+        ("--dram", args.dram.is_some()),
+        ("--slow-path", args.slow_path.is_some()),
+        ("--slow-size", args.slow_size.is_some()),
+        ("--slow-profile", args.slow_profile.is_some()),
+        ("--mode", args.mode.is_some()),
+        ("--nvcache", args.nvcache.is_some()),
+        ("--policy", args.policy.is_some()),
+        ("--lower-policy", args.lower_policy.is_some()),
+        ("--admission", args.admission.is_some()),
+    ];
+    given.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect()
+}
+
+/// An open database: redb over tiercache, or over the file alone.
+struct Opened {
+    db: Database,
+    file: Option<Arc<CachedFile>>,
+    setup: String,
+}
+
+fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opened> {
+    let backing = profile(&args.backing_profile, "--backing-profile")?;
+    let mut builder = redb::Builder::new();
+    builder.set_cache_size(db_cache as usize);
+    let like = match &args.backing_profile {
+        Some(name) => format!(", the file behaving as {name}"),
+        None => String::new(),
+    };
+    let redb_error = |e: redb::DatabaseError| {
+        anyhow::Error::new(e).context(format!("{}: cannot open the database", path.display()))
+    };
+    if args.no_cache {
+        let given = cache_options(args);
+        anyhow::ensure!(
+            given.is_empty(),
+            "--no-cache runs without tiercache, so {} cannot be given",
+            given.join(", ")
+        );
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let mut device: Arc<dyn Device> = Arc::new(FileDevice::new(file, path));
+        if let Some(profile) = backing {
+            device = Arc::new(Emulated::new(device, profile));
+        }
+        let db = builder.create_with_backend(DeviceBackend::new(device)).map_err(redb_error)?;
+        let setup = format!("redb cache {}, no tiercache{like}", format_size(db_cache));
+        return Ok(Opened { db, file: None, setup });
+    }
+    let (mut cache, resolved, media) = crate::serve::cache(&serve_args(args))?;
+    if let Some(profile) = profile(&args.slow_profile, "--slow-profile")? {
+        let Some(slow) = media.iter().position(|m| matches!(m, TierKind::Mapped { .. })) else {
+            bail!("--slow-profile needs --slow-path, the tier it describes")
+        };
+        cache = cache.emulate(slow, profile);
+    }
+    let cache = cache.overwrite_foreign_files(args.force).build()?;
+    for warning in cache.warnings() {
+        eprintln!("note: {warning}");
+    }
+    let mut file = CachedFile::open(path, cache)?;
+    if let Some(profile) = backing {
+        file = file.emulate_backing(profile);
+    }
+    let file = Arc::new(file);
+    let db = builder.create_with_backend(CachedBackend::new(file.clone())).map_err(redb_error)?;
+    let tiers: Vec<String> = media
+        .iter()
+        .map(|m| match m {
+            TierKind::Dram => format!("dram {}", resolved.dram.as_deref().unwrap_or("64MiB")),
+            TierKind::Mapped { path } => format!(
+                "mapped {} {}{}",
+                path.display(),
+                resolved.slow_size.as_deref().unwrap_or("?"),
+                match &args.slow_profile {
+                    Some(name) => format!(" behaving as {name}"),
+                    None => String::new(),
+                }
+            ),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    let admission = match &args.nvcache {
+        Some(spec) => format!(", NVCache {spec}"),
+        None => String::new(),
+    };
+    let setup = format!(
+        "redb cache {} over tiercache {} ({}{admission}){like}",
+        format_size(db_cache),
+        tiers.join(" over "),
+        file.mode().short()
+    );
+    Ok(Opened { db, file: Some(file), setup })
+}
+
+fn db_cache_counters(db: &Database) -> DbCache {
+    use redb::ReadableDatabase;
+    let s = db.cache_stats();
+    DbCache {
+        bytes: 0,
+        read_hits: s.read_hits(),
+        read_misses: s.read_misses(),
+        evictions: s.evictions(),
+        hit_ratio: None,
+    }
+}
+
+/// What happened between two readings of the database's cache.
+fn db_cache_between(before: &DbCache, after: &DbCache, bytes: u64) -> DbCache {
+    let hits = after.read_hits - before.read_hits;
+    let misses = after.read_misses - before.read_misses;
+    DbCache {
+        bytes,
+        read_hits: hits,
+        read_misses: misses,
+        evictions: after.evictions - before.evictions,
+        hit_ratio: (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64),
+    }
+}
+
+/// What happened in tiercache between two readings of its counters.
+fn cache_between(
+    file: &CachedFile,
+    before: &StatsSnapshot,
+    after: &StatsSnapshot,
+) -> CacheCounters {
+    let lookups = after.lookups - before.lookups;
+    // Hits the policy sent to the backing file (NHC) were cached all the same.
+    let hits = (after.hits + after.offloaded) - (before.hits + before.offloaded);
+    CacheCounters {
+        lookups,
+        hits,
+        hit_ratio: (lookups > 0).then(|| hits as f64 / lookups as f64),
+        slow_tier_bytes_written: after.persistent_bytes_written - before.persistent_bytes_written,
+        bytes_written_back: after.bytes_written_back - before.bytes_written_back,
+        dirty_blocks: file.cache().dirty_blocks(),
+    }
+}
+
+pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.db == "redb", "--db {}: the database tiercache runs is redb", args.db);
+    let workloads = workloads(&args.workload)?;
+    anyhow::ensure!(args.records > 0, "--records must be at least 1");
+    anyhow::ensure!(
+        (1..=1024).contains(&args.threads),
+        "--threads {}: between 1 and 1024",
+        args.threads
+    );
+    let record_bytes = parse_size(&args.record_size).context("--record-size")?;
+    anyhow::ensure!(
+        (ycsb::MIN_RECORD_BYTES as u64..=16 << 20).contains(&record_bytes),
+        "--record-size {}: between {} bytes and 16 MiB",
+        args.record_size,
+        ycsb::MIN_RECORD_BYTES
+    );
+    let db_cache = parse_size(&args.db_cache).context("--db-cache")?;
+    anyhow::ensure!(db_cache <= 1 << 40, "--db-cache {}: at most 1 TiB", args.db_cache);
+    let durability = durability(&args.durability)?;
+    let file = db_file(args)?;
+    let opened = open(args, &file.path, db_cache)?;
+    if args.check {
+        return check(args, &file.path, opened);
+    }
+    let Opened { db, file: cached, setup } = opened;
+    let mut bar = Progress::new("loading", Some(args.records));
+    let load =
+        ycsb::load(&db, args.records, record_bytes as usize, durability, &mut |done| bar.set(done));
+    bar.finish();
+    let load = load.with_context(|| format!("{}: the load failed", file.path.display()))?;
+    let commit_log = match &args.commit_log {
+        Some(path) => Some(Mutex::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => None,
+    };
+    let records = Records::new(args.records);
+    // Loaded records are version 0; each committed write takes the next.
+    let version = AtomicU64::new(0);
+    let mut runs = Vec::new();
+    let (db_first, cache_first) =
+        (db_cache_counters(&db), cached.as_ref().map(|f| f.cache().stats()));
+    for workload in workloads {
+        let bar =
+            Mutex::new(Progress::new(&format!("workload {workload:?}"), Some(args.operations)));
+        let options = RunOptions {
+            workload,
+            operations: args.operations,
+            threads: args.threads,
+            record_bytes: record_bytes as usize,
+            seed: args.seed,
+            durability,
+            commit_log: commit_log.as_ref(),
+            progress: &|done| bar.lock().unwrap_or_else(|p| p.into_inner()).set(done),
+        };
+        let (db_before, cache_before) =
+            (db_cache_counters(&db), cached.as_ref().map(|f| f.cache().stats()));
+        let report = ycsb::run(&db, &records, &version, &options)
+            .with_context(|| format!("{}: workload {workload:?} failed", file.path.display()))?;
+        bar.into_inner().unwrap_or_else(|p| p.into_inner()).finish();
+        let db_cache = db_cache_between(&db_before, &db_cache_counters(&db), db_cache);
+        let cache = cached
+            .as_ref()
+            .zip(cache_before)
+            .map(|(f, before)| cache_between(f, &before, &f.cache().stats()));
+        runs.push(Run { report, db_cache, cache });
+    }
+    let seconds: f64 = runs.iter().map(|r| r.report.seconds).sum();
+    let operations: u64 = runs.iter().map(|r| r.report.operations).sum();
+    let report = YcsbReport {
+        db: "redb",
+        path: file.path.clone(),
+        setup,
+        load,
+        ops_per_second: operations as f64 / seconds.max(1e-9),
+        verified: runs.iter().all(|r| r.report.verified),
+        db_cache: db_cache_between(&db_first, &db_cache_counters(&db), db_cache),
+        cache: cached
+            .as_ref()
+            .zip(cache_first)
+            .map(|(f, before)| cache_between(f, &before, &f.cache().stats())),
+        runs,
+    };
+    // Closing writes every dirty block back and syncs the file.
+    drop(db);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    if !report.verified {
+        let first = report.runs.iter().find_map(|r| r.report.first_failure.clone());
+        bail!("reads did not match what was written: {}", first.unwrap_or_default());
+    }
+    Ok(())
+}
+
+fn check(args: &YcsbArgs, path: &Path, opened: Opened) -> anyhow::Result<()> {
+    let Opened { db, file, setup } = opened;
+    let (recovered_blocks, recovered_dirty) = match &file {
+        Some(f) => (f.cache().stats().recovered, f.cache().dirty_blocks()),
+        None => (0, 0),
+    };
+    let check = ycsb::check_all(&db).with_context(|| format!("{}: cannot read", path.display()))?;
+    drop(db);
+    let output = CheckOutput {
+        path: path.to_path_buf(),
+        setup,
+        recovered_blocks,
+        recovered_dirty,
+        verified: check.bad == 0,
+        check,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&output)?);
+    } else {
+        println!("{}: {}", output.path.display(), output.setup);
+        println!(
+            "{} records ({} numbered contiguously from 0), highest version {}; {} blocks \
+             recovered from the slow tier ({} dirty)",
+            output.check.records,
+            output.check.contiguous_records,
+            output.check.highest_version,
+            output.recovered_blocks,
+            output.recovered_dirty
+        );
+    }
+    match &output.check.first_bad {
+        Some(first) => bail!("{} records do not check out; the first: {first}", output.check.bad),
+        None => Ok(()),
+    }
+}
+
+fn ratio(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{:.1}%", x * 100.0))
+}
+
+fn print_report(report: &YcsbReport) {
+    println!("{} at {}: {}", report.db, report.path.display(), report.setup);
+    let load = &report.load;
+    println!(
+        "loaded {} records of {} B in {:.2} s ({:.0} records/s)\n",
+        load.records, load.record_bytes, load.seconds, load.records_per_second
+    );
+    println!(
+        "{:<9} {:>11} {:>9} {:>10} {:>13} {:>9}",
+        "workload", "ops/s", "db hits", "cache hits", "slow written", "verified"
+    );
+    for run in &report.runs {
+        let r = &run.report;
+        let cache = run.cache.as_ref();
+        println!(
+            "{:<9} {:>11.0} {:>9} {:>10} {:>13} {:>9}",
+            r.workload,
+            r.ops_per_second,
+            ratio(run.db_cache.hit_ratio),
+            ratio(cache.and_then(|c| c.hit_ratio)),
+            cache.map_or("-".into(), |c| format_size(c.slow_tier_bytes_written)),
+            if r.verified { "yes" } else { "NO" },
+        );
+    }
+    println!(
+        "\n{:<9} {:<18} {:>9} {:>10} {:>10} {:>10} {:>10}",
+        "workload", "operation", "count", "mean us", "p50 us", "p99 us", "p99.9 us"
+    );
+    for run in &report.runs {
+        for (op, p) in &run.report.latency {
+            println!(
+                "{:<9} {:<18} {:>9} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                run.report.workload, op, p.count, p.mean_us, p.p50_us, p.p99_us, p.p999_us
+            );
+        }
+    }
+}
