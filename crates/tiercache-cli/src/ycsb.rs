@@ -277,14 +277,29 @@ fn cache_options(args: &YcsbArgs) -> Vec<&'static str> {
     given.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect()
 }
 
-/// An open database: redb over tiercache, or over the file alone.
-struct Opened {
-    db: Database,
-    file: Option<Arc<CachedFile>>,
-    setup: String,
+/// `ycsb`'s options parsed from words, as the command line would (for the lab).
+pub fn args_from<I: IntoIterator<Item = String>>(words: I) -> anyhow::Result<YcsbArgs> {
+    #[derive(clap::Parser)]
+    #[command(name = "ycsb")]
+    struct Command {
+        #[command(flatten)]
+        args: YcsbArgs,
+    }
+    use clap::Parser;
+    let words = std::iter::once("ycsb".to_string()).chain(words);
+    Ok(Command::try_parse_from(words).map_err(|e| anyhow::anyhow!("{e}"))?.args)
 }
 
-fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opened> {
+/// An open database: redb over tiercache, or over the file alone.
+pub struct Opened {
+    pub db: Database,
+    pub file: Option<Arc<CachedFile>>,
+    /// The stack under the database, in words.
+    pub setup: String,
+}
+
+/// Opens the database at `path` over the stack `args` describe, redb's cache `db_cache` bytes.
+pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opened> {
     let backing = profile(&args.backing_profile, "--backing-profile")?;
     let mut builder = redb::Builder::new();
     builder.set_cache_size(db_cache as usize);
@@ -361,7 +376,7 @@ fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opened> {
     Ok(Opened { db, file: Some(file), setup })
 }
 
-fn db_cache_counters(db: &Database) -> DbCache {
+pub fn db_cache_counters(db: &Database) -> DbCache {
     use redb::ReadableDatabase;
     let s = db.cache_stats();
     DbCache {
@@ -374,7 +389,7 @@ fn db_cache_counters(db: &Database) -> DbCache {
 }
 
 /// What happened between two readings of the database's cache.
-fn db_cache_between(before: &DbCache, after: &DbCache, bytes: u64) -> DbCache {
+pub fn db_cache_between(before: &DbCache, after: &DbCache, bytes: u64) -> DbCache {
     let hits = after.read_hits - before.read_hits;
     let misses = after.read_misses - before.read_misses;
     DbCache {
@@ -387,7 +402,7 @@ fn db_cache_between(before: &DbCache, after: &DbCache, bytes: u64) -> DbCache {
 }
 
 /// What happened in tiercache between two readings of its counters.
-fn cache_between(
+pub fn cache_between(
     file: &CachedFile,
     before: &StatsSnapshot,
     after: &StatsSnapshot,

@@ -23,6 +23,7 @@ mod hibachi;
 mod kassa;
 mod orthus;
 mod writes_hurt;
+mod ycsb;
 
 #[derive(Subcommand)]
 pub enum LabCommand {
@@ -34,7 +35,7 @@ pub enum LabCommand {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// writes-hurt, orthus, kassa, hibachi, or all.
+    /// writes-hurt, orthus, kassa, hibachi, ycsb, or all.
     pub name: String,
     /// The scaled-down version (each experiment under 10 minutes on a 2-core machine).
     #[arg(long)]
@@ -78,28 +79,40 @@ struct Experiment {
     name: &'static str,
     what: &'static str,
     run: fn(&mut Lab) -> anyhow::Result<()>,
+    /// Measured on the engine rather than simulated: its figures move from run to run.
+    measured: bool,
 }
 
-const EXPERIMENTS: [Experiment; 4] = [
+const EXPERIMENTS: [Experiment; 5] = [
     Experiment {
         name: "writes-hurt",
         what: "NVCache admission (Writes Hurt, SoCC'22) under the engine's DRAM cache, against no NVRAM: alloc-read-write, no-write-allocate, small-bypass, OBP 5/10/30%, interference-aware; OBP across cache sizes; eager vs no eviction (Table 1); Open CAS write-around (Figure 7); performance per dollar of DRAM/NVRAM splits (Figure 8)",
         run: writes_hurt::run,
+        measured: false,
     },
     Experiment {
         name: "orthus",
         what: "Non-hierarchical caching (Orthus, FAST'21): classic, static splits with and without data admission, and NHC over DRAM+NVM, NVM+Optane SSD, Optane SSD+Flash at hit ratios 80/95% and loads 0.5-2.0, and where the gain comes from (with and without write interference); the three target metrics (Table 2); write-around, write-back and write-through with few and many dirty reads (Figure 8); YCSB-C over Zipf 0.6-0.99; a moving hot set (Figure 12b); YCSB-D with inserts (Figure 12c)",
         run: orthus::run,
+        measured: false,
     },
     Experiment {
         name: "kassa",
         what: "DRAM + SCM block cache placements (Kassa et al., ATC'21): DRAM-first, SCM-first(2/6), Bidirectional(4), all-SCM, all-DRAM over DRAM-SCM splits 64-0, 64-128, 32-128, 32-256, on the paper's device figures and our presets, over a Zipf and db_bench's mixgraph model; throughput, p95, throughput per cost; the stand-ins' locality against the paper's Figure 6",
         run: kassa::run,
+        measured: false,
     },
     Experiment {
         name: "hibachi",
         what: "Hibachi (MSST'17): read and write hit rates against Hybrid-LRU and Hybrid-ARC at 8-256 MiB on every real trace of the test data, where read hits land, the ASRL and ARCL latency formulas with NVRAM 1x, 5x, 10x slower than DRAM, and the Hybrid-ARC anomaly",
         run: hibachi::run,
+        measured: false,
+    },
+    Experiment {
+        name: "ycsb",
+        what: "YCSB A-F on redb over the engine, measured (Writes Hurt §3.4 Figure 6, §4.1 Figure 7, §4.2 Figure 8): no tiercache, a DRAM cache of the slow tier's cost, the slow tier admitting every block, the slow tier with OBP and small-bypass, DRAM over the slow tier; throughput, hit ratios, bytes written to the slow tier, throughput per memory cost",
+        run: ycsb::run,
+        measured: true,
     },
 ];
 
@@ -151,6 +164,7 @@ pub struct Lab {
     dir: PathBuf,
     name: &'static str,
     what: &'static str,
+    measured: bool,
     pub scale: Scale,
     setup: String,
     body: String,
@@ -164,6 +178,7 @@ impl Lab {
             dir: dir.to_path_buf(),
             name: experiment.name,
             what: experiment.what,
+            measured: experiment.measured,
             scale,
             setup: String::new(),
             body: String::new(),
@@ -223,11 +238,20 @@ impl Lab {
 
     fn finish(self, seconds: f64) -> anyhow::Result<PathBuf> {
         let mut report = format!("# Lab: {}\n\n{}\n\n", self.name, self.what);
+        let source = match self.measured {
+            true => {
+                "Every figure is measured: the engine runs on this machine (its CPU named \
+                     in the setup), the devices emulated by their profiles, so figures move \
+                     from run to run; the rules leave room for that where they say so."
+            }
+            false => {
+                "Every figure comes from the simulator in virtual time over modeled \
+                      devices; the engine's own runs are in docs/RESULTS.md."
+            }
+        };
         let _ = writeln!(
             report,
-            "Scale: {} (`tiercache lab run {}{}`), {seconds:.0} s on this machine. Every figure \
-             comes from the simulator in virtual time over modeled devices; the engine's own \
-             runs are in docs/RESULTS.md.\n",
+            "Scale: {} (`tiercache lab run {}{}`), {seconds:.0} s on this machine. {source}\n",
             self.scale.name(),
             self.name,
             match self.scale {
