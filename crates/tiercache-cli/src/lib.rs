@@ -6,6 +6,7 @@ pub mod crashtest;
 pub mod demo;
 pub mod experiment;
 pub mod lab;
+pub mod measure;
 pub mod metrics;
 pub mod model;
 pub mod plot;

@@ -1,5 +1,5 @@
 //! `tiercache profile`: the device presets, as a table or as TOML to start a profile of one's
-//! own hardware from.
+//! own hardware from, and a profile measured on the hardware (`crate::measure`).
 
 use clap::Subcommand;
 use tiercache_core::DeviceProfile;
@@ -10,6 +10,9 @@ pub enum ProfileCommand {
     List,
     /// A preset (or a profile file, checked) as TOML.
     Show { name: String },
+    /// Measure a medium (memory-mapped, through the page cache, or with direct I/O) and write
+    /// its profile: latency, bandwidth, parallelism and write-to-read interference.
+    Measure(Box<crate::measure::MeasureArgs>),
 }
 
 pub fn run(command: ProfileCommand) -> anyhow::Result<()> {
@@ -44,6 +47,7 @@ pub fn run(command: ProfileCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        ProfileCommand::Measure(args) => crate::measure::run(&args),
         ProfileCommand::Show { name } => {
             let profile = DeviceProfile::load(&name).map_err(anyhow::Error::msg)?;
             print!("{}", profile.to_toml());

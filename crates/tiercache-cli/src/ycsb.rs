@@ -439,6 +439,10 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
     let db_cache = parse_size(&args.db_cache).context("--db-cache")?;
     anyhow::ensure!(db_cache <= 1 << 40, "--db-cache {}: at most 1 TiB", args.db_cache);
     let durability = durability(&args.durability)?;
+    anyhow::ensure!(
+        args.check || args.recover.is_none(),
+        "--recover is for --check: a load makes a new database, so the slow tier starts empty"
+    );
     let file = db_file(args)?;
     let opened = open(args, &file.path, db_cache)?;
     if args.check {

@@ -106,7 +106,8 @@ fn bad_options_are_named_and_an_existing_file_is_not_overwritten() {
     let err = tiercache_fails(&["ycsb", "--check", "--path", path, "--no-cache"]);
     assert!(err.contains(path), "{err}");
     assert_eq!(std::fs::read(&existing).unwrap(), b"precious");
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
+        (&["--recover", "strict"], "--recover"),
         (&["--workload", "G"], "--workload G"),
         (&["--db", "sqlite"], "--db sqlite"),
         (&["--threads", "0"], "--threads 0"),
