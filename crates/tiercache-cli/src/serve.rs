@@ -143,7 +143,7 @@ impl ServeArgs {
     }
 
     /// The options that describe the policy stack, by flag, when given.
-    fn stack_options(&self) -> Vec<&'static str> {
+    pub(crate) fn stack_options(&self) -> Vec<&'static str> {
         let given = [
             ("--dram", self.dram.is_some()),
             ("--slow-size", self.slow_size.is_some()),

@@ -261,20 +261,13 @@ fn serve_args(args: &YcsbArgs) -> ServeArgs {
     }
 }
 
-/// The options that describe tiercache, by flag, when given.
+/// The options that describe tiercache, by flag, when given: the stack's, as `serve` takes
+/// them, and the slow tier's file and device.
 fn cache_options(args: &YcsbArgs) -> Vec<&'static str> {
-    let given = [
-        ("--dram", args.dram.is_some()),
-        ("--slow-path", args.slow_path.is_some()),
-        ("--slow-size", args.slow_size.is_some()),
-        ("--slow-profile", args.slow_profile.is_some()),
-        ("--mode", args.mode.is_some()),
-        ("--nvcache", args.nvcache.is_some()),
-        ("--policy", args.policy.is_some()),
-        ("--lower-policy", args.lower_policy.is_some()),
-        ("--admission", args.admission.is_some()),
-    ];
-    given.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect()
+    let mut given = serve_args(args).stack_options();
+    given.extend(args.slow_path.as_ref().map(|_| "--slow-path"));
+    given.extend(args.slow_profile.as_ref().map(|_| "--slow-profile"));
+    given
 }
 
 /// `ycsb`'s options parsed from words, as the command line would (for the lab).
@@ -296,6 +289,46 @@ pub struct Opened {
     pub file: Option<Arc<CachedFile>>,
     /// The stack under the database, in words.
     pub setup: String,
+}
+
+/// The two caches' counters at one moment, to measure a stretch of work against.
+pub struct Counters {
+    db: DbCache,
+    cache: Option<StatsSnapshot>,
+}
+
+impl Opened {
+    pub fn counters(&self) -> Counters {
+        Counters {
+            db: db_cache_counters(&self.db),
+            cache: self.file.as_ref().map(|f| f.cache().stats()),
+        }
+    }
+
+    /// What redb's cache (of `db_cache` bytes) and tiercache did since `before`.
+    pub fn since(&self, before: &Counters, db_cache: u64) -> (DbCache, Option<CacheCounters>) {
+        let db = db_cache_between(&before.db, &db_cache_counters(&self.db), db_cache);
+        let cache = self
+            .file
+            .as_ref()
+            .zip(before.cache.as_ref())
+            .map(|(f, before)| cache_between(f, before, &f.cache().stats()));
+        (db, cache)
+    }
+
+    /// Runs one workload, with what the two caches did meanwhile.
+    pub fn run(
+        &self,
+        records: &Records,
+        version: &AtomicU64,
+        options: &RunOptions,
+        db_cache: u64,
+    ) -> Result<Run, redb::Error> {
+        let before = self.counters();
+        let report = ycsb::run(&self.db, records, version, options)?;
+        let (db_cache, cache) = self.since(&before, db_cache);
+        Ok(Run { report, db_cache, cache })
+    }
 }
 
 /// Opens the database at `path` over the stack `args` describe, redb's cache `db_cache` bytes.
@@ -376,7 +409,7 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
     Ok(Opened { db, file: Some(file), setup })
 }
 
-pub fn db_cache_counters(db: &Database) -> DbCache {
+fn db_cache_counters(db: &Database) -> DbCache {
     use redb::ReadableDatabase;
     let s = db.cache_stats();
     DbCache {
@@ -389,7 +422,7 @@ pub fn db_cache_counters(db: &Database) -> DbCache {
 }
 
 /// What happened between two readings of the database's cache.
-pub fn db_cache_between(before: &DbCache, after: &DbCache, bytes: u64) -> DbCache {
+fn db_cache_between(before: &DbCache, after: &DbCache, bytes: u64) -> DbCache {
     let hits = after.read_hits - before.read_hits;
     let misses = after.read_misses - before.read_misses;
     DbCache {
@@ -402,7 +435,7 @@ pub fn db_cache_between(before: &DbCache, after: &DbCache, bytes: u64) -> DbCach
 }
 
 /// What happened in tiercache between two readings of its counters.
-pub fn cache_between(
+fn cache_between(
     file: &CachedFile,
     before: &StatsSnapshot,
     after: &StatsSnapshot,
@@ -448,10 +481,11 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
     if args.check {
         return check(args, &file.path, opened);
     }
-    let Opened { db, file: cached, setup } = opened;
     let mut bar = Progress::new("loading", Some(args.records));
     let load =
-        ycsb::load(&db, args.records, record_bytes as usize, durability, &mut |done| bar.set(done));
+        ycsb::load(&opened.db, args.records, record_bytes as usize, durability, &mut |done| {
+            bar.set(done)
+        });
     bar.finish();
     let load = load.with_context(|| format!("{}: the load failed", file.path.display()))?;
     let commit_log = match &args.commit_log {
@@ -465,8 +499,7 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
     // Loaded records are version 0; each committed write takes the next.
     let version = AtomicU64::new(0);
     let mut runs = Vec::new();
-    let (db_first, cache_first) =
-        (db_cache_counters(&db), cached.as_ref().map(|f| f.cache().stats()));
+    let first = opened.counters();
     for workload in workloads {
         let bar =
             Mutex::new(Progress::new(&format!("workload {workload:?}"), Some(args.operations)));
@@ -480,36 +513,28 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
             commit_log: commit_log.as_ref(),
             progress: &|done| bar.lock().unwrap_or_else(|p| p.into_inner()).set(done),
         };
-        let (db_before, cache_before) =
-            (db_cache_counters(&db), cached.as_ref().map(|f| f.cache().stats()));
-        let report = ycsb::run(&db, &records, &version, &options)
+        let run = opened
+            .run(&records, &version, &options, db_cache)
             .with_context(|| format!("{}: workload {workload:?} failed", file.path.display()))?;
         bar.into_inner().unwrap_or_else(|p| p.into_inner()).finish();
-        let db_cache = db_cache_between(&db_before, &db_cache_counters(&db), db_cache);
-        let cache = cached
-            .as_ref()
-            .zip(cache_before)
-            .map(|(f, before)| cache_between(f, &before, &f.cache().stats()));
-        runs.push(Run { report, db_cache, cache });
+        runs.push(run);
     }
     let seconds: f64 = runs.iter().map(|r| r.report.seconds).sum();
     let operations: u64 = runs.iter().map(|r| r.report.operations).sum();
+    let (db_cache, cache) = opened.since(&first, db_cache);
     let report = YcsbReport {
         db: "redb",
         path: file.path.clone(),
-        setup,
+        setup: opened.setup.clone(),
         load,
         ops_per_second: operations as f64 / seconds.max(1e-9),
         verified: runs.iter().all(|r| r.report.verified),
-        db_cache: db_cache_between(&db_first, &db_cache_counters(&db), db_cache),
-        cache: cached
-            .as_ref()
-            .zip(cache_first)
-            .map(|(f, before)| cache_between(f, &before, &f.cache().stats())),
+        db_cache,
+        cache,
         runs,
     };
     // Closing writes every dirty block back and syncs the file.
-    drop(db);
+    drop(opened);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

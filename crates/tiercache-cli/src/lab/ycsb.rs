@@ -25,7 +25,7 @@ use tiercache_redb::ycsb::{self as driver, Records, RunOptions, YcsbWorkload};
 
 use super::{f0, f1, ratio, series, Case, Claim, Lab, Scale};
 use crate::plot::Chart;
-use crate::ycsb::{cache_between, db_cache_between, db_cache_counters, Opened};
+use crate::ycsb::Opened;
 
 /// NVRAM's price per byte as a share of DRAM's (Writes Hurt §4.2, after Kassa et al.).
 const NVRAM_COST: f64 = 0.38;
@@ -133,37 +133,32 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     let slow = mib(data / 2);
     let equal_dram = ((slow as f64 * NVRAM_COST).round() as u64).max(1);
     let small_dram = mib(data / 24);
-    let slow_words = |name: &str| -> Vec<String> {
-        let path = tiers.join(format!("{name}.tier"));
-        vec![
-            "--slow-path".into(),
-            path.display().to_string(),
-            "--slow-size".into(),
-            format!("{slow}MiB"),
-            "--slow-profile".into(),
-            "optane-dcpm".into(),
-        ]
-    };
     let words = |list: &[&str]| list.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    // The slow tier's options, its path (a scratch file) added when the stack opens.
+    let slow_tier = words(&["--slow-size", &format!("{slow}MiB"), "--slow-profile", "optane-dcpm"]);
     let db = db_cache as f64;
-    let specs: Vec<(&'static str, Vec<String>, f64)> = vec![
-        ("none", words(&["--no-cache"]), db),
-        ("dram", words(&["--dram", &format!("{equal_dram}MiB")]), db + equal_dram as f64),
-        (
-            "slow",
-            [words(&["--dram", "0"]), slow_words("slow")].concat(),
-            db + NVRAM_COST * slow as f64,
-        ),
+    let slow_cost = NVRAM_COST * slow as f64;
+    // (name, options shown in the report, whether it has the slow tier, memory cost).
+    let specs: Vec<(&'static str, Vec<String>, bool, f64)> = vec![
+        ("none", words(&["--no-cache"]), false, db),
+        ("dram", words(&["--dram", &format!("{equal_dram}MiB")]), false, db + equal_dram as f64),
+        ("slow", [words(&["--dram", "0"]), slow_tier.clone()].concat(), true, db + slow_cost),
         (
             "slow-obp",
-            [words(&["--dram", "0", "--nvcache", "obp:0.1,small-bypass=0"]), slow_words("obp")]
-                .concat(),
-            db + NVRAM_COST * slow as f64,
+            [
+                words(&["--dram", "0"]),
+                slow_tier.clone(),
+                words(&["--nvcache", "obp:0.1,small-bypass=0"]),
+            ]
+            .concat(),
+            true,
+            db + slow_cost,
         ),
         (
             "dram+slow",
-            [words(&["--dram", &format!("{small_dram}MiB")]), slow_words("both")].concat(),
-            db + small_dram as f64 + NVRAM_COST * slow as f64,
+            [words(&["--dram", &format!("{small_dram}MiB")]), slow_tier].concat(),
+            true,
+            db + small_dram as f64 + slow_cost,
         ),
     ];
     lab.setup(format!(
@@ -198,18 +193,22 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
     let mut stacks = Vec::new();
-    for (name, words, cost) in specs {
+    for (name, mut shown, tiered, cost) in specs {
         let path = work.join(format!("{name}.redb"));
         std::fs::copy(&base, &path)
             .with_context(|| format!("cannot copy to {}", path.display()))?;
-        let mut all = words;
-        all.extend(["--backing-profile".to_string(), "sata-ssd".to_string()]);
+        shown.extend(words(&["--backing-profile", "sata-ssd"]));
+        let mut all = shown.clone();
+        if tiered {
+            let tier = tiers.join(format!("{name}.tier"));
+            all.extend(["--slow-path".to_string(), tier.display().to_string()]);
+        }
         let args = crate::ycsb::args_from(all)?;
         let opened = crate::ycsb::open(&args, &path, db_cache << 20)?;
         lab.step(format!("{name}: {}", opened.setup));
         stacks.push(Stack {
             name,
-            words: args_words(&args),
+            words: shown,
             cost,
             opened: Some(opened),
             records: Records::new(s.records),
@@ -228,27 +227,21 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             commit_log: None,
             progress: &|_| {},
         };
-        let (db_before, cache_before) =
-            (db_cache_counters(&opened.db), opened.file.as_ref().map(|f| f.cache().stats()));
-        let report = driver::run(&opened.db, &stack.records, &stack.version, &options)
+        let run = opened
+            .run(&stack.records, &stack.version, &options, 0)
             .with_context(|| format!("{}: workload {workload:?}", stack.name))?;
         anyhow::ensure!(
-            report.verified,
+            run.report.verified,
             "{}: workload {workload:?} read what was not written: {}",
             stack.name,
-            report.first_failure.clone().unwrap_or_default()
+            run.report.first_failure.clone().unwrap_or_default()
         );
-        let db_cache = db_cache_between(&db_before, &db_cache_counters(&opened.db), 0);
-        let cache = opened
-            .file
-            .as_ref()
-            .zip(cache_before)
-            .map(|(f, before)| cache_between(f, &before, &f.cache().stats()));
+        let cache = run.cache.as_ref();
         anyhow::Ok(Measured {
-            ops: report.ops_per_second,
-            db_hits: db_cache.hit_ratio.unwrap_or(0.0),
-            cache_hits: cache.as_ref().and_then(|c| c.hit_ratio),
-            slow_written: cache.as_ref().map_or(0, |c| c.slow_tier_bytes_written),
+            ops: run.report.ops_per_second,
+            db_hits: run.db_cache.hit_ratio.unwrap_or(0.0),
+            cache_hits: cache.and_then(|c| c.hit_ratio),
+            slow_written: cache.map_or(0, |c| c.slow_tier_bytes_written),
         })
     };
     for stack in &stacks {
@@ -277,27 +270,6 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         drop(stack.opened.take());
     }
     report(lab, &stacks, &results)
-}
-
-/// The options a stack was opened with, for the report.
-fn args_words(args: &crate::ycsb::YcsbArgs) -> Vec<String> {
-    let mut words = Vec::new();
-    if args.no_cache {
-        words.push("--no-cache".to_string());
-    }
-    let pairs = [
-        ("--dram", &args.dram),
-        ("--slow-size", &args.slow_size),
-        ("--slow-profile", &args.slow_profile),
-        ("--nvcache", &args.nvcache),
-        ("--backing-profile", &args.backing_profile),
-    ];
-    for (flag, value) in pairs {
-        if let Some(value) = value {
-            words.push(format!("{flag} {value}"));
-        }
-    }
-    words
 }
 
 #[derive(Clone, Copy, Debug)]
