@@ -223,6 +223,29 @@ struct Plan {
     distribution: KeyDistribution,
     stop_after_ops: Option<u64>,
     done_ops: AtomicU64,
+    replay: Option<Replay>,
+}
+
+/// A request stream the threads share instead of each drawing its own keys: each takes the
+/// next request when it finishes one (the simulator's closed loop), the warm-up part first,
+/// unmeasured, then the measured part, each to its end. Keys are block numbers below the
+/// working set.
+pub struct Replay {
+    pub warm: Vec<tiercache_core::Request>,
+    pub measured: Vec<tiercache_core::Request>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl Replay {
+    pub fn new(warm: Vec<tiercache_core::Request>, measured: Vec<tiercache_core::Request>) -> Self {
+        Replay { warm, measured, next: Default::default() }
+    }
+
+    /// The next request of the measured part (or of the warm-up), if any is left.
+    fn take(&self, measured: bool) -> Option<&tiercache_core::Request> {
+        let part = if measured { &self.measured } else { &self.warm };
+        part.get(self.next.fetch_add(1, Ordering::Relaxed))
+    }
 }
 
 /// Most client threads a bench runs.
@@ -276,6 +299,31 @@ fn validate(args: &BenchArgs, block: usize) -> anyhow::Result<()> {
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let report = measure(args, None)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print(&report);
+    }
+    Ok(())
+}
+
+/// `bench`'s options parsed from words, as the command line would (for the lab).
+pub fn args_from<I: IntoIterator<Item = String>>(words: I) -> anyhow::Result<BenchArgs> {
+    #[derive(clap::Parser)]
+    #[command(name = "bench")]
+    struct Command {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+    use clap::Parser;
+    let words = std::iter::once("bench".to_string()).chain(words);
+    Ok(Command::try_parse_from(words).map_err(|e| anyhow::anyhow!("{e}"))?.args)
+}
+
+/// One bench run and its report; with `replay`, the threads take its requests rather than
+/// drawing keys (--dist, --read-ratio, --duration, --warmup and --ops are then unused).
+pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<BenchReport> {
     let block = parse_size(&args.block_size).context("--block-size")? as usize;
     validate(args, block)?;
     let working_set = parse_size(&args.working_set).context("--working-set")?;
@@ -302,7 +350,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         distribution,
         stop_after_ops: args.ops.as_deref().map(parse_size).transpose()?,
         done_ops: AtomicU64::new(0),
+        replay,
     };
+    if let Some(replay) = &plan.replay {
+        let beyond = replay.warm.iter().chain(&replay.measured).find(|r| r.key >= blocks);
+        if let Some(r) = beyond {
+            anyhow::bail!("the replayed key {} lies beyond the {blocks} blocks", r.key);
+        }
+    }
     // The policy is checked before the backing file is made.
     PolicySpec::parse(&args.policy)?;
     let backing = Backing::prepare(args, blocks * block as u64)?;
@@ -312,12 +367,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         cached(args, &plan, &tiers, &backing.path)?
     };
     drop(backing);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print(&report);
-    }
-    Ok(())
+    Ok(report)
 }
 
 /// The tiers, upper first: one of --dram, --slow-path, --flash-path, or --dram over one of the
@@ -451,11 +501,12 @@ fn generator(plan: &Plan, read_ratio: f64, seed: u64, run: u64) -> anyhow::Resul
     })?)
 }
 
-/// Runs `op` on every thread, first unmeasured for the warm-up, then measured; returns the
-/// merged read and write histograms and the measured seconds.
+/// Runs `op` on every thread, first unmeasured for the warm-up, then (after `measuring`)
+/// measured; returns the merged read and write histograms and the measured seconds.
 fn drive<F>(
     args: &BenchArgs,
     plan: &Plan,
+    measuring: &dyn Fn(),
     op: F,
 ) -> anyhow::Result<(Histogram<u64>, Histogram<u64>, f64)>
 where
@@ -495,10 +546,19 @@ where
         }
         Ok((reads, writes, seconds))
     };
+    if let Some(replay) = &plan.replay {
+        if !replay.warm.is_empty() {
+            phase(false, None)?;
+        }
+        replay.next.store(0, Ordering::Relaxed);
+        measuring();
+        return phase(true, None);
+    }
     if args.warmup > 0.0 {
         phase(false, Some(args.warmup))?;
     }
     plan.done_ops.store(0, Ordering::Relaxed);
+    measuring();
     phase(true, if plan.stop_after_ops.is_some() { None } else { Some(args.duration) })
 }
 
@@ -532,7 +592,10 @@ where
                 break;
             }
         }
-        if left == 0 {
+        if let Some(replay) = &plan.replay {
+            let Some(req) = replay.take(measured) else { break };
+            (current, next, left) = (req.op, req.key, 1);
+        } else if left == 0 {
             let req = keys.next().expect("endless generator");
             (current, next, left) = (req.op, req.key * run, run);
         }
@@ -688,7 +751,10 @@ fn cached(
     }
     let block = plan.block as u64;
     let handle = args.handle;
-    let (reads, writes, seconds) = drive(args, plan, |_, op, key, buf| {
+    // The hit ratio is the measured run's: the counters when it starts are taken off.
+    let at_start = std::sync::Mutex::new(None);
+    let measuring = || *at_start.lock().expect("not poisoned") = Some(file.cache().stats());
+    let (reads, writes, seconds) = drive(args, plan, &measuring, |_, op, key, buf| {
         match op {
             Op::Read if handle => match file.cache().get_ref(key) {
                 Some(held) => {
@@ -715,10 +781,11 @@ fn cached(
         false => None,
     };
     let stats = file.cache().stats();
+    let start = at_start.into_inner().expect("not poisoned").expect("taken before the run");
     // Hits the policy sent to the backing file (NHC) were cached all the same.
-    let cached = stats.hits + stats.offloaded;
-    let hit_ratio =
-        if stats.lookups > 0 { Some(cached as f64 / stats.lookups as f64) } else { None };
+    let cached = (stats.hits + stats.offloaded) - (start.hits + start.offloaded);
+    let lookups = stats.lookups - start.lookups;
+    let hit_ratio = if lookups > 0 { Some(cached as f64 / lookups as f64) } else { None };
     let names: Vec<String> = tiers
         .iter()
         .map(|(kind, bytes)| format!("{} {}", tier_name(kind), format_size(*bytes)))
@@ -890,7 +957,7 @@ mod raw {
                 let bytes = per_thread * args.threads as u64 * block as u64;
                 let mut memory = Memory::open(tier, bytes, block, args.force)?;
                 let stripes = memory.stripes(args.threads);
-                drive(args, plan, |t, op, key, buf| {
+                drive(args, plan, &|| {}, |t, op, key, buf| {
                     let stripe = &stripes[t];
                     let at = (key % per_thread) as usize * block;
                     // SAFETY: stripe `t` is only ever used by thread `t`, and stripes are disjoint
@@ -918,7 +985,7 @@ mod raw {
                 let buffers: Vec<std::sync::Mutex<AlignedBuf>> = (0..args.threads)
                     .map(|_| std::sync::Mutex::new(AlignedBuf::new(block)))
                     .collect();
-                drive(args, plan, |t, op, key, buf| {
+                drive(args, plan, &|| {}, |t, op, key, buf| {
                     let at = tierfile::HEADER_BYTES + (key % slots) * block as u64;
                     let mut aligned = buffers[t].lock().expect("one thread per buffer");
                     match op {

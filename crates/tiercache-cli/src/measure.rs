@@ -1,10 +1,18 @@
 //! `tiercache profile measure`: a device profile measured on the medium itself, the way the
 //! papers measured theirs: 4 KiB read and write latency at queue depth 1; read and write
 //! bandwidth with large sequential requests on many threads; parallelism, the concurrency where
-//! 4 KiB read throughput stops growing; and write-to-read interference, read throughput with
-//! 0, 1 and many concurrent writers (Writes Hurt §2, Figure 2's method). The result is the TOML
-//! the simulator (`sim --profile`) and the emulator (`--slow-profile`, `--backing-profile`)
-//! read.
+//! 4 KiB read throughput stops growing, and contention, how much short of `parallelism` times
+//! one reader's rate it gets there; and write-to-read interference, read throughput with 0, 1
+//! and many concurrent writers (Writes Hurt §2, Figure 2's method). The result is the TOML the
+//! simulator (`sim --profile`) and the emulator (`--slow-profile`, `--backing-profile`) read.
+//!
+//! The simulator charges an operation its profile's latency plus its bytes at the device's
+//! bandwidth shared among its `parallelism` servers; so the latency written is the measured
+//! 4 KiB time less that transfer, and the simulator then charges a 4 KiB operation at queue
+//! depth 1 what was measured (the bandwidth is raised where one server's share would move a
+//! 4 KiB block slower than it moved alone, as memory does). The measured times are in the JSON
+//! as they are. (`tiercache lab run calibrate` found the first version, which wrote the
+//! measured time as the latency, charging memory the transfer twice.)
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,11 +33,11 @@ use crate::progress::Progress;
 pub struct MeasureArgs {
     /// A new file to measure on, made for the measurement and removed after: where it lies
     /// decides the medium (a DAX mount, a CXL or NUMA-bound tmpfs, a disk). A file that exists
-    /// is refused, since the measurement writes all of it.
+    /// is refused, since the measurement writes all of it. Not with --kind dram.
     #[arg(long)]
-    pub path: PathBuf,
-    /// memory (the file mapped), file (read and written through the page cache) or direct
-    /// (O_DIRECT, around the page cache).
+    pub path: Option<PathBuf>,
+    /// memory (the file mapped), file (read and written through the page cache), direct
+    /// (O_DIRECT, around the page cache), or dram (the process's own memory, no file).
     #[arg(long, default_value = "file")]
     pub kind: String,
     /// Size of the file (at least 16 MiB): larger than the caches in front of the medium.
@@ -105,9 +113,21 @@ impl Drop for Scratch {
     }
 }
 
-/// Makes the file and opens it as `kind`; the file goes when the returned guard drops (and at
-/// once if opening it fails).
-fn open(path: &Path, kind: &str, size: u64) -> anyhow::Result<(Medium, Scratch)> {
+/// Makes the file and opens it as `kind` (or, for `dram`, takes anonymous memory); the file
+/// goes when the returned guard drops (and at once if opening it fails).
+fn open(path: Option<&Path>, kind: &str, size: u64) -> anyhow::Result<(Medium, Option<Scratch>)> {
+    let path = match (kind, path) {
+        ("dram", None) => {
+            let map = memmap2::MmapMut::map_anon(size as usize)
+                .with_context(|| format!("cannot take {} of memory", format_size(size)))?;
+            return Ok((Medium::Memory(MmapRaw::from(map)), None));
+        }
+        ("dram", Some(path)) => {
+            bail!("--kind dram measures the process's memory: no --path ({})", path.display())
+        }
+        (_, Some(path)) => path,
+        (_, None) => bail!("--kind {kind} measures a file: give --path"),
+    };
     let shown = path.display();
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -132,9 +152,9 @@ fn open(path: &Path, kind: &str, size: u64) -> anyhow::Result<(Medium, Scratch)>
             drop(file);
             Medium::Io(Arc::new(DirectFile::open(path).map_err(anyhow::Error::new)?))
         }
-        other => bail!("--kind {other}: use memory, file or direct"),
+        other => bail!("--kind {other}: use memory, file, direct or dram"),
     };
-    Ok((medium, scratch))
+    Ok((medium, Some(scratch)))
 }
 
 /// A buffer direct I/O accepts (aligned), filled with `byte`.
@@ -229,12 +249,15 @@ fn step(
 /// Everything measured, beside the profile made of it.
 #[derive(Serialize)]
 pub struct Measurement {
-    pub path: PathBuf,
+    pub path: Option<PathBuf>,
     pub kind: String,
     pub size: u64,
     pub threads: usize,
     pub step_seconds: f64,
     pub profile: DeviceProfile,
+    /// Mean time of one 4 KiB read and write at queue depth 1, in microseconds, as measured.
+    pub read_4k_us: f64,
+    pub write_4k_us: f64,
     /// 4 KiB random reads per second at each concurrency.
     pub parallelism_curve: Vec<(usize, f64)>,
     /// 4 KiB random reads per second of one reader with 0, 1 and `writers` writers.
@@ -261,7 +284,8 @@ fn nearest(profile: &DeviceProfile) -> DeviceProfile {
         .expect("presets exist")
 }
 
-pub fn run(args: &MeasureArgs) -> anyhow::Result<()> {
+/// The checked size, step time and thread count of `args`.
+fn settings(args: &MeasureArgs) -> anyhow::Result<(u64, f64, usize)> {
     let size = parse_size(&args.size).context("--size")?;
     anyhow::ensure!(size >= 16 << 20, "--size {}: at least 16 MiB", args.size);
     anyhow::ensure!(size <= 1 << 40, "--size {}: at most 1 TiB", args.size);
@@ -274,29 +298,57 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = args.threads.unwrap_or((2 * cores).max(4));
     anyhow::ensure!((1..=256).contains(&threads), "--threads {threads}: between 1 and 256");
-    let (medium, _scratch) = open(&args.path, &args.kind, size)?;
-    let seconds = args.duration;
+    Ok((size, args.duration, threads))
+}
+
+/// Opens the medium `args` name and writes all of it, so reads read what it holds.
+fn prepared(args: &MeasureArgs, size: u64) -> anyhow::Result<(Medium, Option<Scratch>)> {
+    let (medium, scratch) = open(args.path.as_deref(), &args.kind, size)?;
+    let chunk = buffer(LARGE, 0x5a);
+    for at in (0..size).step_by(LARGE) {
+        medium.write(chunk.as_slice(), at)?;
+    }
+    Ok((medium, scratch))
+}
+
+/// Writes Hurt's Figure 2 method on the medium `args` names: 4 KiB random reads per second of
+/// `readers` threads with each number of concurrent writers in `writers`.
+pub fn reads_under_writers(
+    args: &MeasureArgs,
+    readers: usize,
+    writers: &[usize],
+) -> anyhow::Result<Vec<(usize, f64)>> {
+    let (size, seconds, _) = settings(args)?;
+    let (medium, _scratch) = prepared(args, size)?;
+    let mut curve = Vec::new();
+    for &w in writers {
+        let (ops, _) = step(&medium, size, seconds, readers, Work::RandomRead, w)?;
+        curve.push((w, ops));
+    }
+    Ok(curve)
+}
+
+/// Measures the medium `args` names; returns the measurement and the TOML of its profile.
+pub fn measure(args: &MeasureArgs) -> anyhow::Result<(Measurement, String)> {
+    let (size, seconds, threads) = settings(args)?;
+    let shown = args.path.as_ref().map_or("memory".into(), |p| p.display().to_string());
     let mut curve_points = vec![1];
     while curve_points.last().is_some_and(|c| c * 2 <= threads) {
         curve_points.push(curve_points.last().expect("non-empty") * 2);
     }
     let writers = threads.min(8);
     let total = 7 + curve_points.len() as u64;
-    let mut progress = Progress::new(&format!("measuring {}", args.path.display()), Some(total));
+    let mut progress = Progress::new(&format!("measuring {shown}"), Some(total));
     let mut done = 0;
     let mut tick = |progress: &mut Progress| {
         done += 1;
         progress.set(done);
     };
-    // Written whole first, so reads read data the medium holds.
-    let chunk = buffer(LARGE, 0x5a);
-    for at in (0..size).step_by(LARGE) {
-        medium.write(chunk.as_slice(), at)?;
-    }
+    let (medium, _scratch) = prepared(args, size)?;
     tick(&mut progress);
-    let (_, read_latency_us) = step(&medium, size, seconds, 1, Work::RandomRead, 0)?;
+    let (_, read_4k_us) = step(&medium, size, seconds, 1, Work::RandomRead, 0)?;
     tick(&mut progress);
-    let (_, write_latency_us) = step(&medium, size, seconds, 1, Work::RandomWrite, 0)?;
+    let (_, write_4k_us) = step(&medium, size, seconds, 1, Work::RandomWrite, 0)?;
     tick(&mut progress);
     let (reads, _) = step(&medium, size, seconds, threads, Work::SequentialRead, 0)?;
     let read_bandwidth_gb_s = reads * LARGE as f64 / 1e9;
@@ -312,8 +364,20 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<()> {
     }
     // Where throughput stops growing: the least concurrency within 10% of the best.
     let best = parallelism_curve.iter().map(|(_, ops)| *ops).fold(0.0, f64::max);
-    let parallelism =
-        parallelism_curve.iter().find(|(_, ops)| *ops >= 0.9 * best).map_or(1, |(c, _)| *c);
+    let (parallelism, at_parallelism) =
+        parallelism_curve.iter().copied().find(|(_, ops)| *ops >= 0.9 * best).unwrap_or((1, best));
+    // How much `parallelism` reads at once slow each other: together they reach `speedup`
+    // times one read's rate, where servers that did not meet would reach `parallelism` times.
+    let speedup = at_parallelism / parallelism_curve[0].1.max(1e-9);
+    let contention = match parallelism {
+        1 => 0.0,
+        p => ((p as f64 / speedup - 1.0) / (p as f64 - 1.0)).clamp(0.0, 10.0),
+    };
+    // A server's share of the bandwidth moves one 4 KiB block in at most the time it took
+    // alone: memory moves small blocks at random faster than one large stream.
+    let floor = |block_us: f64| parallelism as f64 * BLOCK as f64 / (block_us * 1e3);
+    let read_bandwidth_gb_s = read_bandwidth_gb_s.max(floor(read_4k_us));
+    let write_bandwidth_gb_s = write_bandwidth_gb_s.max(floor(write_4k_us));
     let mut interference = Vec::new();
     for background in [0, 1, writers] {
         let (ops, _) = step(&medium, size, seconds, 1, Work::RandomRead, background)?;
@@ -322,10 +386,15 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<()> {
     tick(&mut progress);
     progress.finish();
     let share = |with: f64| (with / interference[0].1.max(1e-9)).clamp(1e-3, 1.0);
+    // The simulator adds the transfer at a server's share of bandwidth to the latency.
+    let latency = |measured_us: f64, bandwidth_gb_s: f64| {
+        let transfer_us = BLOCK as f64 / (bandwidth_gb_s * 1e3 / parallelism as f64);
+        (measured_us - transfer_us).max(0.0)
+    };
     let profile = DeviceProfile {
         name: args.name.clone().unwrap_or_else(|| format!("measured-{}", args.kind)),
-        read_latency_us,
-        write_latency_us,
+        read_latency_us: latency(read_4k_us, read_bandwidth_gb_s),
+        write_latency_us: latency(write_4k_us, write_bandwidth_gb_s),
         read_bandwidth_gb_s,
         write_bandwidth_gb_s,
         parallelism: parallelism as u32,
@@ -333,35 +402,43 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<()> {
         read_share_eight_writers: share(interference[2].1),
         cost_per_gb: 0.0,
         sequential_latency_us: None,
+        contention,
     };
     profile.validate().map_err(anyhow::Error::msg).context("the measured profile")?;
-    let near = nearest(&profile);
     let text = format!(
-        "# Measured by `tiercache profile measure --kind {} --size {}` on {} ({} threads, {} s \
-         a step; the eight-writer share with {writers} writers). cost_per_gb is not measured: \
-         set it.\n{}",
+        "# Measured by `tiercache profile measure --kind {} --size {}` on {shown} ({} threads, \
+         {} s a step; the eight-writer share with {writers} writers; 4 KiB at queue depth 1: \
+         read {read_4k_us:.3} us, write {write_4k_us:.3} us). cost_per_gb is not measured: set \
+         it.\n{}",
         args.kind,
         format_size(size),
-        args.path.display(),
         threads,
         seconds,
         profile.to_toml()
     );
-    if let Some(output) = &args.output {
-        std::fs::write(output, &text)
-            .with_context(|| format!("cannot write {}", output.display()))?;
-    }
     let measurement = Measurement {
         path: args.path.clone(),
         kind: args.kind.clone(),
         size,
         threads,
         step_seconds: seconds,
-        nearest_preset: near.name.clone(),
+        nearest_preset: nearest(&profile).name,
         profile,
+        read_4k_us,
+        write_4k_us,
         parallelism_curve,
         interference,
     };
+    Ok((measurement, text))
+}
+
+pub fn run(args: &MeasureArgs) -> anyhow::Result<()> {
+    let (measurement, text) = measure(args)?;
+    if let Some(output) = &args.output {
+        std::fs::write(output, &text)
+            .with_context(|| format!("cannot write {}", output.display()))?;
+    }
+    let near = nearest(&measurement.profile);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&measurement)?);
         return Ok(());

@@ -149,6 +149,11 @@ pub struct RunArgs {
     /// With --clients: the backing (capacity) device.
     #[arg(long, default_value = "nvme")]
     pub backing_profile: String,
+    /// With --clients: the cache's own work per request, on a processor of `cores`:
+    /// 'request_ns=N,miss_ns=N,write_ns=N,cores=N' (cores: one per client if not given). Without it the
+    /// cache's work is free. `tiercache lab run calibrate` measures these on the engine.
+    #[arg(long, value_name = "SPEC")]
+    pub cpu: Option<String>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,

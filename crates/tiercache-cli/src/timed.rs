@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use tiercache_core::{format_size, DeviceProfile, Request};
-use tiercache_sim::timed::{simulate_timed, TimedOptions, TimedReport};
+use tiercache_sim::timed::{simulate_timed, CpuModel, TimedOptions, TimedReport};
 use tiercache_sim::RunOptions;
 use tiercache_workload::TraceReader;
 
@@ -50,6 +50,13 @@ pub fn simulate_on(
     let timed = TimedOptions {
         arrival_rate: args.arrival_rate,
         interval_us: ((args.interval_ms * 1000.0).round() as u64).max(1),
+        cpu: args
+            .cpu
+            .as_deref()
+            .map(|text| CpuModel::parse(text, clients))
+            .transpose()
+            .map_err(anyhow::Error::msg)
+            .context("--cpu")?,
         ..TimedOptions::closed(clients, tiers, backing)
     };
     // Before the trace is read: a run that could never end is refused at once.

@@ -683,12 +683,12 @@ fn sim_runs_behind_nvcache_admission() {
 #[test]
 fn lab_experiments_write_reports_with_verdicts() {
     let list = tiercache(&["lab", "list"]);
-    for name in ["writes-hurt", "orthus", "kassa", "hibachi", "ycsb"] {
+    for name in ["writes-hurt", "orthus", "kassa", "hibachi", "ycsb", "calibrate"] {
         assert!(list.contains(name), "{list}");
     }
     let out = scratch("lab");
     tiercache(&["lab", "run", "all", "--smoke", "--out", out.to_str().unwrap()]);
-    for name in ["writes-hurt", "orthus", "kassa", "hibachi", "ycsb"] {
+    for name in ["writes-hurt", "orthus", "kassa", "hibachi", "ycsb", "calibrate"] {
         let report = std::fs::read_to_string(out.join(format!("{name}.md"))).unwrap();
         let rows: Vec<&str> = report
             .lines()

@@ -40,9 +40,20 @@ fn measured_profiles_are_positive_and_load_as_profiles() {
         ]);
         let m: serde_json::Value = serde_json::from_str(&out).unwrap();
         let p = &m["profile"];
+        // The times as measured; the profile's latencies are those less the transfer the
+        // simulator adds, 0 where the transfer is all of it (memory).
+        for field in ["read_4k_us", "write_4k_us"] {
+            let v = m[field].as_f64().unwrap();
+            assert!(v > 0.0 && v.is_finite(), "{kind}: {field} = {v}");
+        }
+        for field in ["read_latency_us", "write_latency_us"] {
+            let v = p[field].as_f64().unwrap();
+            assert!(
+                v >= 0.0 && v < m[field.replace("latency", "4k").as_str()].as_f64().unwrap() + 1e-9,
+                "{kind}: {field} = {v}"
+            );
+        }
         for field in [
-            "read_latency_us",
-            "write_latency_us",
             "read_bandwidth_gb_s",
             "write_bandwidth_gb_s",
             "read_share_one_writer",

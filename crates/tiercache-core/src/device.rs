@@ -12,7 +12,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::limits::{PROFILE_BANDWIDTH_GB_S, PROFILE_LATENCY_US_MAX, PROFILE_PARALLELISM_MAX};
+use crate::limits::{
+    PROFILE_BANDWIDTH_GB_S, PROFILE_CONTENTION_MAX, PROFILE_LATENCY_US_MAX, PROFILE_PARALLELISM_MAX,
+};
 
 /// How a device serves operations.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,6 +38,17 @@ pub struct DeviceProfile {
     /// disks serve sequential runs far faster than random blocks. `None`: no difference.
     #[serde(default)]
     pub sequential_latency_us: Option<f64>,
+    /// How much operations in service together slow each other (a shared lock, a shared
+    /// queue, a memory bus): with `n` in service at once, each takes `1 + contention (n - 1)`
+    /// times its service time. 0 (the default): `parallelism` operations proceed at full speed.
+    /// `profile measure` fits it to the 4 KiB read curve; the simulator applies it, the
+    /// engine's emulator does not.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub contention: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Which way an operation moves data.
@@ -68,6 +81,7 @@ impl DeviceProfile {
                 read_share_eight_writers: inter.1,
                 cost_per_gb: cost,
                 sequential_latency_us: None,
+                contention: 0.0,
             }
         };
         Some(match name {
@@ -210,6 +224,12 @@ impl DeviceProfile {
             return Err(format!(
                 "profile '{name}': parallelism must be 1 to {PROFILE_PARALLELISM_MAX}, got {}",
                 self.parallelism
+            ));
+        }
+        if !(0.0..=PROFILE_CONTENTION_MAX).contains(&self.contention) {
+            return Err(format!(
+                "profile '{name}': contention must be 0 to {PROFILE_CONTENTION_MAX}, got {}",
+                self.contention
             ));
         }
         if !(self.cost_per_gb >= 0.0 && self.cost_per_gb.is_finite()) {

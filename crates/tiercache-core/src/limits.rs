@@ -27,6 +27,9 @@ pub const VOLUME_ADDRESS_BITS: u32 = 64 - VOLUME_BITS;
 /// Device profiles: the ranges a modelled or emulated device may have. Past them a run would
 /// allocate without bound (parallelism) or sleep for centuries (bandwidth, latency).
 pub const PROFILE_PARALLELISM_MAX: u32 = 1 << 16;
+/// Most contention a profile may state: each other operation in service makes one take at most
+/// this many times longer.
+pub const PROFILE_CONTENTION_MAX: f64 = 100.0;
 /// 1 MB/s and up; a model may make transfers all but free with a bandwidth near the top.
 pub const PROFILE_BANDWIDTH_GB_S: (f64, f64) = (1e-3, 1e12);
 /// 0 to 10 s, for one operation.

@@ -653,6 +653,7 @@ mod tests {
             read_share_eight_writers: 1.0,
             cost_per_gb: 1.0,
             sequential_latency_us: None,
+            contention: 0.0,
         };
         let device = Emulated::new(inner, profile);
         device.write_at(b"x", 0).unwrap();

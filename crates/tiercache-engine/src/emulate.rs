@@ -139,6 +139,7 @@ mod tests {
             read_share_eight_writers: 0.1,
             cost_per_gb: 1.0,
             sequential_latency_us: None,
+            contention: 0.0,
         }
     }
 

@@ -11,6 +11,14 @@
 //! different clients overlap. Events are taken in time order, so each device's queue is served
 //! in arrival order. A device whose profile has a sequential latency (a disk) charges it instead
 //! of the random latency when an operation's block follows the block it served last.
+//!
+//! A tier whose writes are done behind (`written_behind`) keeps its device busy with them
+//! while the request that caused them goes on, as the engine's flash tier with write-behind
+//! threads does.
+//!
+//! With a [`CpuModel`], a request first takes the cache's own work on one of `cores` processors
+//! (lookup, policy, bookkeeping: a fixed time, more for a miss), queueing when every core is
+//! busy; without one, the cache's work is free and only devices take time.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -33,6 +41,8 @@ struct Stage {
     /// operation (a run written back as one I/O).
     key: u64,
     blocks: u64,
+    /// Done behind the request: the device is busy with it, the request goes on at once.
+    behind: bool,
 }
 
 /// A device's servers and counters.
@@ -75,9 +85,11 @@ impl Device {
         let start = now.max(free);
         let writers =
             self.servers.iter().filter(|(end, write)| *write && *end > start).count() as u32;
-        let service =
-            self.profile.service_ns_at(direction, bytes, writers, sequential).round().max(1.0)
-                as u64;
+        let others = self.servers.iter().filter(|(end, _)| *end > start).count() as f64;
+        let slowed = 1.0 + self.profile.contention * others;
+        let service = (self.profile.service_ns_at(direction, bytes, writers, sequential) * slowed)
+            .round()
+            .max(1.0) as u64;
         self.servers[server] = (start + service, direction == Direction::Write);
         self.busy_ns += service;
         match direction {
@@ -89,6 +101,77 @@ impl Device {
             Direction::Write => self.bytes_written += bytes,
         }
         start + service
+    }
+}
+
+/// The processor the cache runs on: each request costs `request_ns` of one core, a miss
+/// `miss_ns` more, a write `write_ns` more, and `cores` requests are worked on at once.
+/// Measured on the engine (`tiercache lab run calibrate` fits it on runs of all hits, nearly
+/// all misses and all writes).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CpuModel {
+    pub cores: usize,
+    pub request_ns: f64,
+    pub miss_ns: f64,
+    pub write_ns: f64,
+}
+
+impl CpuModel {
+    /// `request_ns=N,miss_ns=N,write_ns=N,cores=N` (each optional: 0 ns, and `default_cores`).
+    pub fn parse(text: &str, default_cores: usize) -> Result<CpuModel, String> {
+        let mut model =
+            CpuModel { cores: default_cores, request_ns: 0.0, miss_ns: 0.0, write_ns: 0.0 };
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = part.split_once('=').ok_or_else(|| {
+                format!("'{part}': write request_ns=N, miss_ns=N, write_ns=N or cores=N")
+            })?;
+            let number = |what: &str| -> Result<f64, String> {
+                value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && (0.0..=1e9).contains(v))
+                    .ok_or_else(|| format!("{what} '{value}': a number from 0 to 1e9"))
+            };
+            match key {
+                "request_ns" => model.request_ns = number(key)?,
+                "miss_ns" => model.miss_ns = number(key)?,
+                "write_ns" => model.write_ns = number(key)?,
+                "cores" => {
+                    model.cores = value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|c| (1..=CLIENTS_MAX).contains(c))
+                        .ok_or_else(|| format!("cores '{value}': 1 to {CLIENTS_MAX}"))?
+                }
+                other => {
+                    return Err(format!("'{other}': not request_ns, miss_ns, write_ns or cores"))
+                }
+            }
+        }
+        Ok(model)
+    }
+
+    fn ns(&self, hit: bool, write: bool) -> u64 {
+        let miss = if hit { 0.0 } else { self.miss_ns };
+        let write = if write { self.write_ns } else { 0.0 };
+        (self.request_ns + miss + write).round() as u64
+    }
+}
+
+/// The cores of a [`CpuModel`]: when each is next free, and the time they worked.
+struct Cores {
+    free: Vec<u64>,
+    busy_ns: u64,
+}
+
+impl Cores {
+    /// Works `ns` on the core free first, from `now` or when it frees; returns the end.
+    fn serve(&mut self, now: u64, ns: u64) -> u64 {
+        let core = self.free.iter_mut().min().expect("at least one core");
+        let end = now.max(*core) + ns;
+        *core = end;
+        self.busy_ns += ns;
+        end
     }
 }
 
@@ -170,6 +253,12 @@ pub struct TimedOptions {
     pub backing: DeviceProfile,
     /// Length of one interval of the time series, in microseconds of virtual time.
     pub interval_us: u64,
+    /// The cache's own work per request; `None`: free.
+    pub cpu: Option<CpuModel>,
+    /// Per tier, whether its writes are done behind the requests that cause them (the engine's
+    /// flash tier with write-behind threads): the device is busy with them, the request does
+    /// not wait. Tiers past the end: no.
+    pub written_behind: Vec<bool>,
 }
 
 impl TimedOptions {
@@ -190,6 +279,16 @@ impl TimedOptions {
         for profile in self.tiers.iter().chain([&self.backing]) {
             profile.validate()?;
         }
+        if let Some(cpu) = &self.cpu {
+            let times = [cpu.request_ns, cpu.miss_ns, cpu.write_ns];
+            if !(1..=CLIENTS_MAX).contains(&cpu.cores)
+                || times.iter().any(|t| !(t.is_finite() && (0.0..=1e9).contains(t)))
+            {
+                return Err(format!(
+                    "cpu: cores must be 1 to {CLIENTS_MAX} and times 0 to 1e9 ns, got {cpu:?}"
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -198,12 +297,26 @@ impl TimedOptions {
         tiers: Vec<DeviceProfile>,
         backing: DeviceProfile,
     ) -> TimedOptions {
-        TimedOptions { clients, arrival_rate: None, tiers, backing, interval_us: 100_000 }
+        TimedOptions {
+            clients,
+            arrival_rate: None,
+            tiers,
+            backing,
+            interval_us: 100_000,
+            cpu: None,
+            written_behind: Vec::new(),
+        }
     }
 }
 
 /// The device operations that carry out `decision` for `req`.
-fn stages(req: &Request, decision: &Decision, backing: usize, out: &mut Vec<Stage>) {
+fn stages(
+    req: &Request,
+    decision: &Decision,
+    backing: usize,
+    behind: &[bool],
+    out: &mut Vec<Stage>,
+) {
     out.clear();
     let stage = |device: usize, direction: Direction, bytes: u32, key: u64| Stage {
         device,
@@ -211,6 +324,7 @@ fn stages(req: &Request, decision: &Decision, backing: usize, out: &mut Vec<Stag
         bytes: bytes as u64,
         key,
         blocks: 1,
+        behind: direction == Direction::Write && behind.get(device).copied().unwrap_or(false),
     };
     match (req.op, decision.served_from()) {
         (Op::Read | Op::Lookup, Location::Tier(tier)) => {
@@ -256,6 +370,7 @@ fn merge_runs(stages: &mut Vec<Stage>) {
     stages.dedup_by(|next, run| {
         let continues = next.device == run.device
             && next.direction == run.direction
+            && next.behind == run.behind
             && run.key.checked_add(run.blocks) == Some(next.key);
         if continues {
             run.bytes += next.bytes;
@@ -283,6 +398,8 @@ struct Current {
 /// A request in flight: its device operations, when it was issued, and what it was.
 struct InFlight {
     chain: Vec<Stage>,
+    /// The cache's work before the chain, with a CPU model.
+    compute_ns: u64,
     issued: u64,
     write: bool,
     hit: bool,
@@ -293,6 +410,8 @@ struct Run<'a> {
     policy: &'a mut AnyPolicy,
     requests: &'a [Request],
     devices: Vec<Device>,
+    cpu: Option<(CpuModel, Cores)>,
+    behind: Vec<bool>,
     /// Slots of requests in flight; closed loop: one per client, reused.
     slots: Vec<Option<InFlight>>,
     free: Vec<usize>,
@@ -319,9 +438,11 @@ impl Run<'_> {
         self.policy.decide(&req, &mut self.decision);
         let backing = self.devices.len() - 1;
         let mut chain = self.slots[slot].take().map(|f| f.chain).unwrap_or_default();
-        stages(&req, &self.decision, backing, &mut chain);
+        stages(&req, &self.decision, backing, &self.behind, &mut chain);
         let hit = self.decision.hit.is_some();
-        self.slots[slot] = Some(InFlight { chain, issued: now, write: req.op == Op::Write, hit });
+        let write = req.op == Op::Write;
+        let compute_ns = self.cpu.as_ref().map_or(0, |(model, _)| model.ns(hit, write));
+        self.slots[slot] = Some(InFlight { chain, compute_ns, issued: now, write, hit });
         true
     }
 
@@ -404,6 +525,11 @@ pub fn simulate_timed(
         policy,
         requests,
         devices,
+        cpu: options.cpu.clone().map(|model| {
+            let cores = Cores { free: vec![0; model.cores.max(1)], busy_ns: 0 };
+            (model, cores)
+        }),
+        behind: options.written_behind.clone(),
         slots: Vec::new(),
         free: Vec::new(),
         next: 0,
@@ -457,10 +583,18 @@ pub fn simulate_timed(
             }
             continue;
         }
-        let step = run.slots[slot].as_ref().and_then(|f| f.chain.get(stage).copied());
+        // With a CPU model, stage 0 is the cache's work and the chain follows it.
+        let first = run.cpu.is_some() as usize;
+        if let (Some((_, cores)), 0) = (&mut run.cpu, stage) {
+            let ns = run.slots[slot].as_ref().map_or(0, |f| f.compute_ns);
+            events.push(Reverse((cores.serve(now, ns), 1, slot, 1)));
+            continue;
+        }
+        let step = run.slots[slot].as_ref().and_then(|f| f.chain.get(stage - first).copied());
         if let Some(s) = step {
             let done = run.devices[s.device].serve(now, s);
-            events.push(Reverse((done, 1, slot, stage + 1)));
+            let next = if s.behind { now } else { done };
+            events.push(Reverse((next, 1, slot, stage + 1)));
             continue;
         }
         run.complete(slot, now);
@@ -480,6 +614,28 @@ fn report(run: Run, clients: usize, options: &TimedOptions, end: u64) -> TimedRe
     let seconds = end as f64 / 1e9;
     let requests_done = run.latency[ALL].len();
     let all = LatencySummary::of(&run.latency[ALL]);
+    let utilization = |busy_ns: u64, servers: usize| match end {
+        0 => 0.0,
+        _ => busy_ns as f64 / end as f64 / servers as f64,
+    };
+    let mut devices: Vec<DeviceReport> = run
+        .devices
+        .iter()
+        .map(|d| DeviceReport {
+            name: d.profile.name.clone(),
+            utilization: utilization(d.busy_ns, d.servers.len()),
+            bytes_read: d.bytes_read,
+            bytes_written: d.bytes_written,
+        })
+        .collect();
+    if let Some((_, cores)) = &run.cpu {
+        devices.push(DeviceReport {
+            name: "cpu".into(),
+            utilization: utilization(cores.busy_ns, cores.free.len()),
+            bytes_read: 0,
+            bytes_written: 0,
+        });
+    }
     TimedReport {
         clients,
         arrival_rate: options.arrival_rate,
@@ -494,20 +650,7 @@ fn report(run: Run, clients: usize, options: &TimedOptions, end: u64) -> TimedRe
         latency_us_p99: all.p99_us,
         reads: LatencySummary::of(&run.latency[READS]),
         writes: LatencySummary::of(&run.latency[WRITES]),
-        devices: run
-            .devices
-            .iter()
-            .map(|d| DeviceReport {
-                name: d.profile.name.clone(),
-                utilization: if end > 0 {
-                    d.busy_ns as f64 / end as f64 / d.servers.len() as f64
-                } else {
-                    0.0
-                },
-                bytes_read: d.bytes_read,
-                bytes_written: d.bytes_written,
-            })
-            .collect(),
+        devices,
         series: run.series,
     }
 }

@@ -125,3 +125,86 @@ fn a_disk_serves_a_sequential_scan_without_seeking() {
     );
     assert!(random.ops_per_second < 260.0, "{}", random.ops_per_second);
 }
+
+#[test]
+fn the_cache_s_own_work_queues_for_its_cores() {
+    let requests = workload();
+    let run = |capacity: u64, clients: usize, cpu: &str| {
+        let mut policy =
+            AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(capacity), &[], 0)
+                .unwrap();
+        // Devices a hundred times faster than the work: the processor decides the rate.
+        let mut options = TimedOptions::closed(
+            clients,
+            vec![fixed_rate("hi", 100_000.0)],
+            fixed_rate("lo", 100_000.0),
+        );
+        options.cpu = Some(tiercache_sim::timed::CpuModel::parse(cpu, clients).unwrap());
+        simulate_timed(&mut policy, &requests, &options)
+    };
+    // One core at 1 ms a request serves 1000 a second however many clients wait for it.
+    let one_core = run(800, 4, "request_ns=1000000,cores=1");
+    assert!((one_core.ops_per_second - 1000.0).abs() < 10.0, "{}", one_core.ops_per_second);
+    assert!(one_core.latency_us_mean > 3900.0, "four clients queue: {}", one_core.latency_us_mean);
+    let cpu = one_core.devices.last().unwrap();
+    assert_eq!(cpu.name, "cpu");
+    assert!(cpu.utilization > 0.99, "{}", cpu.utilization);
+    // Four cores, four clients: four times the rate, less the devices' time.
+    let four = run(800, 4, "request_ns=1000000,cores=4");
+    assert!(
+        four.ops_per_second > 3900.0 && four.ops_per_second < 4000.0,
+        "{}",
+        four.ops_per_second
+    );
+    // A miss costs its own time more: with a one-object cache nearly every request misses.
+    let misses = run(1, 1, "request_ns=1000000,miss_ns=1000000");
+    assert!(misses.hit_ratio < 0.05, "{}", misses.hit_ratio);
+    let expected = 1e6 / (1000.0 + 1000.0 * (1.0 - misses.hit_ratio) + 20.0);
+    assert!(
+        (misses.ops_per_second - expected).abs() / expected < 0.01,
+        "{} against {expected}",
+        misses.ops_per_second
+    );
+    for bad in ["request_ns=-1", "cores=0", "speed=3", "request_ns"] {
+        assert!(tiercache_sim::timed::CpuModel::parse(bad, 1).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_tier_written_behind_keeps_its_device_busy_but_not_the_request() {
+    // Every request misses a one-object cache: a read of the backing device, then the
+    // install, a write of the tier that takes ten times as long.
+    let requests: Vec<Request> = (0..500).map(|k| Request::read(k, 1)).collect();
+    let run = |behind: bool| {
+        let mut policy =
+            AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(1), &[], 0).unwrap();
+        let mut options =
+            TimedOptions::closed(1, vec![fixed_rate("tier", 100.0)], fixed_rate("lo", 1000.0));
+        options.written_behind = vec![behind];
+        simulate_timed(&mut policy, &requests, &options)
+    };
+    let (waits, behind) = (run(false), run(true));
+    assert!(close(waits.ops_per_second, 1e6 / 11_000.0), "{}", waits.ops_per_second);
+    assert!(close(behind.ops_per_second, 1000.0), "{}", behind.ops_per_second);
+    // The tier's writes are all still done, keeping its one server busy all the time.
+    assert_eq!(behind.devices[0].bytes_written, 500);
+    assert!(behind.devices[0].utilization > 0.9, "{}", behind.devices[0].utilization);
+}
+
+#[test]
+fn contention_slows_operations_served_together() {
+    // Every request hits (the cache holds every key): one tier read each.
+    let requests: Vec<Request> = (0..4000).map(|k| Request::read(k % 10, 1)).collect();
+    let run = |clients: usize, contention: f64| {
+        let mut policy =
+            AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(10), &[], 0).unwrap();
+        let tier = DeviceProfile { parallelism: 2, contention, ..fixed_rate("tier", 1000.0) };
+        let options = TimedOptions::closed(clients, vec![tier], fixed_rate("lo", 1000.0));
+        simulate_timed(&mut policy, &requests, &options).ops_per_second
+    };
+    // Two servers: two clients twice one's rate, unless each slows the other to half speed.
+    let one = run(1, 0.0);
+    assert!(close(run(2, 0.0), 2.0 * one), "{one}");
+    assert!(close(run(2, 1.0), one), "{one}");
+    assert!(close(run(2, 0.5), 2.0 * one / 1.5), "{one}");
+}

@@ -18,6 +18,7 @@ use crate::plot::{write_chart, Chart, Series};
 
 pub use claim::{Case, Claim};
 
+mod calibrate;
 mod claim;
 mod hibachi;
 mod kassa;
@@ -83,7 +84,7 @@ struct Experiment {
     measured: bool,
 }
 
-const EXPERIMENTS: [Experiment; 5] = [
+const EXPERIMENTS: [Experiment; 6] = [
     Experiment {
         name: "writes-hurt",
         what: "NVCache admission (Writes Hurt, SoCC'22) under the engine's DRAM cache, against no NVRAM: alloc-read-write, no-write-allocate, small-bypass, OBP 5/10/30%, interference-aware; OBP across cache sizes; eager vs no eviction (Table 1); Open CAS write-around (Figure 7); performance per dollar of DRAM/NVRAM splits (Figure 8)",
@@ -112,6 +113,12 @@ const EXPERIMENTS: [Experiment; 5] = [
         name: "ycsb",
         what: "YCSB A-F on redb over the engine, measured (Writes Hurt §3.4 Figure 6, §4.1 Figure 7, §4.2 Figure 8): no tiercache, a DRAM cache of the slow tier's cost, the slow tier admitting every block, the slow tier with OBP and small-bypass, DRAM over the slow tier; throughput, hit ratios, bytes written to the slow tier, throughput per memory cost",
         run: ycsb::run,
+        measured: true,
+    },
+    Experiment {
+        name: "calibrate",
+        what: "The simulator's timing checked against the engine on this machine: DRAM, a tmpfs file and the disk measured as device profiles, the cache's own work per request fitted on five other runs, then DRAM alone and over a mapped or direct-I/O tier, with and without OBP, 1 and 2 threads, read-only and 70% reads, each run by the engine and predicted by the simulator on the same request stream (throughput, mean and p99 latency, hit ratio); Writes Hurt Figure 2 on this machine's DRAM and disk beside the paper's Optane",
+        run: calibrate::run,
         measured: true,
     },
 ];
@@ -208,9 +215,19 @@ impl Lab {
         rows: &[Vec<String>],
     ) -> anyhow::Result<()> {
         let path = self.dir.join(format!("{name}.csv"));
-        let mut csv = header.join(",") + "\n";
+        // RFC 4180: a cell with a comma, a quote or a line break is quoted, its quotes doubled.
+        let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
+            let quoted: Vec<String> = cells
+                .map(|c| match c.contains([',', '"', '\n']) {
+                    true => format!("\"{}\"", c.replace('"', "\"\"")),
+                    false => c.to_string(),
+                })
+                .collect();
+            quoted.join(",") + "\n"
+        };
+        let mut csv = line(&mut header.iter().copied());
         for row in rows {
-            csv += &(row.join(",") + "\n");
+            csv += &line(&mut row.iter().map(String::as_str));
         }
         std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
         let _ = writeln!(self.body, "| {} |", header.join(" | "));
@@ -231,6 +248,11 @@ impl Lab {
         Ok(())
     }
 
+    /// The experiment's directory, for files the report links.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Judges `claim` by its rule and adds it to the report.
     pub fn claim(&mut self, claim: Claim) {
         self.claims.push(claim.judged());
@@ -241,8 +263,8 @@ impl Lab {
         let source = match self.measured {
             true => {
                 "Every figure is measured: the engine runs on this machine (its CPU named \
-                     in the setup), the devices emulated by their profiles, so figures move \
-                     from run to run; the rules leave room for that where they say so."
+                     in the setup), so figures move from run to run; the rules leave room for \
+                     that where they say so."
             }
             false => {
                 "Every figure comes from the simulator in virtual time over modeled \
@@ -335,6 +357,23 @@ pub fn blocks(
 }
 
 pub const BLOCK: u64 = 4096;
+
+/// Where tiers held in memory put their files: tmpfs when there is one.
+pub fn memory_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    match shm.is_dir() {
+        true => shm.to_path_buf(),
+        false => std::env::temp_dir(),
+    }
+}
+
+/// The CPU's model name, as `/proc/cpuinfo` gives it.
+pub fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    info.lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
+        .map_or_else(|| "an unknown CPU".to_string(), |(_, name)| name.trim().to_string())
+}
 
 pub fn preset(name: &str) -> DeviceProfile {
     DeviceProfile::preset(name).expect("a preset")

@@ -82,19 +82,12 @@ fn mib(bytes: u64) -> u64 {
 
 /// Where the slow tier's files go: tmpfs when there is one (memory, as the tier is).
 fn memory_dir(work: &Path) -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    match shm.is_dir() {
-        true => shm.join(format!("tiercache-lab-ycsb-{}", std::process::id())),
-        false => work.join("tiers"),
+    match super::memory_dir() {
+        shm if shm != std::env::temp_dir() => {
+            shm.join(format!("tiercache-lab-ycsb-{}", std::process::id()))
+        }
+        _ => work.join("tiers"),
     }
-}
-
-/// The CPU's model name, as `/proc/cpuinfo` gives it.
-fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    info.lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
-        .map_or_else(|| "an unknown CPU".to_string(), |(_, name)| name.trim().to_string())
 }
 
 struct Dirs(Vec<PathBuf>);
@@ -189,7 +182,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     lab.setup("Costs in DRAM MiB: DRAM 1 per MiB, NVRAM 0.38 (Writes Hurt §4.2)");
     lab.setup(format!(
         "Machine: {}, {} cores",
-        cpu_model(),
+        super::cpu_model(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
     let mut stacks = Vec::new();

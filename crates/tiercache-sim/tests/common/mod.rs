@@ -15,5 +15,6 @@ pub fn fixed_rate(name: &str, rate: f64) -> DeviceProfile {
         read_share_eight_writers: 1.0,
         cost_per_gb: 1.0,
         sequential_latency_us: None,
+        contention: 0.0,
     }
 }
