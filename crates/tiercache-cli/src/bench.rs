@@ -308,19 +308,6 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `bench`'s options parsed from words, as the command line would (for the lab).
-pub fn args_from<I: IntoIterator<Item = String>>(words: I) -> anyhow::Result<BenchArgs> {
-    #[derive(clap::Parser)]
-    #[command(name = "bench")]
-    struct Command {
-        #[command(flatten)]
-        args: BenchArgs,
-    }
-    use clap::Parser;
-    let words = std::iter::once("bench".to_string()).chain(words);
-    Ok(Command::try_parse_from(words).map_err(|e| anyhow::anyhow!("{e}"))?.args)
-}
-
 /// One bench run and its report; with `replay`, the threads take its requests rather than
 /// drawing keys (--dist, --read-ratio, --duration, --warmup and --ops are then unused).
 pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<BenchReport> {

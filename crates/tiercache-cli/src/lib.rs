@@ -23,6 +23,18 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+/// A subcommand's options parsed from words, as the command line `NAME WORDS...` would be (for
+/// the lab, which runs subcommands with options it shows).
+pub fn args_from<A: Args, I: IntoIterator<Item = String>>(
+    name: &'static str,
+    words: I,
+) -> anyhow::Result<A> {
+    let command = A::augment_args(clap::Command::new(name));
+    let words = std::iter::once(name.to_string()).chain(words);
+    let matches = command.try_get_matches_from(words).map_err(|e| anyhow::anyhow!("{e}"))?;
+    A::from_arg_matches(&matches).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
 /// How to read a trace; shared by every command that reads one.
 #[derive(Args, Clone, Debug)]
 pub struct TraceArgs {

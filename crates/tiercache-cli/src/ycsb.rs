@@ -270,19 +270,6 @@ fn cache_options(args: &YcsbArgs) -> Vec<&'static str> {
     given
 }
 
-/// `ycsb`'s options parsed from words, as the command line would (for the lab).
-pub fn args_from<I: IntoIterator<Item = String>>(words: I) -> anyhow::Result<YcsbArgs> {
-    #[derive(clap::Parser)]
-    #[command(name = "ycsb")]
-    struct Command {
-        #[command(flatten)]
-        args: YcsbArgs,
-    }
-    use clap::Parser;
-    let words = std::iter::once("ycsb".to_string()).chain(words);
-    Ok(Command::try_parse_from(words).map_err(|e| anyhow::anyhow!("{e}"))?.args)
-}
-
 /// An open database: redb over tiercache, or over the file alone.
 pub struct Opened {
     pub db: Database,

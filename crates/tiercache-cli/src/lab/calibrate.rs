@@ -341,32 +341,20 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             "--dram",
             &mib(s.dram),
         ]);
+        let tier = |kind: &str, path: &Path| {
+            let (path, size) = (path.to_string_lossy(), mib(s.lower));
+            words(&[&format!("--{kind}-path"), &path, &format!("--{kind}-size"), &size])
+        };
         let (lower_profile, lower_words) = match config.lower {
             Lower::None => (None, vec![]),
-            Lower::Mapped => (
-                Some(devices.mapped.clone()),
-                words(&[
-                    "--slow-path",
-                    &mapped_path.to_string_lossy(),
-                    "--slow-size",
-                    &mib(s.lower),
-                ]),
-            ),
-            Lower::Direct => (
-                Some(devices.direct.clone()),
-                words(&[
-                    "--flash-path",
-                    &direct_path.to_string_lossy(),
-                    "--flash-size",
-                    &mib(s.lower),
-                ]),
-            ),
+            Lower::Mapped => (Some(devices.mapped.clone()), tier("slow", &mapped_path)),
+            Lower::Direct => (Some(devices.direct.clone()), tier("flash", &direct_path)),
         };
         engine_words.extend(lower_words);
         if config.obp {
             engine_words.extend(words(&["--nvcache", "obp"]));
         }
-        let args = bench::args_from(engine_words.clone())?;
+        let args = crate::args_from::<bench::BenchArgs, _>("bench", engine_words.clone())?;
         let replay = Replay::new(warm[mix].clone(), measured[mix].clone());
         let engine = bench::measure(&args, Some(replay))?;
         let mut spec = StackSpec::new("lru", Amount::Text(mib(s.dram)));
@@ -461,7 +449,7 @@ fn fit_run(
     let (warm, measured) = stream.split_at((blocks_in_set * 2) as usize);
     let mut words = engine;
     words.extend(["--working-set".to_string(), mib(set)]);
-    let args = bench::args_from(words)?;
+    let args = crate::args_from::<bench::BenchArgs, _>("bench", words)?;
     let report = bench::measure(&args, Some(Replay::new(warm.to_vec(), measured.to_vec())))?;
     let hit = report.hit_ratio.unwrap_or(0.0);
     lab.step(format!(

@@ -196,7 +196,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             let tier = tiers.join(format!("{name}.tier"));
             all.extend(["--slow-path".to_string(), tier.display().to_string()]);
         }
-        let args = crate::ycsb::args_from(all)?;
+        let args = crate::args_from::<crate::ycsb::YcsbArgs, _>("ycsb", all)?;
         let opened = crate::ycsb::open(&args, &path, db_cache << 20)?;
         lab.step(format!("{name}: {}", opened.setup));
         stacks.push(Stack {
