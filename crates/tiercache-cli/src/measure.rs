@@ -438,7 +438,7 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<()> {
         std::fs::write(output, &text)
             .with_context(|| format!("cannot write {}", output.display()))?;
     }
-    let near = nearest(&measurement.profile);
+    let near = DeviceProfile::preset(&measurement.nearest_preset).expect("a preset's name");
     if args.json {
         println!("{}", serde_json::to_string_pretty(&measurement)?);
         return Ok(());

@@ -125,30 +125,39 @@ impl CpuModel {
             let (key, value) = part.split_once('=').ok_or_else(|| {
                 format!("'{part}': write request_ns=N, miss_ns=N, write_ns=N or cores=N")
             })?;
-            let number = |what: &str| -> Result<f64, String> {
-                value
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite() && (0.0..=1e9).contains(v))
-                    .ok_or_else(|| format!("{what} '{value}': a number from 0 to 1e9"))
-            };
+            let number =
+                || value.parse::<f64>().map_err(|_| format!("{key} '{value}': not a number"));
             match key {
-                "request_ns" => model.request_ns = number(key)?,
-                "miss_ns" => model.miss_ns = number(key)?,
-                "write_ns" => model.write_ns = number(key)?,
+                "request_ns" => model.request_ns = number()?,
+                "miss_ns" => model.miss_ns = number()?,
+                "write_ns" => model.write_ns = number()?,
                 "cores" => {
-                    model.cores = value
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|c| (1..=CLIENTS_MAX).contains(c))
-                        .ok_or_else(|| format!("cores '{value}': 1 to {CLIENTS_MAX}"))?
+                    model.cores =
+                        value.parse().map_err(|_| format!("cores '{value}': not a count"))?
                 }
                 other => {
                     return Err(format!("'{other}': not request_ns, miss_ns, write_ns or cores"))
                 }
             }
         }
+        model.check()?;
         Ok(model)
+    }
+
+    /// Whether a run can use it: 1 to `CLIENTS_MAX` cores, times from 0 to 1e9 ns.
+    fn check(&self) -> Result<(), String> {
+        if !(1..=CLIENTS_MAX).contains(&self.cores) {
+            return Err(format!("cores must be 1 to {CLIENTS_MAX}, got {}", self.cores));
+        }
+        let times = [
+            ("request_ns", self.request_ns),
+            ("miss_ns", self.miss_ns),
+            ("write_ns", self.write_ns),
+        ];
+        match times.iter().find(|(_, t)| !(t.is_finite() && (0.0..=1e9).contains(t))) {
+            Some((name, t)) => Err(format!("{name} must be 0 to 1e9, got {t}")),
+            None => Ok(()),
+        }
     }
 
     fn ns(&self, hit: bool, write: bool) -> u64 {
@@ -279,17 +288,7 @@ impl TimedOptions {
         for profile in self.tiers.iter().chain([&self.backing]) {
             profile.validate()?;
         }
-        if let Some(cpu) = &self.cpu {
-            let times = [cpu.request_ns, cpu.miss_ns, cpu.write_ns];
-            if !(1..=CLIENTS_MAX).contains(&cpu.cores)
-                || times.iter().any(|t| !(t.is_finite() && (0.0..=1e9).contains(t)))
-            {
-                return Err(format!(
-                    "cpu: cores must be 1 to {CLIENTS_MAX} and times 0 to 1e9 ns, got {cpu:?}"
-                ));
-            }
-        }
-        Ok(())
+        self.cpu.as_ref().map_or(Ok(()), |cpu| cpu.check().map_err(|e| format!("cpu: {e}")))
     }
 
     pub fn closed(
@@ -411,7 +410,7 @@ struct Run<'a> {
     requests: &'a [Request],
     devices: Vec<Device>,
     cpu: Option<(CpuModel, Cores)>,
-    behind: Vec<bool>,
+    behind: &'a [bool],
     /// Slots of requests in flight; closed loop: one per client, reused.
     slots: Vec<Option<InFlight>>,
     free: Vec<usize>,
@@ -438,7 +437,7 @@ impl Run<'_> {
         self.policy.decide(&req, &mut self.decision);
         let backing = self.devices.len() - 1;
         let mut chain = self.slots[slot].take().map(|f| f.chain).unwrap_or_default();
-        stages(&req, &self.decision, backing, &self.behind, &mut chain);
+        stages(&req, &self.decision, backing, self.behind, &mut chain);
         let hit = self.decision.hit.is_some();
         let write = req.op == Op::Write;
         let compute_ns = self.cpu.as_ref().map_or(0, |(model, _)| model.ns(hit, write));
@@ -529,7 +528,7 @@ pub fn simulate_timed(
             let cores = Cores { free: vec![0; model.cores.max(1)], busy_ns: 0 };
             (model, cores)
         }),
-        behind: options.written_behind.clone(),
+        behind: &options.written_behind,
         slots: Vec::new(),
         free: Vec::new(),
         next: 0,

@@ -133,8 +133,8 @@ struct Devices {
     mapped: DeviceProfile,
     direct: DeviceProfile,
     backing: DeviceProfile,
-    /// What the engine's mapped tier adds per read and per write, in ns (fitted at 1 thread
-    /// and added to the mapped profile's latencies).
+    /// What the engine's mapped tier adds per read and per write, in ns ([`fit_mapped`], added
+    /// to the mapped profile's latencies).
     mapped_extra: (f64, f64),
 }
 
@@ -278,8 +278,9 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     lab.step("fitting the cache's own work per request");
     let cpu: Vec<(usize, CpuModel)> = [1, 2]
         .iter()
-        .map(|&t| fit_cpu(lab, &s, &mut devices, t, cores).map(|m| (t, m)))
+        .map(|&t| fit_cpu(lab, &s, &devices, t, cores).map(|m| (t, m)))
         .collect::<anyhow::Result<_>>()?;
+    fit_mapped(lab, &s, &mut devices, &cpu[0].1)?;
     lab.heading("The cache's own work, fitted");
     let fit_rows: Vec<Vec<String>> = cpu
         .iter()
@@ -462,23 +463,24 @@ fn fit_run(
     Ok((report.read.mean_us * 1000.0, report.write.mean_us * 1000.0, hit))
 }
 
-/// The cache's own work at `threads` threads, and what the engine's mapped tier adds to the
-/// medium per read and per write (its checks and seals): what engine runs took beyond the
-/// modeled devices' time. Five runs: a DRAM tier holding the whole set (every read a hit), a
-/// DRAM tier of the checked size under a uniform stream over the working set (mostly misses),
-/// the first again with writes only, and a mapped tier alone holding its set or nearly
-/// nothing. Each run's time is `request + (1 - hit) miss [+ write] + devices [+ extra on the
-/// mapped tier]`; the runs in pairs give the unknowns.
+fn service(p: &DeviceProfile, d: Direction) -> f64 {
+    p.service_ns(d, BLOCK, 0)
+}
+
+/// The cache's own work at `threads` threads: what engine runs took beyond the modeled
+/// devices' time. Three runs: a DRAM tier holding the whole set (every read a hit), a DRAM
+/// tier of the checked size under a uniform stream over the working set (mostly misses), and
+/// the first again with writes only. Each run's time is `request + (1 - hit) miss [+ write] +
+/// devices`; the first two give the first two unknowns, the third the last.
 fn fit_cpu(
     lab: &Lab,
     s: &Sizes,
-    devices: &mut Devices,
+    devices: &Devices,
     threads: usize,
     cores: usize,
 ) -> anyhow::Result<CpuModel> {
     let t = threads.to_string();
     let with = |list: &[&str]| -> Vec<String> { [words(&["--threads", &t]), words(list)].concat() };
-    let service = |p: &DeviceProfile, d: Direction| p.service_ns(d, BLOCK, 0);
     let (dram_read, dram_write) =
         (service(&devices.dram, Direction::Read), service(&devices.dram, Direction::Write));
     let (backing_read, backing_write) =
@@ -505,14 +507,24 @@ fn fit_cpu(
     let (_, took_w, _) =
         fit_run(lab, s, &label("every write a hit"), with(&["--dram", &big]), s.dram, 0.0)?;
     let write_ns = (took_w - request_ns - backing_write - dram_write).max(0.0);
-    // The mapped tier alone: its extra per read (hits) and per write (fills after misses).
+    Ok(CpuModel { cores, request_ns, miss_ns, write_ns })
+}
+
+/// What the engine's mapped tier adds to the medium per read and per write (its checks and
+/// seals), added to the mapped profile's latencies: two runs at one thread of a mapped tier
+/// alone, holding its set or nearly nothing, each taking `request + hit (read + extra_read) +
+/// (1 - hit) (miss + backing read + write + extra_write)` with `cpu` fitted at one thread.
+fn fit_mapped(lab: &Lab, s: &Sizes, devices: &mut Devices, cpu: &CpuModel) -> anyhow::Result<()> {
+    let (request_ns, miss_ns) = (cpu.request_ns, cpu.miss_ns);
+    let backing_read = service(&devices.backing, Direction::Read);
+    let label = |what: &str| format!("1 thread(s), {what}");
     let path = super::memory_dir().join(format!("tiercache-calibrate-{}.fit", std::process::id()));
     let _scratch = Scratch(vec![path.clone()]);
     // Every read checks its block, as every read of a mapped block under DRAM is the first
     // since the block was written (a block moves up on a hit and comes back down evicted).
     let mapped = |size: u64| {
         let p = path.to_string_lossy().to_string();
-        with(&["--slow-path", &p, "--slow-size", &mib(size), "--scrub-rate", "0"])
+        words(&["--slow-path", &p, "--slow-size", &mib(size), "--scrub-rate", "0"])
     };
     let (took_c, _, hit_c) =
         fit_run(lab, s, &label("mapped tier, every read a hit"), mapped(2 * s.dram), s.dram, 1.0)?;
@@ -529,12 +541,10 @@ fn fit_cpu(
     let (left_c, left_d) = (left(took_c, hit_c), left(took_d, hit_d));
     let extra_write = ((left_d * hit_c - left_c * hit_d) / (hit_c - hit_d).max(1e-6)).max(0.0);
     let extra_read = ((left_c - (1.0 - hit_c) * extra_write) / hit_c.max(1e-6)).max(0.0);
-    if threads == 1 {
-        devices.mapped.read_latency_us += extra_read / 1000.0;
-        devices.mapped.write_latency_us += extra_write / 1000.0;
-        devices.mapped_extra = (extra_read, extra_write);
-    }
-    Ok(CpuModel { cores, request_ns, miss_ns, write_ns })
+    devices.mapped.read_latency_us += extra_read / 1000.0;
+    devices.mapped.write_latency_us += extra_write / 1000.0;
+    devices.mapped_extra = (extra_read, extra_write);
+    Ok(())
 }
 
 /// Why a configuration fails the rule: the part of the model its neighbours single out.
