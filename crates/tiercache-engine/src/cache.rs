@@ -539,8 +539,9 @@ impl CacheCore {
         shard_index(key, self.shard_bits)
     }
 
-    /// Locks a shard. Hits served without the lock and not yet told to its policy are told
-    /// first, so the policy always hears of a shard's requests in the order they were served.
+    /// Locks a shard. Hits served without the lock and not yet told to its policy (the
+    /// calling thread's, and the other threads' that are flagged) are told first, so the
+    /// policy hears of a thread's requests in the order they were served.
     fn lock(&self, index: usize) -> MutexGuard<'_, Shard> {
         self.lock_and_tell(index, false)
     }
@@ -582,7 +583,7 @@ impl CacheCore {
             Recorded::Yes => {}
             // Locking the shard commits this thread's ring (with the others flagged); then
             // this hit is told at once, after them.
-            Recorded::Full => tell(self.lock_and_tell(index, true)),
+            Recorded::Full => tell(self.lock(index)),
             Recorded::NoStripe => tell(self.lock(index)),
         }
         Some(len)
