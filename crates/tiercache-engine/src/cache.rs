@@ -282,8 +282,10 @@ pub struct CacheCore {
     keeps_dirty: bool,
     /// Whether the backing device is attached (`attach_device`).
     attached: std::sync::atomic::AtomicBool,
-    /// Tiers that lose their blocks in a crash (DRAM): a sync writes their dirty blocks back.
-    volatile: Vec<tiercache_core::TierId>,
+    /// Tiers that lose their blocks in a crash (DRAM), each with the nearest persistent tier
+    /// below it: a sync moves their dirty blocks down there or writes them back, as the
+    /// policy says (`Policy::persist`).
+    volatile: Vec<(tiercache_core::TierId, Option<tiercache_core::TierId>)>,
 }
 
 /// What hits without the lock need: each shard's published upper-tier slots, and the hits
@@ -352,11 +354,13 @@ impl CacheCore {
         let shard_bits = shards.len().trailing_zeros();
         let mode = shards.first().and_then(|s| s.policy.cache_mode());
         let keeps_dirty = settings.keeps_dirty || shards.iter().any(|s| s.dirty_blocks() > 0);
-        let volatile = media
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| matches!(m.kind(), crate::store::TierKind::Dram))
-            .map(|(t, _)| tiercache_core::TierId(t as u8))
+        let is_volatile = |m: &Medium| matches!(m.kind(), crate::store::TierKind::Dram);
+        let volatile = (0..media.len())
+            .filter(|&t| is_volatile(&media[t]))
+            .map(|t| {
+                let below = (t + 1..media.len()).find(|&b| !is_volatile(&media[b]));
+                (tiercache_core::TierId(t as u8), below.map(|b| tiercache_core::TierId(b as u8)))
+            })
             .collect();
         CacheCore {
             shards: shards.into_iter().map(|s| ShardLock(Mutex::new(s))).collect(),
@@ -866,12 +870,12 @@ impl CacheCore {
     pub fn sync(&self) -> Result<(), EngineError> {
         self.flush();
         if self.keeps_dirty && !self.volatile.is_empty() {
-            // Dirty blocks of DRAM tiers would not survive: written back (and the backing
-            // device synced) first.
+            // Dirty blocks of DRAM tiers would not survive: moved down to a persistent tier
+            // or written back (and the backing device synced) first.
             self.check_attached()?;
             for mut shard in self.each_shard() {
-                for &tier in &self.volatile {
-                    shard.write_back_all(Some(tier))?;
+                for &(tier, below) in &self.volatile {
+                    shard.persist(tier, below)?;
                 }
             }
         }

@@ -571,12 +571,30 @@ impl Shard {
     }
 
     /// Writes back every dirty block the policy names (those of `tier`, or all), then syncs
-    /// the backing device: what a sync asks of volatile tiers and a clean stop of all. Blocks
-    /// the policy no longer counts dirty but the shard does (a write-back that failed) are
-    /// written back too.
+    /// the backing device: what a clean stop asks of all. Blocks the policy no longer counts
+    /// dirty but the shard does (a write-back that failed) are written back too.
     pub fn write_back_all(&mut self, tier: Option<TierId>) -> Result<(), EngineError> {
+        self.clean_up(tier, |policy, out| policy.write_back(tier, out))
+    }
+
+    /// Makes the dirty blocks of the volatile `tier` durable, as the policy says: moved down
+    /// into `below` (the nearest persistent tier under it), still dirty, or written back. What
+    /// a sync asks of volatile tiers; the caller then syncs the tiers. Blocks of `tier` still
+    /// dirty afterwards are written back.
+    pub fn persist(&mut self, tier: TierId, below: Option<TierId>) -> Result<(), EngineError> {
+        let now_us = self.now_us;
+        self.clean_up(Some(tier), |policy, out| policy.persist(tier, below, now_us, out))
+    }
+
+    /// Applies what `decide` puts in a decision of its own, then writes back the blocks of
+    /// `tier` (or all) still dirty, and syncs the backing device.
+    fn clean_up(
+        &mut self,
+        tier: Option<TierId>,
+        decide: impl FnOnce(&mut AnyPolicy, &mut Decision),
+    ) -> Result<(), EngineError> {
         let saved = std::mem::take(&mut self.decision);
-        self.policy.write_back(tier, &mut self.decision);
+        decide(&mut self.policy, &mut self.decision);
         let result = self.apply(u64::MAX, None);
         self.decision = saved;
         result?;

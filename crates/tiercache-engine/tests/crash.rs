@@ -41,7 +41,8 @@ fn tier(kind: &str, path: &Path) -> TierKind {
 /// A cache of 16 blocks (so blocks are evicted and written again while not cached) in `mode`.
 /// With `cleaner`, the cache holds every block and the ALRU cleaner writes back up to 4 dirty
 /// blocks whenever the test ticks (after every operation): blocks written back stay cached and
-/// are written again, with no eviction between to sync the backing file.
+/// are written again, with no eviction between to sync the backing file. A kind `dram+K` puts
+/// a DRAM tier of 4 blocks over the tier of kind K, whose dirty blocks a sync moves down.
 fn builder(kind: &str, path: &Path, mode: CacheMode, cleaner: bool) -> CacheBuilder {
     let mut config = CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) };
     if cleaner {
@@ -52,13 +53,22 @@ fn builder(kind: &str, path: &Path, mode: CacheMode, cleaner: bool) -> CacheBuil
             activity_threshold_us: 0,
         };
     }
-    CacheBuilder::new(PolicyConfig::Lru)
-        .tier(tier(kind, path))
-        .block_size(BLOCK)
-        .shards(2)
-        .capacity_bytes(if cleaner { BLOCKS } else { 16 } * BLOCK as u64)
-        .mode(config)
-        .without_worker()
+    let blocks = if cleaner { BLOCKS } else { 16 } * BLOCK as u64;
+    let cache = CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).shards(2);
+    let cache = match kind.strip_prefix("dram+") {
+        Some(lower) => cache.tier(TierKind::Dram).capacity_bytes(4 * BLOCK as u64).lower_tier(
+            tier(lower, path),
+            blocks,
+            PolicyConfig::Lru,
+        ),
+        None => cache.tier(tier(kind, path)).capacity_bytes(blocks),
+    };
+    cache.mode(config).without_worker()
+}
+
+/// The tier of a cache of `kind` (see `builder`) that keeps its blocks: the one under DRAM.
+fn persistent_tier(kind: &str) -> usize {
+    usize::from(kind.starts_with("dram+"))
 }
 
 /// A run's backing file (every block at version `INITIAL`) and tier file, new to this run.
@@ -70,15 +80,17 @@ fn files(name: &str) -> (PathBuf, PathBuf) {
     (backing, tier)
 }
 
-/// A cache built by `builder` with its tier behind a crash image, over `backing` behind one.
+/// A cache built by `builder` with its tier `tier` behind a crash image, over `backing` behind
+/// one.
 fn over_crash_images(
     builder: CacheBuilder,
+    tier: usize,
     backing: &Path,
 ) -> (CachedFile, Arc<CrashImage>, Arc<CrashImage>) {
     let tier_image: Arc<Mutex<Option<Arc<CrashImage>>>> = Arc::default();
     let slot = tier_image.clone();
     let cache = builder
-        .wrap_tier(0, move |device| {
+        .wrap_tier(tier, move |device| {
             let image = Arc::new(CrashImage::new(device));
             *slot.lock().unwrap() = Some(image.clone());
             image
@@ -160,8 +172,11 @@ fn crash_after(
         matches!(tear, Tear::None)
     );
     let (backing, cache_path) = files(&name);
-    let (file, tier_image, backing_image) =
-        over_crash_images(builder(kind, &cache_path, mode, cleaner), &backing);
+    let (file, tier_image, backing_image) = over_crash_images(
+        builder(kind, &cache_path, mode, cleaner),
+        persistent_tier(kind),
+        &backing,
+    );
     let mut model = Model::new();
     let mut rng = SeededRng::new(seed);
     let mut buf = vec![0u8; BLOCK];
@@ -230,6 +245,27 @@ fn every_sync_point_survives_a_crash_with_nothing_stale() {
     assert!(recovered > 200, "{recovered} blocks recovered over all the crashes");
 }
 
+/// Write-back under a DRAM tier: each sync moves DRAM's dirty blocks down into the tier below
+/// (`Policy::persist`), and a crash at any sync point finds them there, never the backing
+/// file's older bytes.
+#[test]
+fn write_back_under_dram_survives_a_crash_at_every_sync_point() {
+    let tears = [Tear::None, Tear::Keep { sector: 512, sectors: 1 }];
+    let mut recovered = 0;
+    for kind in ["dram+file", "dram+mapped", "dram+flash"] {
+        for cleaner in [false, true] {
+            for syncs in 0..=SYNC_POINTS {
+                for (i, tear) in tears.into_iter().enumerate() {
+                    let seed = 3000 + syncs * 2 + i as u64;
+                    let run = (CacheMode::WriteBack, cleaner, false);
+                    recovered += crash_after(kind, run, syncs, tear, seed);
+                }
+            }
+        }
+    }
+    assert!(recovered > 100, "{recovered} blocks recovered over all the crashes");
+}
+
 /// Discards (TRIM) among the writes: a crash at any sync point finds each discarded block as
 /// its last synced version, zeros, or a later write; never the backing file's older bytes in
 /// place of a dirty block the discard dropped.
@@ -264,7 +300,7 @@ fn a_block_written_back_then_overwritten_survives_a_torn_crash() {
         let name = format!("cleaned-{kind}");
         let (backing, cache_path) = files(&name);
         let (file, tier_image, backing_image) =
-            over_crash_images(builder(kind, &cache_path, CacheMode::WriteBack, true), &backing);
+            over_crash_images(builder(kind, &cache_path, CacheMode::WriteBack, true), 0, &backing);
         file.write_at(BLOCK as u64, &value(1, 1, BLOCK)).unwrap();
         file.sync().unwrap();
         file.cache().tick();

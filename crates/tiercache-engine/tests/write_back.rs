@@ -258,6 +258,49 @@ fn dram_write_back_writes_dirty_blocks_back_at_each_sync() {
     assert_eq!(read(&file, 2).unwrap(), 5);
 }
 
+/// DRAM over a mapped tier in write-back: a sync makes DRAM's dirty blocks durable by moving
+/// them down to the mapped tier, still dirty, not by writing them back (a database syncing
+/// at every commit would otherwise run nearly write-through); a crash after the sync finds
+/// them there.
+#[test]
+fn a_sync_moves_dram_s_dirty_blocks_down_to_the_persistent_tier() {
+    let backing = backing_file("down", 32);
+    let tier_path = scratch("down.tier");
+    let stack = |path: &Path, recover| {
+        builder("dram", Path::new(""), 8, CacheMode::WriteBack)
+            .lower_tier(tier("mapped", path), 32 * BLOCK as u64, PolicyConfig::Lru)
+            .recover(recover)
+            .build()
+            .unwrap()
+    };
+    let file = CachedFile::open(&backing, stack(&tier_path, Recover::Wipe)).unwrap();
+    for block in 0..4 {
+        write(&file, block, 3);
+    }
+    file.sync().unwrap();
+    let stats = file.cache().stats();
+    assert_eq!(stats.bytes_written_back, 0, "a sync wrote DRAM's dirty blocks back");
+    assert_eq!(stats.demotions, 4);
+    assert_eq!(file.cache().dirty_blocks(), 4);
+    for block in 0..4 {
+        assert_eq!(on_backing(&backing, block), 0);
+        assert_eq!(read(&file, block).unwrap(), 3);
+    }
+    // A crash: no clean stop. The tier file as it stands (its lock dies with the process).
+    std::mem::forget(file);
+    let copy = scratch("down.copy");
+    std::fs::copy(&tier_path, &copy).unwrap();
+    let file = CachedFile::open(&backing, stack(&copy, Recover::Quiet)).unwrap();
+    assert_eq!(file.cache().dirty_blocks(), 4, "the moved blocks come back dirty");
+    for block in 0..4 {
+        assert_eq!(read(&file, block).unwrap(), 3);
+    }
+    file.flush_backing().unwrap();
+    for block in 0..4 {
+        assert_eq!(on_backing(&backing, block), 3);
+    }
+}
+
 #[test]
 fn a_tier_with_dirty_blocks_is_not_opened_by_a_policy_that_drops_them() {
     let backing = backing_file("refuse-dirty", 8);

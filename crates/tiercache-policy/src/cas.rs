@@ -373,6 +373,31 @@ impl Policy for Cas {
         }
     }
 
+    /// Moves the dirty blocks of `tier` into `below` where the policy it wraps can
+    /// (`move_down`), in block order, still dirty: a sync then makes them durable without a
+    /// write to the backing device. The others are written back.
+    fn persist(&mut self, tier: TierId, below: Option<TierId>, now_us: u64, out: &mut Decision) {
+        let Some(below) = below else {
+            return self.write_back(Some(tier), out);
+        };
+        let mut due: Vec<(Key, u32)> = self
+            .dirty
+            .iter()
+            .filter(|(_, (_, t, _))| *t == tier)
+            .map(|(key, (_, _, size))| (*key, *size))
+            .collect();
+        due.sort_unstable();
+        for (key, size) in due {
+            let from = out.actions.len();
+            if self.inner.move_down(key, below, now_us, out) {
+                // Its victims below that were dirty are written back first; it stays dirty.
+                self.settle(&Request::new(now_us, key, size, Op::Read), true, from, out);
+            } else {
+                self.write_back_key(key, out);
+            }
+        }
+    }
+
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         self.clean(req.time_us, out);
         self.last_io_us = req.time_us;
@@ -427,6 +452,7 @@ impl Policy for Cas {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hierarchy::Placement;
     use crate::registry::PolicyConfig;
     use tiercache_core::Capacity;
 
@@ -555,6 +581,37 @@ mod tests {
         d.clear();
         c.write_back(None, &mut d);
         assert!(d.actions.is_empty(), "written back twice: {:?}", d.actions);
+    }
+
+    /// A sync over DRAM and a persistent tier: DRAM's dirty blocks move down still dirty, in
+    /// block order; a dirty victim below is written back before it is evicted.
+    #[test]
+    fn persisting_moves_dirty_blocks_down_and_writes_back_the_victims_they_push_out() {
+        let lru = |n| (PolicyConfig::Lru, Capacity::objects(n));
+        let tiers = [lru(2), lru(2)];
+        let inner = AnyPolicy::hierarchy(Placement::DramFirst, &tiers, &[], 0).unwrap();
+        let mut c = Cas::new(inner, CasConfig::new(CacheMode::WriteBack));
+        let (dram, below) = (TierId(0), TierId(1));
+        let moved = |key| Action::Move { key, size: 4096, from: dram, to: below };
+        run(&mut c, Op::Write, 2, 1);
+        run(&mut c, Op::Write, 1, 2);
+        let mut d = Decision::new();
+        c.persist(dram, Some(below), 3, &mut d);
+        assert_eq!(d.actions, vec![moved(10), moved(20)]);
+        assert_eq!(c.dirty_blocks(), 2);
+        assert_eq!(c.peek(10), Some((below, 4096)));
+        run(&mut c, Op::Write, 3, 4);
+        d.clear();
+        c.persist(dram, Some(below), 5, &mut d);
+        let wb = |key| Action::WriteBack { tier: below, key, size: 4096 };
+        let evict = |key| Action::Evict { tier: below, key, size: 4096 };
+        assert_eq!(d.actions, vec![wb(10), evict(10), moved(30)]);
+        assert_eq!(c.dirty_blocks(), 2);
+        // Without a persistent tier below, a sync writes them back.
+        run(&mut c, Op::Write, 4, 6);
+        d.clear();
+        c.persist(dram, None, 7, &mut d);
+        assert_eq!(d.actions, vec![Action::WriteBack { tier: dram, key: 40, size: 4096 }]);
     }
 
     #[test]

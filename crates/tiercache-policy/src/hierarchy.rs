@@ -203,6 +203,26 @@ impl Hybrid {
 }
 
 impl Policy for Hybrid {
+    /// Into the tier just below only, as an eviction from the key's tier would move it.
+    fn move_down(&mut self, key: Key, to: TierId, now_us: u64, out: &mut Decision) -> bool {
+        let Some((from, _)) = self.peek(key) else { return false };
+        let t = from.index();
+        if to.index() != t + 1 || to.index() >= self.tiers.len() {
+            return false;
+        }
+        let Some(size) = self.tiers[t].remove(key) else { return false };
+        self.scm_hits.remove(&key);
+        let victim = Request::new(now_us, key, size, Op::Read);
+        if self.place(t + 1, &victim, out) {
+            out.push(Action::Move { key, size, from, to });
+            return true;
+        }
+        // The tier below would not take it (nothing was done there): back into the room it
+        // just left, as its tier's newest block.
+        self.tiers[t].insert(&victim);
+        false
+    }
+
     fn peek(&self, key: Key) -> Option<(TierId, u32)> {
         self.tiers
             .iter()

@@ -35,6 +35,16 @@ macro_rules! delegate_to_inner {
             self.inner.write_back(tier, out)
         }
 
+        fn persist(
+            &mut self,
+            tier: tiercache_core::TierId,
+            below: Option<tiercache_core::TierId>,
+            now_us: u64,
+            out: &mut tiercache_core::Decision,
+        ) {
+            self.inner.persist(tier, below, now_us, out)
+        }
+
         $crate::delegate_to_inner!();
     };
     () => {
@@ -45,6 +55,16 @@ macro_rules! delegate_to_inner {
 
         fn peek(&self, key: tiercache_core::Key) -> Option<(tiercache_core::TierId, u32)> {
             self.inner.peek(key)
+        }
+
+        fn move_down(
+            &mut self,
+            key: tiercache_core::Key,
+            to: tiercache_core::TierId,
+            now_us: u64,
+            out: &mut tiercache_core::Decision,
+        ) -> bool {
+            self.inner.move_down(key, to, now_us, out)
         }
 
         fn tier_count(&self) -> usize {
@@ -167,6 +187,24 @@ pub trait Policy {
     /// volatile tiers, which a crash would lose) and of a clean stop (all of them). Policies
     /// that keep nothing dirty have nothing to do.
     fn write_back(&mut self, _tier: Option<TierId>, _out: &mut Decision) {}
+
+    /// Makes the dirty blocks of the volatile `tier` durable, for a sync: the engine asks it
+    /// with `below`, the nearest persistent tier under it, if there is one. A policy may move
+    /// them there, still dirty (a `Move`, the tier below making room as the policy does), or
+    /// write them back; the default writes them back (`write_back`). Blocks of `tier` still
+    /// dirty after the actions in `out` are written back by the engine.
+    fn persist(&mut self, tier: TierId, _below: Option<TierId>, _now_us: u64, out: &mut Decision) {
+        self.write_back(Some(tier), out)
+    }
+
+    /// Moves the resident `key` down to tier `to`, below its own, as if its tier had evicted
+    /// it and the tier below taken it (that tier's victims go as the policy's do). True if it
+    /// moved: `out` then holds a `Move` of it, after what made room. False (and nothing in
+    /// `out`) if the policy has no such move, `key` is not resident above `to`, or `to` will
+    /// not take it. A block cache's sync asks it through `persist`; most policies have none.
+    fn move_down(&mut self, _key: Key, _to: TierId, _now_us: u64, _out: &mut Decision) -> bool {
+        false
+    }
 
     /// Where a resident key is and its stored size, without touching any state.
     fn peek(&self, key: Key) -> Option<(TierId, u32)>;

@@ -434,6 +434,20 @@ impl Policy for AnyPolicy {
         dispatch!(self, p => p.write_back(tier, out))
     }
 
+    fn persist(&mut self, tier: TierId, below: Option<TierId>, now_us: u64, out: &mut Decision) {
+        dispatch!(self, p => p.persist(tier, below, now_us, out))
+    }
+
+    fn move_down(
+        &mut self,
+        key: tiercache_core::Key,
+        to: TierId,
+        now_us: u64,
+        out: &mut Decision,
+    ) -> bool {
+        dispatch!(self, p => p.move_down(key, to, now_us, out))
+    }
+
     fn tier_count(&self) -> usize {
         dispatch!(self, p => p.tier_count())
     }
