@@ -274,6 +274,9 @@ fn cache_options(args: &YcsbArgs) -> Vec<&'static str> {
 pub struct Opened {
     pub db: Database,
     pub file: Option<Arc<CachedFile>>,
+    /// Dirty blocks the cache recovered when it opened, before the database wrote anything
+    /// (opening a redb database writes its header).
+    pub recovered_dirty: usize,
     /// The stack under the database, in words.
     pub setup: String,
 }
@@ -348,7 +351,7 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
         }
         let db = builder.create_with_backend(DeviceBackend::new(device)).map_err(redb_error)?;
         let setup = format!("redb cache {}, no tiercache{like}", format_size(db_cache));
-        return Ok(Opened { db, file: None, setup });
+        return Ok(Opened { db, file: None, setup, recovered_dirty: 0 });
     }
     let (mut cache, resolved, media) = crate::serve::cache(&serve_args(args))?;
     if let Some(profile) = profile(&args.slow_profile, "--slow-profile")? {
@@ -362,6 +365,7 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
         eprintln!("note: {warning}");
     }
     let mut file = CachedFile::open(path, cache)?;
+    let recovered_dirty = file.cache().dirty_blocks();
     if let Some(profile) = backing {
         file = file.emulate_backing(profile);
     }
@@ -393,7 +397,7 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
         tiers.join(" over "),
         file.mode().short()
     );
-    Ok(Opened { db, file: Some(file), setup })
+    Ok(Opened { db, file: Some(file), setup, recovered_dirty })
 }
 
 fn db_cache_counters(db: &Database) -> DbCache {
@@ -535,11 +539,8 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
 }
 
 fn check(args: &YcsbArgs, path: &Path, opened: Opened) -> anyhow::Result<()> {
-    let Opened { db, file, setup } = opened;
-    let (recovered_blocks, recovered_dirty) = match &file {
-        Some(f) => (f.cache().stats().recovered, f.cache().dirty_blocks()),
-        None => (0, 0),
-    };
+    let Opened { db, file, setup, recovered_dirty } = opened;
+    let recovered_blocks = file.as_ref().map_or(0, |f| f.cache().stats().recovered);
     let check = ycsb::check_all(&db).with_context(|| format!("{}: cannot read", path.display()))?;
     drop(db);
     let output = CheckOutput {
