@@ -425,7 +425,7 @@ impl CacheCore {
         self.check_attached()?;
         let mut left = 0;
         for mut shard in self.each_shard() {
-            shard.write_back_all(None)?;
+            shard.write_back_all()?;
             left += shard.dirty_blocks();
         }
         if left > 0 {

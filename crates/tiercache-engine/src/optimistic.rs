@@ -63,8 +63,8 @@ pub const SCRATCH_BYTES: usize = 64;
 /// Hits a batch holds before it is committed: BP-Wrapper's 64 (its queue size, on one lock).
 /// Committing a batch takes the shard's lock and its lines from the core that last had them;
 /// on this project's 2-core machine, batches of 64 rather than 16 took two threads' hits
-/// from 69% to 75% of a raw copy's rate on DRAM (docs/RESULTS.md). A thread's rings for shards it
-/// never hits are never touched, so their memory is not committed (see `empty_rings`).
+/// from 69% to 75% of a raw copy's rate on DRAM (docs/RESULTS.md). A thread's rings for
+/// shards it never hits are never touched, so their memory is not committed (`empty_rings`).
 /// (Two under loom, so that its models fill and wrap rings in a few steps.)
 #[cfg(not(loom))]
 pub const BATCH: usize = 64;

@@ -570,11 +570,11 @@ impl Shard {
         }
     }
 
-    /// Writes back every dirty block the policy names (those of `tier`, or all), then syncs
-    /// the backing device: what a clean stop asks of all. Blocks the policy no longer counts
-    /// dirty but the shard does (a write-back that failed) are written back too.
-    pub fn write_back_all(&mut self, tier: Option<TierId>) -> Result<(), EngineError> {
-        self.clean_up(tier, |policy, out| policy.write_back(tier, out))
+    /// Writes back every dirty block, then syncs the backing device: what a clean stop and
+    /// `flush_backing` ask. Blocks the policy no longer counts dirty but the shard does (a
+    /// write-back that failed) are written back too.
+    pub fn write_back_all(&mut self) -> Result<(), EngineError> {
+        self.clean_up(None, |policy, out| policy.write_back(None, out))
     }
 
     /// Makes the dirty blocks of the volatile `tier` durable, as the policy says: moved down

@@ -328,6 +328,18 @@ impl Cas {
         }
     }
 
+    /// The dirty keys in `tier` (or all), in block order.
+    fn dirty_in(&self, tier: Option<TierId>) -> Vec<Key> {
+        let mut keys: Vec<Key> = self
+            .dirty
+            .iter()
+            .filter(|(_, (_, t, _))| tier.is_none_or(|wanted| *t == wanted))
+            .map(|(key, _)| *key)
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
     /// Writes a dirty key back: it is clean from now on.
     fn write_back_key(&mut self, key: Key, out: &mut Decision) {
         let (_, tier, size) = self.dirty[&key];
@@ -361,14 +373,7 @@ impl Policy for Cas {
     /// In block order, so that a disk behind sees one sweep and consecutive blocks go as one
     /// write.
     fn write_back(&mut self, tier: Option<TierId>, out: &mut Decision) {
-        let mut due: Vec<Key> = self
-            .dirty
-            .iter()
-            .filter(|(_, (_, t, _))| tier.is_none_or(|wanted| *t == wanted))
-            .map(|(key, _)| *key)
-            .collect();
-        due.sort_unstable();
-        for key in due {
+        for key in self.dirty_in(tier) {
             self.write_back_key(key, out);
         }
     }
@@ -380,14 +385,8 @@ impl Policy for Cas {
         let Some(below) = below else {
             return self.write_back(Some(tier), out);
         };
-        let mut due: Vec<(Key, u32)> = self
-            .dirty
-            .iter()
-            .filter(|(_, (_, t, _))| *t == tier)
-            .map(|(key, (_, _, size))| (*key, *size))
-            .collect();
-        due.sort_unstable();
-        for (key, size) in due {
+        for key in self.dirty_in(Some(tier)) {
+            let Some(&(_, _, size)) = self.dirty.get(&key) else { continue };
             let from = out.actions.len();
             if self.inner.move_down(key, below, now_us, out) {
                 // Its victims below that were dirty are written back first; it stays dirty.

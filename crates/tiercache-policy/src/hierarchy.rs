@@ -143,13 +143,29 @@ impl Hybrid {
     /// Moves a victim of tier `t` to the tier below, or drops it from the last tier (or when
     /// the tier below will not take it).
     fn demote(&mut self, t: usize, key: Key, size: u32, time_us: u64, out: &mut Decision) {
-        self.scm_hits.remove(&key);
-        let victim = Request::new(time_us, key, size, Op::Read);
-        if t + 1 < self.tiers.len() && self.place(t + 1, &victim, out) {
-            out.push(Action::Move { key, size, from: Self::tier(t), to: Self::tier(t + 1) });
-        } else {
+        if !self.move_below(t, key, size, time_us, out) {
             out.push(Action::Evict { tier: Self::tier(t), key, size });
         }
+    }
+
+    /// Places a block that left tier `t` in the tier below (its victims moving on down) and
+    /// says so with a `Move`; false, with nothing done there, if there is no tier below or it
+    /// will not take the block.
+    fn move_below(
+        &mut self,
+        t: usize,
+        key: Key,
+        size: u32,
+        time_us: u64,
+        out: &mut Decision,
+    ) -> bool {
+        self.scm_hits.remove(&key);
+        let victim = Request::new(time_us, key, size, Op::Read);
+        if t + 1 >= self.tiers.len() || !self.place(t + 1, &victim, out) {
+            return false;
+        }
+        out.push(Action::Move { key, size, from: Self::tier(t), to: Self::tier(t + 1) });
+        true
     }
 
     /// Counts a hit in a lower tier and moves the block to DRAM once it passes the threshold.
@@ -211,15 +227,12 @@ impl Policy for Hybrid {
             return false;
         }
         let Some(size) = self.tiers[t].remove(key) else { return false };
-        self.scm_hits.remove(&key);
-        let victim = Request::new(now_us, key, size, Op::Read);
-        if self.place(t + 1, &victim, out) {
-            out.push(Action::Move { key, size, from, to });
+        if self.move_below(t, key, size, now_us, out) {
             return true;
         }
-        // The tier below would not take it (nothing was done there): back into the room it
-        // just left, as its tier's newest block.
-        self.tiers[t].insert(&victim);
+        // The tier below would not take it: back into the room it just left, as its tier's
+        // newest block.
+        self.tiers[t].insert(&Request::new(now_us, key, size, Op::Read));
         false
     }
 
