@@ -473,6 +473,11 @@ fn shards(args: &BenchArgs) -> usize {
     if args.shards > 0 {
         return args.shards;
     }
+    default_shards()
+}
+
+/// The shards `bench` gives a cache without `--shards`: 16 a core, rounded up to a power of two.
+pub fn default_shards() -> usize {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     (cores * 16).next_power_of_two()
 }

@@ -81,6 +81,10 @@ pub struct StackArgs {
     /// Seed of the policy's and filters' randomness.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Model the engine's sharding: this many stacks (a power of two), each over its shard's
+    /// keys with its share of every tier, as `bench` and `serve` run with `--shards`.
+    #[arg(long)]
+    pub shards: Option<usize>,
 }
 
 impl StackArgs {
@@ -100,6 +104,7 @@ impl StackArgs {
             nvcache: self.nvcache.clone(),
             nhc: self.nhc.clone(),
             seed: self.seed,
+            shards: self.shards,
             ..StackSpec::new(&self.policy, Amount::Text(self.capacity.clone()))
         }
     }
@@ -150,8 +155,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "nvme")]
     pub backing_profile: String,
     /// With --clients: the cache's own work per request, on a processor of `cores`:
-    /// 'request_ns=N,miss_ns=N,write_ns=N,cores=N' (cores: one per client if not given). Without it the
-    /// cache's work is free. `tiercache lab run calibrate` measures these on the engine.
+    /// 'request_ns=N,miss_ns=N,write_ns=N,lower_hit_ns=N,cores=N' (lower_hit_ns: a hit below
+    /// the top tier; cores: one per client if not given). Without it the cache's work is free. `tiercache lab
+    /// run calibrate` measures these on the engine.
     #[arg(long, value_name = "SPEC")]
     pub cpu: Option<String>,
     /// Print one JSON object instead of the table.

@@ -65,6 +65,25 @@ pub fn fnv1a_64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(OFFSET_BASIS, |hash, byte| (hash ^ *byte as u64).wrapping_mul(PRIME))
 }
 
+/// The shard of `key` among `2^bits` shards: the engine's choice, which the simulator's
+/// sharded model (`StackConfig::shards`) makes too, so both split a stream alike. The high bits
+/// of a multiplied mix, so keys whose low bits are all zero (byte offsets) still spread.
+#[inline]
+pub fn shard_index(key: u64, bits: u32) -> usize {
+    let mixed = (key ^ (key >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    if bits == 0 {
+        0
+    } else {
+        (mixed >> (64 - bits)) as usize
+    }
+}
+
+/// The seed of shard `index`'s policies, from the cache's `seed` (engine and simulator alike).
+#[inline]
+pub fn shard_seed(seed: u64, index: u64) -> u64 {
+    seed ^ index.wrapping_mul(MULTIPLIER)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

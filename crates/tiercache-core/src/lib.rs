@@ -19,7 +19,7 @@ pub use action::{Action, Decision, Location, RejectReason, TierId};
 pub use capacity::{format_size, parse_size, Capacity, Unit};
 pub use device::{DeviceProfile, Direction};
 pub use error::CoreError;
-pub use hash::{fnv1a_64, KeyBuildHasher, KeyHasher, KeyMap, KeySet};
+pub use hash::{fnv1a_64, shard_index, shard_seed, KeyBuildHasher, KeyHasher, KeyMap, KeySet};
 pub use request::{
     annotate_next_access, scsi_op, split_volume_key, volume_key, Key, Op, Request, NEVER,
 };

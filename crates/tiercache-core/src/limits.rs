@@ -35,6 +35,9 @@ pub const PROFILE_BANDWIDTH_GB_S: (f64, f64) = (1e-3, 1e12);
 /// 0 to 10 s, for one operation.
 pub const PROFILE_LATENCY_US_MAX: f64 = 1e7;
 
+/// Most shards a cache (the engine, or the simulator's model of it) may have: a power of two.
+pub const SHARDS_MAX: usize = 4096;
+
 /// Closed-loop clients of a run in virtual time (each holds a request slot).
 pub const CLIENTS_MAX: usize = 1 << 16;
 /// Open-loop arrival rate of a run in virtual time, requests per second (one a nanosecond).

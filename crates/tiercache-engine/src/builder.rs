@@ -20,7 +20,7 @@ use crate::store::{Layout, Medium, TierKind};
 use crate::tierfile::{Previous, Recover};
 
 /// Most shards a cache may have.
-pub const SHARDS_MAX: usize = 4096;
+pub use tiercache_core::limits::SHARDS_MAX;
 /// Smallest block: one sector.
 pub const BLOCK_SIZE_MIN: usize = 512;
 /// The smallest size class.
@@ -179,7 +179,7 @@ impl CacheBuilder {
 
     /// A policy stack, as `sim`, experiment files and `serve --config` describe one
     /// ([`StackConfig`]), over `media`, one per tier top down: each tier's policy and capacity,
-    /// the placement, admission, NVCache, cache mode, NHC and seed. The engine counts capacity
+    /// the placement, admission, NVCache, cache mode, NHC, seed and shards. The engine counts capacity
     /// in bytes; a stack counted in objects is an error naming `unit`, and so is a stack with
     /// another number of tiers than `media` has.
     pub fn stack(mut self, stack: &StackConfig, media: Vec<TierKind>) -> Result<Self, EngineError> {
@@ -207,6 +207,9 @@ impl CacheBuilder {
         self.mode = stack.mode.clone();
         self.nhc = stack.nhc.clone();
         self.seed = stack.seed;
+        if let Some(shards) = stack.shards {
+            self.shards = shards;
+        }
         Ok(self)
     }
 
@@ -587,31 +590,29 @@ impl CacheBuilder {
         Ok(())
     }
 
-    fn policy(&self, per_shard: &[u64], seed: u64) -> Result<AnyPolicy, EngineError> {
-        let block = self.block_size as u64;
+    /// Shard `index`'s policy stack: the cache's stack with each tier's share of slots, the
+    /// shard's share of NVCache's budget and its seed ([`StackConfig::shard`], which the
+    /// simulator's model of a sharded cache uses too).
+    fn policy(&self, per_shard: &[u64], index: usize) -> Result<AnyPolicy, EngineError> {
+        let (block, shards) = (self.block_size as u64, self.shards as u64);
         let capacities: Vec<Capacity> = per_shard
             .iter()
             .map(|n| match self.size_classes {
-                1 => Capacity::objects(*n),
-                _ => Capacity::bytes(n * block),
+                1 => Capacity::objects(n * shards),
+                _ => Capacity::bytes(n * shards * block),
             })
             .collect();
-        // NVCache's small-bypass budget is the whole cache's DRAM; each shard gets its share.
-        let nvcache = self.nvcache.clone().map(|mut config| {
-            config.small_bypass_bytes =
-                config.small_bypass_bytes.map(|bytes| bytes / self.shards as u64);
-            config
-        });
         let stack = StackConfig {
             tiers: self.tiers.iter().map(|t| t.policy.clone()).zip(capacities).collect(),
             placement: self.placement,
             admission: self.admission.clone(),
-            nvcache,
+            nvcache: self.nvcache.clone(),
             mode: self.mode.clone(),
             nhc: self.nhc.clone(),
-            seed,
+            seed: self.seed,
+            shards: None,
         };
-        Ok(stack.build()?)
+        Ok(stack.shard(index, self.shards).build()?)
     }
 
     /// Takes back the blocks of the tiers whose files held a tier of this geometry (mapped and
@@ -731,7 +732,6 @@ impl CacheBuilder {
         let mut sets = None;
         let mut tables = Vec::new();
         for i in 0..self.shards as u64 {
-            let seed = self.seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let regions = media
                 .iter()
                 .zip(self.tiers.iter().zip(&per_shard))
@@ -740,7 +740,8 @@ impl CacheBuilder {
                     m.region(i * slots, slots)
                 })
                 .collect::<Result<_, _>>()?;
-            let mut shard = Shard::new(self.policy(&per_shard, seed)?, regions, self.block_size);
+            let mut shard =
+                Shard::new(self.policy(&per_shard, i as usize)?, regions, self.block_size);
             if unlocked_hits && shard.policy.quiet_hits() {
                 if sets.is_none() {
                     let slots = (per_shard[0] + self.tiers[0].kind.slack_slots()) as usize;

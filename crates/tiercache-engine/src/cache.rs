@@ -219,15 +219,7 @@ impl Cache {
 }
 
 /// The shard of `key` in a cache of `1 << bits` shards.
-#[inline]
-pub(crate) fn shard_index(key: Key, bits: u32) -> usize {
-    let mixed = (key ^ (key >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    if bits == 0 {
-        0
-    } else {
-        (mixed >> (64 - bits)) as usize
-    }
-}
+pub(crate) use tiercache_core::shard_index;
 
 /// What a cache found on its tiers when it opened (see [`CacheBuilder::recover`]); the blocks
 /// counted are in [`StatsSnapshot`] (`recovered`, `recovery_damaged`, `recovery_stale`,

@@ -512,3 +512,43 @@ impl tiercache_engine::device::Device for Unsynced {
         self.0.len()
     }
 }
+
+/// A sharded engine decides as the simulator's model of it (`StackConfig::shards`): the same
+/// keys in each shard, each shard's share of the capacity, each shard's own OBP ratio. A
+/// simulator running one stack over the whole cache would not (checked below).
+#[test]
+fn a_sharded_engine_decides_as_the_sharded_model() {
+    use tiercache_policy::{StackConfig, StackSpec};
+    let reqs = trace();
+    let (shards, blocks) = (8usize, 3000u64);
+    for (name, nvcache) in [("lru", None), ("s3fifo", None), ("lru", Some("obp:0.1"))] {
+        let config = PolicyConfig::parse(name).unwrap();
+        let mut builder = CacheBuilder::new(config.clone())
+            .tier(TierKind::Dram)
+            .shards(shards)
+            .block_size(BLOCK)
+            .capacity_bytes(blocks * BLOCK as u64)
+            .seed(3)
+            .without_worker();
+        if let Some(text) = nvcache {
+            builder =
+                builder.nvcache(tiercache_policy::nvcache::NvcacheConfig::parse(text).unwrap());
+        }
+        let cache = builder.build().unwrap();
+        let mut buf = vec![0u8; BLOCK];
+        let engine: Vec<bool> = reqs.iter().map(|r| replay(&cache, r, &mut buf)).collect();
+        let model = |shards: Option<usize>| {
+            let mut spec = StackSpec::new(name, tiercache_policy::stack::Amount::Count(blocks));
+            spec.unit = "objects".into();
+            spec.nvcache = nvcache.map(str::to_string);
+            spec.seed = 3;
+            spec.shards = shards;
+            let mut policy = StackConfig::try_from(spec).unwrap().build().unwrap();
+            decide_all(&mut policy, &reqs).0
+        };
+        let sharded = model(Some(shards));
+        let first_difference = sharded.iter().zip(&engine).position(|(a, b)| a != b);
+        assert_eq!(first_difference, None, "{name} {nvcache:?}: parts at {first_difference:?}");
+        assert_ne!(model(None), engine, "{name}: one stack over the cache decides otherwise");
+    }
+}

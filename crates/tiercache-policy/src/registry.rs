@@ -188,6 +188,8 @@ pub enum AnyPolicy {
     /// A single-tier policy behind NVCache's admission (overhead bypass, small-bypass).
     Nvcache(Box<crate::nvcache::Nvcache>),
     Nhc(Box<crate::nhc::Nhc>),
+    /// Independent stacks over the keys of each shard, as the engine runs them.
+    Sharded(Box<crate::sharded::Sharded>),
 }
 
 macro_rules! dispatch {
@@ -207,6 +209,7 @@ macro_rules! dispatch {
             AnyPolicy::HybridArc($p) => $body,
             AnyPolicy::Nvcache($p) => $body,
             AnyPolicy::Nhc($p) => $body,
+            AnyPolicy::Sharded($p) => $body,
         }
     };
 }

@@ -24,9 +24,11 @@
 //! nvcache = "obp:0.1"
 //! nhc = "nhc:load_admit=0.7"
 //! seed = 0
+//! shards = 32                  # the engine's shards; the simulator models them
 //! ```
 
 use serde::{Deserialize, Serialize};
+use tiercache_core::limits::SHARDS_MAX;
 use tiercache_core::{parse_size, Capacity, Unit};
 
 use crate::admission::AdmissionConfig;
@@ -35,6 +37,7 @@ use crate::hierarchy::Placement;
 use crate::nhc::NhcConfig;
 use crate::nvcache::NvcacheConfig;
 use crate::registry::{AnyPolicy, PolicyConfig, MAX_TIERS};
+use crate::sharded::Sharded;
 use crate::PolicyError;
 
 /// A cache's policy stack, every part parsed and checked.
@@ -55,6 +58,10 @@ pub struct StackConfig {
     pub nhc: Option<NhcConfig>,
     /// Seed of the policies' and filters' randomness.
     pub seed: u64,
+    /// The engine's shards (a power of two): each runs the stack over its keys with its share
+    /// of every tier. The simulator builds that model of the engine ([`Sharded`]); `None`: the
+    /// engine's default, and one stack over the whole cache in the simulator.
+    pub shards: Option<usize>,
 }
 
 impl StackConfig {
@@ -68,6 +75,7 @@ impl StackConfig {
             mode: None,
             nhc: None,
             seed: 0,
+            shards: None,
         }
     }
 
@@ -86,8 +94,44 @@ impl StackConfig {
         self.tiers.iter().any(|(p, _)| p.needs_future())
     }
 
-    /// Builds the stack: the tiers, then NVCache, the cache mode and NHC around them.
+    /// Builds the stack: the tiers, then NVCache, the cache mode and NHC around them; with
+    /// `shards`, one such stack per shard (see [`StackConfig::shard`]).
     pub fn build(&self) -> Result<AnyPolicy, PolicyError> {
+        match self.shards {
+            Some(shards) if shards > 1 => {
+                let stacks = (0..shards)
+                    .map(|i| self.shard(i, shards).build())
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(AnyPolicy::Sharded(Box::new(Sharded::new(stacks))))
+            }
+            _ => self.build_one(),
+        }
+    }
+
+    /// The stack shard `index` of `shards` runs: every tier's capacity divided among the
+    /// shards, NVCache's small-bypass budget too (each shard sees its share of the data), and
+    /// the shard's seed, as the engine gives its shards.
+    pub fn shard(&self, index: usize, shards: usize) -> StackConfig {
+        let n = shards as u64;
+        let tiers = self
+            .tiers
+            .iter()
+            .map(|(p, c)| (p.clone(), Capacity { amount: c.amount / n, unit: c.unit }))
+            .collect();
+        let nvcache = self.nvcache.clone().map(|mut config| {
+            config.small_bypass_bytes = config.small_bypass_bytes.map(|bytes| bytes / n);
+            config
+        });
+        StackConfig {
+            tiers,
+            nvcache,
+            seed: tiercache_core::shard_seed(self.seed, index as u64),
+            shards: None,
+            ..self.clone()
+        }
+    }
+
+    fn build_one(&self) -> Result<AnyPolicy, PolicyError> {
         let mut policy = self.build_tiers()?;
         if let Some(config) = &self.nvcache {
             policy = policy.with_nvcache(config.clone());
@@ -212,6 +256,10 @@ pub struct StackSpec {
     pub nhc: Option<String>,
     #[serde(default)]
     pub seed: u64,
+    /// The engine's shards, a power of two; the simulator then models them, one stack per
+    /// shard over its keys (the engine's default and one stack if not given).
+    #[serde(default)]
+    pub shards: Option<usize>,
 }
 
 impl StackSpec {
@@ -233,6 +281,7 @@ impl StackSpec {
             nvcache: None,
             nhc: None,
             seed: 0,
+            shards: None,
         }
     }
 
@@ -250,6 +299,16 @@ impl StackSpec {
         match amount.value(key)? {
             0 => Err(PolicyError::setting(key, "must be above 0")),
             amount => Ok(Capacity { amount, unit }),
+        }
+    }
+
+    fn shards(&self) -> Result<Option<usize>, PolicyError> {
+        match self.shards {
+            Some(n) if !n.is_power_of_two() || n > SHARDS_MAX => Err(PolicyError::setting(
+                "shards",
+                format!("{n}: must be a power of two from 1 to {SHARDS_MAX}"),
+            )),
+            shards => Ok(shards),
         }
     }
 
@@ -327,6 +386,7 @@ impl TryFrom<StackSpec> for StackConfig {
             mode: spec.mode()?,
             nhc: under("nhc", spec.nhc.as_deref().map(NhcConfig::parse).transpose())?,
             seed: spec.seed,
+            shards: spec.shards()?,
         })
     }
 }

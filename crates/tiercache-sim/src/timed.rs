@@ -26,7 +26,9 @@ use std::collections::BinaryHeap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use tiercache_core::limits::{ARRIVAL_RATE_MAX, CLIENTS_MAX};
-use tiercache_core::{Action, Decision, DeviceProfile, Direction, Interval, Location, Op, Request};
+use tiercache_core::{
+    Action, Decision, DeviceProfile, Direction, Interval, Location, Op, Request, TierId,
+};
 use tiercache_policy::{AnyPolicy, Policy};
 
 /// One device operation of a request.
@@ -104,26 +106,39 @@ impl Device {
     }
 }
 
-/// The processor the cache runs on: each request costs `request_ns` of one core, a miss
-/// `miss_ns` more, a write `write_ns` more, and `cores` requests are worked on at once.
-/// Measured on the engine (`tiercache lab run calibrate` fits it on runs of all hits, nearly
-/// all misses and all writes).
+/// The processor the cache runs on: each request costs `request_ns` of one core, a miss that
+/// brings its block into the cache `miss_ns` more (a miss the admission keeps out costs only
+/// the request's time and the devices'), a write `write_ns` more, a hit served by a tier below the top one
+/// `lower_hit_ns` more (the engine serves those under the shard's lock, checking the block),
+/// and `cores` requests are worked on at once. Measured on the engine (`tiercache lab run
+/// calibrate` fits it on runs of all hits, nearly all misses and all writes, and the lower
+/// hits on a hierarchy holding its whole set).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CpuModel {
     pub cores: usize,
     pub request_ns: f64,
     pub miss_ns: f64,
     pub write_ns: f64,
+    pub lower_hit_ns: f64,
 }
 
 impl CpuModel {
-    /// `request_ns=N,miss_ns=N,write_ns=N,cores=N` (each optional: 0 ns, and `default_cores`).
+    /// `request_ns=N,miss_ns=N,write_ns=N,lower_hit_ns=N,cores=N` (each optional: 0 ns, and
+    /// `default_cores`).
     pub fn parse(text: &str, default_cores: usize) -> Result<CpuModel, String> {
-        let mut model =
-            CpuModel { cores: default_cores, request_ns: 0.0, miss_ns: 0.0, write_ns: 0.0 };
+        let mut model = CpuModel {
+            cores: default_cores,
+            request_ns: 0.0,
+            miss_ns: 0.0,
+            write_ns: 0.0,
+            lower_hit_ns: 0.0,
+        };
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = part.split_once('=').ok_or_else(|| {
-                format!("'{part}': write request_ns=N, miss_ns=N, write_ns=N or cores=N")
+                format!(
+                    "'{part}': write request_ns=N, miss_ns=N, write_ns=N, lower_hit_ns=N or \
+                     cores=N"
+                )
             })?;
             let number =
                 || value.parse::<f64>().map_err(|_| format!("{key} '{value}': not a number"));
@@ -131,12 +146,15 @@ impl CpuModel {
                 "request_ns" => model.request_ns = number()?,
                 "miss_ns" => model.miss_ns = number()?,
                 "write_ns" => model.write_ns = number()?,
+                "lower_hit_ns" => model.lower_hit_ns = number()?,
                 "cores" => {
                     model.cores =
                         value.parse().map_err(|_| format!("cores '{value}': not a count"))?
                 }
                 other => {
-                    return Err(format!("'{other}': not request_ns, miss_ns, write_ns or cores"))
+                    return Err(format!(
+                        "'{other}': not request_ns, miss_ns, write_ns, lower_hit_ns or cores"
+                    ))
                 }
             }
         }
@@ -153,6 +171,7 @@ impl CpuModel {
             ("request_ns", self.request_ns),
             ("miss_ns", self.miss_ns),
             ("write_ns", self.write_ns),
+            ("lower_hit_ns", self.lower_hit_ns),
         ];
         match times.iter().find(|(_, t)| !(t.is_finite() && (0.0..=1e9).contains(t))) {
             Some((name, t)) => Err(format!("{name} must be 0 to 1e9, got {t}")),
@@ -160,10 +179,16 @@ impl CpuModel {
         }
     }
 
-    fn ns(&self, hit: bool, write: bool) -> u64 {
-        let miss = if hit { 0.0 } else { self.miss_ns };
+    /// The work of a request served from `hit` (None: a miss, which `inserts` or not).
+    fn ns(&self, hit: Option<TierId>, inserts: bool, write: bool) -> u64 {
+        let served = match hit {
+            None if inserts => self.miss_ns,
+            None => 0.0,
+            Some(TierId::DRAM) => 0.0,
+            Some(_) => self.lower_hit_ns,
+        };
         let write = if write { self.write_ns } else { 0.0 };
-        (self.request_ns + miss + write).round() as u64
+        (self.request_ns + served + write).round() as u64
     }
 }
 
@@ -440,7 +465,10 @@ impl Run<'_> {
         stages(&req, &self.decision, backing, self.behind, &mut chain);
         let hit = self.decision.hit.is_some();
         let write = req.op == Op::Write;
-        let compute_ns = self.cpu.as_ref().map_or(0, |(model, _)| model.ns(hit, write));
+        let compute_ns = self.cpu.as_ref().map_or(0, |(model, _)| {
+            let inserts = self.decision.actions.iter().any(|a| matches!(a, Action::Insert { .. }));
+            model.ns(self.decision.hit, inserts, write)
+        });
         self.slots[slot] = Some(InFlight { chain, compute_ns, issued: now, write, hit });
         true
     }

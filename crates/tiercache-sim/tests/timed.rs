@@ -171,6 +171,91 @@ fn the_cache_s_own_work_queues_for_its_cores() {
 }
 
 #[test]
+fn a_hit_below_the_top_tier_costs_the_cores_its_time() {
+    use tiercache_core::{Decision, TierId};
+    use tiercache_policy::stack::Amount;
+    use tiercache_policy::{Policy, StackConfig, StackSpec};
+    let requests = workload();
+    let stack = || {
+        let mut spec = StackSpec::new("lru", Amount::Text("400".into()));
+        spec.unit = "objects".into();
+        spec.lower_capacity = Some(Amount::Text("1200".into()));
+        StackConfig::try_from(spec).unwrap().build().unwrap()
+    };
+    // The hits the hierarchy serves from its lower tier on the stream.
+    let mut counting = stack();
+    let mut decision = Decision::new();
+    let lower_hits = requests
+        .iter()
+        .filter(|r| {
+            decision.clear();
+            counting.decide(r, &mut decision);
+            matches!(decision.hit, Some(t) if t != TierId::DRAM)
+        })
+        .count();
+    assert!(lower_hits > 5_000, "a Zipf stream hits the lower tier: {lower_hits}");
+    let run = |cpu: &str| {
+        let fast = || fixed_rate("fast", 1e9);
+        let mut options = TimedOptions::closed(1, vec![fast(), fast()], fast());
+        options.cpu = Some(tiercache_sim::timed::CpuModel::parse(cpu, 1).unwrap());
+        simulate_timed(&mut stack(), &requests, &options)
+    };
+    // One client: the run takes each request's work in turn, so 1 ms a lower hit adds those
+    // hits' milliseconds and nothing else.
+    let without = run("request_ns=1000");
+    let with = run("request_ns=1000,lower_hit_ns=1000000");
+    let added = with.virtual_seconds - without.virtual_seconds;
+    let expected = lower_hits as f64 * 1e-3;
+    assert!((added - expected).abs() < expected * 1e-3, "{added} s for {lower_hits}");
+    assert_eq!(with.hit_ratio, without.hit_ratio, "the work takes time, it decides nothing");
+}
+
+#[test]
+fn a_sharded_model_splits_keys_and_capacity_as_the_engine_does() {
+    use tiercache_policy::{Policy, StackConfig, StackSpec};
+    let requests = workload();
+    let build = |shards: Option<usize>| {
+        let mut spec = StackSpec::new("lru", tiercache_policy::stack::Amount::Text("800".into()));
+        spec.unit = "objects".into();
+        spec.shards = shards;
+        StackConfig::try_from(spec).unwrap().build().unwrap()
+    };
+    let options = TimedOptions::closed(1, vec![fixed_rate("hi", 100.0)], fixed_rate("lo", 1.0));
+    let mut one = build(None);
+    let mut sharded = build(Some(8));
+    assert_eq!(sharded.capacity(tiercache_core::TierId::DRAM).amount, 800);
+    let whole = simulate_timed(&mut one, &requests, &options);
+    let split = simulate_timed(&mut sharded, &requests, &options);
+    // Eight LRUs of 100 over their own keys: each as full as the keys it was given allow.
+    assert_eq!(sharded.resident(tiercache_core::TierId::DRAM), 800);
+    // Each shard is an LRU over the requests of its keys, alone.
+    let mut hits = 0;
+    for shard in 0..8 {
+        let mut lru =
+            AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(100), &[], 0).unwrap();
+        let mine: Vec<Request> = requests
+            .iter()
+            .filter(|r| tiercache_core::shard_index(r.key, 3) == shard)
+            .copied()
+            .collect();
+        let mut decision = tiercache_core::Decision::new();
+        for r in &mine {
+            decision.clear();
+            lru.decide(r, &mut decision);
+            hits += decision.hit.is_some() as u64;
+        }
+    }
+    assert_eq!(split.hits, hits);
+    assert_ne!(split.hits, whole.hits, "one LRU of 800 is not eight of 100");
+    for bad in [3, 0, 8192] {
+        let mut spec = StackSpec::new("lru", tiercache_policy::stack::Amount::Text("800".into()));
+        spec.shards = Some(bad);
+        let error = StackConfig::try_from(spec).unwrap_err().to_string();
+        assert!(error.contains("shards"), "{bad}: {error}");
+    }
+}
+
+#[test]
 fn a_tier_written_behind_keeps_its_device_busy_but_not_the_request() {
     // Every request misses a one-object cache: a read of the backing device, then the
     // install, a write of the tier that takes ten times as long.

@@ -25,9 +25,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use tiercache_core::{format_size, DeviceProfile, Direction};
+use tiercache_core::{format_size, DeviceProfile, Direction, Request, TierId};
 use tiercache_policy::stack::Amount;
-use tiercache_policy::{StackConfig, StackSpec};
+use tiercache_policy::{AnyPolicy, StackConfig, StackSpec};
 use tiercache_sim::timed::{simulate_timed, CpuModel, TimedOptions, TimedReport};
 use tiercache_workload::gen::KeyDistribution;
 
@@ -107,6 +107,8 @@ struct Config {
     obp: bool,
     threads: usize,
     reads: f64,
+    /// The DRAM tier's size.
+    dram: u64,
 }
 
 impl Config {
@@ -198,6 +200,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     let mapped_path = memory.join(format!("tiercache-calibrate-{id}.mapped"));
     let direct_path = disk.join(format!("tiercache-calibrate-{id}.direct"));
     let _scratch = Scratch(vec![mapped_path.clone(), direct_path.clone()]);
+    let media = Media { mapped: mapped_path, direct: direct_path, shards: bench::default_shards() };
     lab.setup(format!("Machine: {}, {cores} cores", super::cpu_model()));
 
     lab.step("measuring the devices");
@@ -268,28 +271,48 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
          with O_DIRECT), DRAM-first, LRU in each, write-through; with and without NVCache's \
          OBP at 10% (it counts admissions and removals per lookup, in each shard of the \
          engine); the backing file is a new disk file `bench` writes first, so \
-         its blocks are in the page cache; the engine's {} shards each run their own LRU over \
-         their share, the simulator one LRU",
+         its blocks are in the page cache; the engine's {} shards each run their own LRU (and \
+         OBP) over their keys with their share of each tier, and so does the simulator \
+         (`sim --shards {}`)",
         format_size(s.dram),
         format_size(s.lower),
-        (cores * 16).next_power_of_two()
+        media.shards,
+        media.shards
     ));
 
     lab.step("fitting the cache's own work per request");
     let cpu: Vec<(usize, CpuModel)> = [1, 2]
         .iter()
-        .map(|&t| fit_cpu(lab, &s, &devices, t, cores).map(|m| (t, m)))
+        .map(|&t| fit_cpu(lab, &s, &devices, &media, t, cores).map(|m| (t, m)))
         .collect::<anyhow::Result<_>>()?;
     fit_mapped(lab, &s, &mut devices, &cpu[0].1)?;
+    let mut below = Vec::new();
+    for lower in [Lower::Mapped, Lower::Direct] {
+        for (threads, model) in &cpu {
+            let ns = fit_lower_hits(lab, &s, &devices, &media, model, lower, *threads)?;
+            below.push((lower, *threads, ns));
+        }
+    }
     lab.heading("The cache's own work, fitted");
     let fit_rows: Vec<Vec<String>> = cpu
         .iter()
         .map(|(t, m)| {
+            let (mapped, direct) =
+                (lower_hit(&below, Lower::Mapped, *t), lower_hit(&below, Lower::Direct, *t));
             let spec = format!(
-                "`--cpu request_ns={:.0},miss_ns={:.0},write_ns={:.0},cores={}`",
-                m.request_ns, m.miss_ns, m.write_ns, m.cores
+                "`--cpu request_ns={:.0},miss_ns={:.0},write_ns={:.0},lower_hit_ns={:.0},cores={}` \
+                 (over the mapped tier)",
+                m.request_ns, m.miss_ns, m.write_ns, mapped, m.cores
             );
-            vec![t.to_string(), f0(m.request_ns), f0(m.miss_ns), f0(m.write_ns), spec]
+            vec![
+                t.to_string(),
+                f0(m.request_ns),
+                f0(m.miss_ns),
+                f0(m.write_ns),
+                f0(mapped),
+                f0(direct),
+                spec,
+            ]
         })
         .collect();
     lab.table(
@@ -299,6 +322,8 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             "ns per request",
             "ns more per miss",
             "ns more per write",
+            "ns more per hit below DRAM, mapped tier",
+            "ns more per hit below DRAM, direct tier",
             "as `sim` takes it",
         ],
         &fit_rows,
@@ -316,6 +341,16 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
          request wait",
         devices.mapped_extra.0, devices.mapped_extra.1
     ));
+    lab.setup(
+        "A hit below DRAM (DRAM-first serves it where it is, without moving it) costs the \
+         engine more than a DRAM hit beyond the device's read: the engine serves it under the \
+         shard's lock and checks the block every time (the mapped tier), or pins its slot, \
+         reads it with direct I/O into an aligned buffer and checks it (the direct tier). That \
+         cost is fitted per lower tier and thread count on a run that is not among the checked \
+         configurations: a uniform set of twice the DRAM tier that the hierarchy holds whole, \
+         so that nearly every request hits and half the hits are below DRAM; the simulator \
+         counts those hits on the same stream",
+    );
 
     let mut configs = Vec::new();
     for lower in [Lower::None, Lower::Mapped, Lower::Direct] {
@@ -325,7 +360,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             }
             for reads in [1.0, 0.7] {
                 for threads in [1, 2] {
-                    configs.push(Config { lower, obp, threads, reads });
+                    configs.push(Config { lower, obp, threads, reads, dram: s.dram });
                 }
             }
         }
@@ -334,54 +369,163 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     for (i, config) in configs.iter().enumerate() {
         lab.step(format!("{}/{}: {}", i + 1, configs.len(), config.label()));
         let mix = if config.reads >= 1.0 { 0 } else { 1 };
-        let mut engine_words = words(&[
-            "--threads",
-            &config.threads.to_string(),
-            "--working-set",
-            &mib(s.working_set),
-            "--dram",
-            &mib(s.dram),
-        ]);
-        let tier = |kind: &str, path: &Path| {
-            let (path, size) = (path.to_string_lossy(), mib(s.lower));
-            words(&[&format!("--{kind}-path"), &path, &format!("--{kind}-size"), &size])
-        };
-        let (lower_profile, lower_words) = match config.lower {
-            Lower::None => (None, vec![]),
-            Lower::Mapped => (Some(devices.mapped.clone()), tier("slow", &mapped_path)),
-            Lower::Direct => (Some(devices.direct.clone()), tier("flash", &direct_path)),
-        };
-        engine_words.extend(lower_words);
-        if config.obp {
-            engine_words.extend(words(&["--nvcache", "obp"]));
-        }
-        let args = crate::args_from::<bench::BenchArgs, _>("bench", engine_words.clone())?;
-        let replay = Replay::new(warm[mix].clone(), measured[mix].clone());
-        let engine = bench::measure(&args, Some(replay))?;
-        let mut spec = StackSpec::new("lru", Amount::Text(mib(s.dram)));
-        if config.lower != Lower::None {
-            spec.lower_capacity = Some(Amount::Text(mib(s.lower)));
-        }
-        if config.obp {
-            spec.nvcache = Some("obp".into());
-        }
-        let stack = StackConfig::try_from(spec)?;
-        let mut policy = super::warmed(stack.build()?, &warm[mix]);
-        let mut tiers = vec![devices.dram.clone()];
-        tiers.extend(lower_profile);
-        let fitted = cpu.iter().find(|(t, _)| *t == config.threads).map(|(_, m)| m.clone());
-        let options = TimedOptions {
-            interval_us: 10_000,
-            cpu: fitted,
-            // The engine writes its flash tier behind the requests (4 threads by default).
-            written_behind: vec![false, config.lower == Lower::Direct],
-            ..TimedOptions::closed(config.threads, tiers, devices.backing.clone())
-        };
-        let sim = simulate_timed(&mut policy, &measured[mix], &options);
-        results.push((*config, Outcome { engine, sim, words: engine_words }));
+        let cpu = cpu_for(&cpu, &below, config);
+        let stream = (&warm[mix][..], &measured[mix][..]);
+        let outcome = run_config(&s, &devices, &media, config, s.working_set, &cpu, stream)?;
+        results.push((*config, outcome));
     }
     report(lab, &results)?;
     figure_2(lab, &s, &disk, cores)
+}
+
+/// Where the lower tiers live, and the engine's shards (the simulator models them).
+struct Media {
+    mapped: PathBuf,
+    direct: PathBuf,
+    shards: usize,
+}
+
+/// The CPU model of `config`: the one fitted at its thread count, with the cost of a hit
+/// below DRAM fitted for its lower tier.
+fn cpu_for(cpu: &[(usize, CpuModel)], below: &[(Lower, usize, f64)], config: &Config) -> CpuModel {
+    let mut model = cpu.iter().find(|(t, _)| *t == config.threads).expect("fitted").1.clone();
+    model.lower_hit_ns = lower_hit(below, config.lower, config.threads);
+    model
+}
+
+/// The cost of a hit below DRAM fitted for `lower` at `threads` (none without a lower tier).
+fn lower_hit(below: &[(Lower, usize, f64)], lower: Lower, threads: usize) -> f64 {
+    below.iter().find(|(l, t, _)| *l == lower && *t == threads).map_or(0.0, |m| m.2)
+}
+
+/// `config` run by the engine over a working set of `set` bytes, and predicted by the
+/// simulator on the same request stream (warm-up, then measured) with `cpu`.
+fn run_config(
+    s: &Sizes,
+    devices: &Devices,
+    media: &Media,
+    config: &Config,
+    set: u64,
+    cpu: &CpuModel,
+    (warm, measured): (&[Request], &[Request]),
+) -> anyhow::Result<Outcome> {
+    let mut engine_words = words(&[
+        "--threads",
+        &config.threads.to_string(),
+        "--working-set",
+        &mib(set),
+        "--dram",
+        &mib(config.dram),
+        "--shards",
+        &media.shards.to_string(),
+    ]);
+    let tier = |kind: &str, path: &Path| {
+        let (path, size) = (path.to_string_lossy(), mib(s.lower));
+        words(&[&format!("--{kind}-path"), &path, &format!("--{kind}-size"), &size])
+    };
+    engine_words.extend(match config.lower {
+        Lower::None => vec![],
+        Lower::Mapped => tier("slow", &media.mapped),
+        Lower::Direct => tier("flash", &media.direct),
+    });
+    if config.obp {
+        engine_words.extend(words(&["--nvcache", "obp"]));
+    }
+    let args = crate::args_from::<bench::BenchArgs, _>("bench", engine_words.clone())?;
+    let replay = Replay::new(warm.to_vec(), measured.to_vec());
+    let engine = bench::measure(&args, Some(replay))?;
+    let sim = predict(s, devices, media, config, cpu, (warm, measured))?;
+    Ok(Outcome { engine, sim, words: engine_words })
+}
+
+/// The simulator's stack for `config`: LRU in each tier, sharded as the engine is.
+fn stack(s: &Sizes, media: &Media, config: &Config) -> anyhow::Result<AnyPolicy> {
+    let mut spec = StackSpec::new("lru", Amount::Text(mib(config.dram)));
+    if config.lower != Lower::None {
+        spec.lower_capacity = Some(Amount::Text(mib(s.lower)));
+    }
+    if config.obp {
+        spec.nvcache = Some("obp".into());
+    }
+    spec.shards = Some(media.shards);
+    Ok(StackConfig::try_from(spec)?.build()?)
+}
+
+/// The simulator's prediction of `config` in virtual time, its policy warmed untimed.
+fn predict(
+    s: &Sizes,
+    devices: &Devices,
+    media: &Media,
+    config: &Config,
+    cpu: &CpuModel,
+    (warm, measured): (&[Request], &[Request]),
+) -> anyhow::Result<TimedReport> {
+    let mut policy = super::warmed(stack(s, media, config)?, warm);
+    let mut tiers = vec![devices.dram.clone()];
+    tiers.extend(match config.lower {
+        Lower::None => None,
+        Lower::Mapped => Some(devices.mapped.clone()),
+        Lower::Direct => Some(devices.direct.clone()),
+    });
+    let options = TimedOptions {
+        interval_us: 10_000,
+        cpu: Some(cpu.clone()),
+        // The engine writes its flash tier behind the requests (4 threads by default).
+        written_behind: vec![false, config.lower == Lower::Direct],
+        ..TimedOptions::closed(config.threads, tiers, devices.backing.clone())
+    };
+    Ok(simulate_timed(&mut policy, measured, &options))
+}
+
+/// What a hit below DRAM in `lower` costs the engine beyond the device's read and the
+/// per-request work, at `threads`: one run of a hierarchy holding a uniform set of twice the
+/// DRAM tier, so that nearly every request hits and half of them below DRAM. The simulator
+/// counts those hits on the same stream; the engine's mean time beyond its prediction without
+/// the cost, over the hits below DRAM a request has, is the cost (corrected once by a second
+/// prediction with it).
+fn fit_lower_hits(
+    lab: &Lab,
+    s: &Sizes,
+    devices: &Devices,
+    media: &Media,
+    cpu: &CpuModel,
+    lower: Lower,
+    threads: usize,
+) -> anyhow::Result<f64> {
+    let set = (2 * s.dram).min(s.dram + s.lower * 3 / 4);
+    let blocks_in_set = set / BLOCK;
+    let count = s.measured.min(200_000) + blocks_in_set * 3;
+    let stream = blocks(KeyDistribution::Uniform, blocks_in_set, count, 1.0, 13);
+    let (warm, measured) = stream.split_at((blocks_in_set * 3) as usize);
+    let config = Config { lower, obp: false, threads, reads: 1.0, dram: s.dram };
+    let outcome = run_config(s, devices, media, &config, set, cpu, (warm, measured))?;
+    let mut policy = super::warmed(stack(s, media, &config)?, warm);
+    let mut decision = tiercache_core::Decision::new();
+    let mut hits_below = 0;
+    for req in measured {
+        decision.clear();
+        tiercache_policy::Policy::decide(&mut policy, req, &mut decision);
+        hits_below += matches!(decision.hit, Some(t) if t != TierId::DRAM) as usize;
+    }
+    let per_request = hits_below as f64 / measured.len().max(1) as f64;
+    let measured_ns = outcome.engine_mean_us() * 1000.0;
+    let mut fitted = CpuModel { lower_hit_ns: 0.0, ..cpu.clone() };
+    let mut predicted_ns = outcome.sim.latency_us_mean * 1000.0;
+    for _ in 0..2 {
+        let step = (measured_ns - predicted_ns) / per_request.max(1e-6);
+        fitted.lower_hit_ns = (fitted.lower_hit_ns + step).max(0.0);
+        let sim = predict(s, devices, media, &config, &fitted, (warm, measured))?;
+        predicted_ns = sim.latency_us_mean * 1000.0;
+    }
+    lab.step(format!(
+        "  {}: {:.0} ops/s, hit ratio {}, {:.0}% of requests hit below DRAM, {:.0} ns more each",
+        config.label(),
+        outcome.engine.ops_per_second,
+        pct(outcome.engine_hit_ratio()),
+        per_request * 100.0,
+        fitted.lower_hit_ns
+    ));
+    Ok(fitted.lower_hit_ns)
 }
 
 /// Measures the four devices; their profiles go in the report's directory as TOML.
@@ -441,12 +585,12 @@ fn fit_run(
     s: &Sizes,
     what: &str,
     engine: Vec<String>,
-    set: u64,
+    (set, distribution): (u64, KeyDistribution),
     reads: f64,
 ) -> anyhow::Result<(f64, f64, f64)> {
     let blocks_in_set = set / BLOCK;
     let count = s.measured.min(200_000) + blocks_in_set * 2;
-    let stream = blocks(KeyDistribution::Uniform, blocks_in_set, count, reads, 11);
+    let stream = blocks(distribution, blocks_in_set, count, reads, 11);
     let (warm, measured) = stream.split_at((blocks_in_set * 2) as usize);
     let mut words = engine;
     words.extend(["--working-set".to_string(), mib(set)]);
@@ -463,51 +607,78 @@ fn fit_run(
     Ok((report.read.mean_us * 1000.0, report.write.mean_us * 1000.0, hit))
 }
 
+/// A uniform stream over `set` bytes, for [`fit_run`].
+fn uniform(set: u64) -> (u64, KeyDistribution) {
+    (set, KeyDistribution::Uniform)
+}
+
 fn service(p: &DeviceProfile, d: Direction) -> f64 {
     p.service_ns(d, BLOCK, 0)
 }
 
-/// The cache's own work at `threads` threads: what engine runs took beyond the modeled
-/// devices' time. Three runs: a DRAM tier holding the whole set (every read a hit), a DRAM
-/// tier of the checked size under a uniform stream over the working set (mostly misses), and
-/// the first again with writes only. Each run's time is `request + (1 - hit) miss [+ write] +
-/// devices`; the first two give the first two unknowns, the third the last.
+/// The cache's own work at `threads` threads: what engine runs took beyond what the simulator
+/// predicts of them. Three runs of a DRAM tier alone: holding its whole set (every read a
+/// hit); of the checked size under a uniform stream over the working set (mostly misses);
+/// writes only, Zipf over the whole working set, into a DRAM tier that holds it. Each takes
+/// `request + (1 - hit) miss [+ write]` of the cores beside the devices' time (every miss of
+/// these runs brings its block in; one the admission keeps out costs no `miss`). The simulator
+/// predicts each run with the model so far, and the three residuals give corrections to the
+/// three unknowns; three rounds, so that what the model adds at two threads (queueing for the
+/// cores, devices' contention) is fitted through the model itself, not beside it.
+///
+/// The writes run over the working set as the checked configurations' do because a write
+/// through the page cache costs more the more of the file is written (dirtying a clean page
+/// costs the file system more than rewriting a dirty one): on 2026-11-25 the same writes cost
+/// 4.4 us a block over 32 MiB and 9 to 15 us over 256 MiB.
 fn fit_cpu(
     lab: &Lab,
     s: &Sizes,
     devices: &Devices,
+    media: &Media,
     threads: usize,
     cores: usize,
 ) -> anyhow::Result<CpuModel> {
-    let t = threads.to_string();
-    let with = |list: &[&str]| -> Vec<String> { [words(&["--threads", &t]), words(list)].concat() };
-    let (dram_read, dram_write) =
-        (service(&devices.dram, Direction::Read), service(&devices.dram, Direction::Write));
-    let (backing_read, backing_write) =
-        (service(&devices.backing, Direction::Read), service(&devices.backing, Direction::Write));
-    let big = mib(2 * s.dram);
-    let label = |what: &str| format!("{threads} thread(s), {what}");
-    let (took_a, _, hit_a) =
-        fit_run(lab, s, &label("every read a hit"), with(&["--dram", &big]), s.dram, 1.0)?;
-    let (took_b, _, hit_b) = fit_run(
-        lab,
-        s,
-        &label("mostly misses"),
-        with(&["--dram", &mib(s.dram)]),
-        s.working_set,
-        1.0,
-    )?;
-    // Beyond the devices: request + (1 - hit) miss.
-    let beyond =
-        |took: f64, hit: f64| took - hit * dram_read - (1.0 - hit) * (backing_read + dram_write);
-    let (beyond_a, beyond_b) = (beyond(took_a, hit_a), beyond(took_b, hit_b));
-    let miss_ns = ((beyond_b - beyond_a) / (hit_a - hit_b).max(1e-6)).max(0.0);
-    let request_ns = (beyond_a - (1.0 - hit_a) * miss_ns).max(0.0);
-    // A write through a DRAM tier that holds its block: the backing file's write, the tier's.
-    let (_, took_w, _) =
-        fit_run(lab, s, &label("every write a hit"), with(&["--dram", &big]), s.dram, 0.0)?;
-    let write_ns = (took_w - request_ns - backing_write - dram_write).max(0.0);
-    Ok(CpuModel { cores, request_ns, miss_ns, write_ns })
+    let dram =
+        |reads: f64, dram: u64| Config { lower: Lower::None, obp: false, threads, reads, dram };
+    let zipf = KeyDistribution::ScrambledZipf { theta: 0.9 };
+    let runs = [
+        ("every read a hit", dram(1.0, 2 * s.dram), (s.dram, KeyDistribution::Uniform)),
+        ("mostly misses", dram(1.0, s.dram), (s.working_set, KeyDistribution::Uniform)),
+        ("every write a hit", dram(0.0, 2 * s.working_set), (s.working_set, zipf)),
+    ];
+    let mut model =
+        CpuModel { cores, request_ns: 0.0, miss_ns: 0.0, write_ns: 0.0, lower_hit_ns: 0.0 };
+    let mut fits = Vec::new();
+    for (what, config, (set, distribution)) in runs {
+        let blocks_in_set = set / BLOCK;
+        let count = s.measured.min(200_000) + blocks_in_set * 2;
+        let stream = blocks(distribution, blocks_in_set, count, config.reads, 11);
+        let (warm, measured) = stream.split_at((blocks_in_set * 2) as usize);
+        let outcome = run_config(s, devices, media, &config, set, &model, (warm, measured))?;
+        lab.step(format!(
+            "  {threads} thread(s), {what}: {:.0} ops/s, hit ratio {}, {:.3} us a request",
+            outcome.engine.ops_per_second,
+            pct(outcome.engine_hit_ratio()),
+            outcome.engine_mean_us()
+        ));
+        fits.push((config, outcome.engine_mean_us() * 1000.0, warm.to_vec(), measured.to_vec()));
+    }
+    for _ in 0..3 {
+        // Per run: what the engine took beyond the prediction, and the prediction's misses.
+        let mut residual = [(0.0, 0.0); 3];
+        for (i, (config, took_ns, warm, measured)) in fits.iter().enumerate() {
+            let sim = predict(s, devices, media, config, &model, (warm, measured))?;
+            residual[i] = (took_ns - sim.latency_us_mean * 1000.0, 1.0 - sim.hit_ratio);
+        }
+        let [(r_hit, m_hit), (r_miss, m_miss), (r_write, m_write)] = residual;
+        let d_miss = (r_miss - r_hit) / (m_miss - m_hit).max(1e-6);
+        let d_request = r_hit - m_hit * d_miss;
+        let d_write = r_write - d_request - m_write * d_miss;
+        model.request_ns = (model.request_ns + d_request).max(0.0);
+        model.miss_ns = (model.miss_ns + d_miss).max(0.0);
+        model.write_ns = (model.write_ns + d_write).max(0.0);
+    }
+    Ok(model)
 }
 
 /// What the engine's mapped tier adds to the medium per read and per write (its checks and
@@ -520,16 +691,27 @@ fn fit_mapped(lab: &Lab, s: &Sizes, devices: &mut Devices, cpu: &CpuModel) -> an
     let label = |what: &str| format!("1 thread(s), {what}");
     let path = super::memory_dir().join(format!("tiercache-calibrate-{}.fit", std::process::id()));
     let _scratch = Scratch(vec![path.clone()]);
-    // Every read checks its block, as every read of a mapped block under DRAM is the first
-    // since the block was written (a block moves up on a hit and comes back down evicted).
+    // Every read checks its block: the medium's own cost of a check, whatever the path.
     let mapped = |size: u64| {
         let p = path.to_string_lossy().to_string();
         words(&["--slow-path", &p, "--slow-size", &mib(size), "--scrub-rate", "0"])
     };
-    let (took_c, _, hit_c) =
-        fit_run(lab, s, &label("mapped tier, every read a hit"), mapped(2 * s.dram), s.dram, 1.0)?;
-    let (took_d, _, hit_d) =
-        fit_run(lab, s, &label("mapped tier, mostly misses"), mapped(s.dram), s.working_set, 1.0)?;
+    let (took_c, _, hit_c) = fit_run(
+        lab,
+        s,
+        &label("mapped tier, every read a hit"),
+        mapped(2 * s.dram),
+        uniform(s.dram),
+        1.0,
+    )?;
+    let (took_d, _, hit_d) = fit_run(
+        lab,
+        s,
+        &label("mapped tier, mostly misses"),
+        mapped(s.dram),
+        uniform(s.working_set),
+        1.0,
+    )?;
     let (mapped_read, mapped_write) =
         (service(&devices.mapped, Direction::Read), service(&devices.mapped, Direction::Write));
     // What is left is hit * extra_read + (1 - hit) * extra_write.
@@ -700,7 +882,7 @@ fn report(lab: &mut Lab, results: &[(Config, Outcome)]) -> anyhow::Result<()> {
             let e = o.throughput_error();
             Case::new(c.label(), signed(e), "within +-15.0%", e.abs() <= THROUGHPUT_TOLERANCE)
         }))
-        .context("devices measured on this machine, the CPU model fitted on five other runs"),
+        .context("devices measured on this machine, the CPU model fitted on other runs"),
     );
     lab.claim(
         Claim::value(
