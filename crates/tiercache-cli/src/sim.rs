@@ -156,8 +156,8 @@ pub struct RunArgs {
     pub backing_profile: String,
     /// With --clients: the cache's own work per request, on a processor of `cores`:
     /// 'request_ns=N,miss_ns=N,write_ns=N,lower_hit_ns=N,cores=N' (lower_hit_ns: a hit below
-    /// the top tier; cores: one per client if not given). Without it the cache's work is free. `tiercache lab
-    /// run calibrate` measures these on the engine.
+    /// the top tier; cores: one per client if not given). Without it the cache's work is free.
+    /// `tiercache lab run calibrate` measures these on the engine.
     #[arg(long, value_name = "SPEC")]
     pub cpu: Option<String>,
     /// Print one JSON object instead of the table.

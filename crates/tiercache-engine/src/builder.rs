@@ -179,8 +179,8 @@ impl CacheBuilder {
 
     /// A policy stack, as `sim`, experiment files and `serve --config` describe one
     /// ([`StackConfig`]), over `media`, one per tier top down: each tier's policy and capacity,
-    /// the placement, admission, NVCache, cache mode, NHC, seed and shards. The engine counts capacity
-    /// in bytes; a stack counted in objects is an error naming `unit`, and so is a stack with
+    /// the placement, admission, NVCache, cache mode, NHC, seed and shards. The engine counts
+    /// capacity in bytes; a stack counted in objects is an error naming `unit`, and so is a stack with
     /// another number of tiers than `media` has.
     pub fn stack(mut self, stack: &StackConfig, media: Vec<TierKind>) -> Result<Self, EngineError> {
         if stack.tiers.len() != media.len() {

@@ -31,11 +31,6 @@ impl Sharded {
     fn of(&self, key: Key) -> usize {
         shard_index(key, self.bits)
     }
-
-    /// The stacks, shard by shard.
-    pub fn shards(&self) -> &[AnyPolicy] {
-        &self.shards
-    }
 }
 
 impl Policy for Sharded {

@@ -108,9 +108,9 @@ impl Device {
 
 /// The processor the cache runs on: each request costs `request_ns` of one core, a miss that
 /// brings its block into the cache `miss_ns` more (a miss the admission keeps out costs only
-/// the request's time and the devices'), a write `write_ns` more, a hit served by a tier below the top one
-/// `lower_hit_ns` more (the engine serves those under the shard's lock, checking the block),
-/// and `cores` requests are worked on at once. Measured on the engine (`tiercache lab run
+/// the request's time and the devices'), a write `write_ns` more, a hit served by a tier below
+/// the top one `lower_hit_ns` more (the engine serves those under the shard's lock, checking
+/// the block), and `cores` requests are worked on at once. Measured on the engine (`tiercache lab run
 /// calibrate` fits it on runs of all hits, nearly all misses and all writes, and the lower
 /// hits on a hierarchy holding its whole set).
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -493,10 +493,8 @@ fn fit_lower_hits(
     threads: usize,
 ) -> anyhow::Result<f64> {
     let set = (2 * s.dram).min(s.dram + s.lower * 3 / 4);
-    let blocks_in_set = set / BLOCK;
-    let count = s.measured.min(200_000) + blocks_in_set * 3;
-    let stream = blocks(KeyDistribution::Uniform, blocks_in_set, count, 1.0, 13);
-    let (warm, measured) = stream.split_at((blocks_in_set * 3) as usize);
+    let (warm, measured) = fit_stream(s, (set, KeyDistribution::Uniform), 1.0, (3, 13));
+    let (warm, measured) = (&warm[..], &measured[..]);
     let config = Config { lower, obp: false, threads, reads: 1.0, dram: s.dram };
     let outcome = run_config(s, devices, media, &config, set, cpu, (warm, measured))?;
     let mut policy = super::warmed(stack(s, media, &config)?, warm);
@@ -577,6 +575,21 @@ fn measure_devices(
     })
 }
 
+/// A fit's requests: `distribution` over `set` bytes, `reads` of them reads, seeded by `seed`;
+/// `passes` passes over the set of warm-up, then `s.measured` (at most 200,000) measured.
+fn fit_stream(
+    s: &Sizes,
+    (set, distribution): (u64, KeyDistribution),
+    reads: f64,
+    (passes, seed): (u64, u64),
+) -> (Vec<Request>, Vec<Request>) {
+    let blocks_in_set = set / BLOCK;
+    let count = s.measured.min(200_000) + blocks_in_set * passes;
+    let mut warm = blocks(distribution, blocks_in_set, count, reads, seed);
+    let measured = warm.split_off((blocks_in_set * passes) as usize);
+    (warm, measured)
+}
+
 /// One engine run for a fit: `words` over a uniform stream of `set` bytes (`reads` of them
 /// reads), warmed by two passes over the set; its mean time per read and per write in ns, and
 /// its hit ratio.
@@ -585,17 +598,14 @@ fn fit_run(
     s: &Sizes,
     what: &str,
     engine: Vec<String>,
-    (set, distribution): (u64, KeyDistribution),
+    set: u64,
     reads: f64,
 ) -> anyhow::Result<(f64, f64, f64)> {
-    let blocks_in_set = set / BLOCK;
-    let count = s.measured.min(200_000) + blocks_in_set * 2;
-    let stream = blocks(distribution, blocks_in_set, count, reads, 11);
-    let (warm, measured) = stream.split_at((blocks_in_set * 2) as usize);
+    let (warm, measured) = fit_stream(s, (set, KeyDistribution::Uniform), reads, (2, 11));
     let mut words = engine;
     words.extend(["--working-set".to_string(), mib(set)]);
     let args = crate::args_from::<bench::BenchArgs, _>("bench", words)?;
-    let report = bench::measure(&args, Some(Replay::new(warm.to_vec(), measured.to_vec())))?;
+    let report = bench::measure(&args, Some(Replay::new(warm, measured)))?;
     let hit = report.hit_ratio.unwrap_or(0.0);
     lab.step(format!(
         "  {what}: {:.0} ops/s, hit ratio {}, {:.3} us a read, {:.3} us a write",
@@ -605,11 +615,6 @@ fn fit_run(
         report.write.mean_us
     ));
     Ok((report.read.mean_us * 1000.0, report.write.mean_us * 1000.0, hit))
-}
-
-/// A uniform stream over `set` bytes, for [`fit_run`].
-fn uniform(set: u64) -> (u64, KeyDistribution) {
-    (set, KeyDistribution::Uniform)
 }
 
 fn service(p: &DeviceProfile, d: Direction) -> f64 {
@@ -650,18 +655,16 @@ fn fit_cpu(
         CpuModel { cores, request_ns: 0.0, miss_ns: 0.0, write_ns: 0.0, lower_hit_ns: 0.0 };
     let mut fits = Vec::new();
     for (what, config, (set, distribution)) in runs {
-        let blocks_in_set = set / BLOCK;
-        let count = s.measured.min(200_000) + blocks_in_set * 2;
-        let stream = blocks(distribution, blocks_in_set, count, config.reads, 11);
-        let (warm, measured) = stream.split_at((blocks_in_set * 2) as usize);
-        let outcome = run_config(s, devices, media, &config, set, &model, (warm, measured))?;
+        let (warm, measured) = fit_stream(s, (set, distribution), config.reads, (2, 11));
+        let stream = (&warm[..], &measured[..]);
+        let outcome = run_config(s, devices, media, &config, set, &model, stream)?;
         lab.step(format!(
             "  {threads} thread(s), {what}: {:.0} ops/s, hit ratio {}, {:.3} us a request",
             outcome.engine.ops_per_second,
             pct(outcome.engine_hit_ratio()),
             outcome.engine_mean_us()
         ));
-        fits.push((config, outcome.engine_mean_us() * 1000.0, warm.to_vec(), measured.to_vec()));
+        fits.push((config, outcome.engine_mean_us() * 1000.0, warm, measured));
     }
     for _ in 0..3 {
         // Per run: what the engine took beyond the prediction, and the prediction's misses.
@@ -696,22 +699,10 @@ fn fit_mapped(lab: &Lab, s: &Sizes, devices: &mut Devices, cpu: &CpuModel) -> an
         let p = path.to_string_lossy().to_string();
         words(&["--slow-path", &p, "--slow-size", &mib(size), "--scrub-rate", "0"])
     };
-    let (took_c, _, hit_c) = fit_run(
-        lab,
-        s,
-        &label("mapped tier, every read a hit"),
-        mapped(2 * s.dram),
-        uniform(s.dram),
-        1.0,
-    )?;
-    let (took_d, _, hit_d) = fit_run(
-        lab,
-        s,
-        &label("mapped tier, mostly misses"),
-        mapped(s.dram),
-        uniform(s.working_set),
-        1.0,
-    )?;
+    let (took_c, _, hit_c) =
+        fit_run(lab, s, &label("mapped tier, every read a hit"), mapped(2 * s.dram), s.dram, 1.0)?;
+    let (took_d, _, hit_d) =
+        fit_run(lab, s, &label("mapped tier, mostly misses"), mapped(s.dram), s.working_set, 1.0)?;
     let (mapped_read, mapped_write) =
         (service(&devices.mapped, Direction::Read), service(&devices.mapped, Direction::Write));
     // What is left is hit * extra_read + (1 - hit) * extra_write.
