@@ -1,4 +1,6 @@
-//! The layout of a block in a slot of a mapped or file tier: a 32-byte header, then the value.
+//! The header of a block on a mapped or file tier, 32 bytes. On a file tier it lies in the
+//! block's slot, before the value; on a mapped tier, in an array of headers apart from the
+//! slots, so that values stay page-aligned (`crate::store`).
 //!
 //! ```text
 //! 0   u32 magic "TCB2"
@@ -7,8 +9,9 @@
 //! 16  u32 value length
 //! 20  u32 flags (bit 0: dirty)
 //! 24  u64 sequence number
-//! 32  value
 //! ```
+//!
+//! The checksum covers bytes 8..32 of the header and then the value.
 //!
 //! Every write of a block takes the next number of its shard's sequence, so of two copies of a
 //! key that both check out, the newer is known (`docs/DURABILITY.md`): a stale copy left by a
@@ -85,13 +88,9 @@ pub fn header(key: u64, value: &[u8], stamp: Stamp) -> [u8; HEADER_BYTES] {
 }
 
 /// Whether `header` and `value`, copied out of a slot, are a whole block of `key`: its
-/// magic, key, length and checksum (the checks of [`decode`], on a header and value apart).
+/// magic, key, length and checksum (the checks of [`check`], the value's length exact).
 pub fn holds(header: &[u8], key: u64, value: &[u8]) -> bool {
-    let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
-    word(0) == MAGIC
-        && u64::from_le_bytes(header[8..16].try_into().expect("8 bytes")) == key
-        && word(16) as usize == value.len()
-        && crc32c_parts(&header[8..HEADER_BYTES], value) == word(4)
+    check(header, key, value).is_ok_and(|v| v.len() == value.len())
 }
 
 /// The stamp a stored block's header records (meaningful once [`decode`] accepted it).
@@ -112,15 +111,21 @@ pub enum Found {
     Damaged(BlockFault),
 }
 
-/// Looks at a slot's bytes as recovery does.
+/// Looks at a slot's bytes (header, then value) as recovery does.
 pub fn inspect(slot: &[u8]) -> Found {
-    let magic: [u8; 4] = slot[..4].try_into().expect("4 bytes");
+    let (header, area) = slot.split_at(HEADER_BYTES);
+    inspect_apart(header, area)
+}
+
+/// Looks at a block's header and the slot its value lies in, apart, as recovery does.
+pub fn inspect_apart(header: &[u8], area: &[u8]) -> Found {
+    let magic: [u8; 4] = header[..4].try_into().expect("4 bytes");
     if magic == [0; 4] || magic == FREE {
         return Found::Empty;
     }
-    let key = u64::from_le_bytes(slot[8..16].try_into().expect("8 bytes"));
-    match decode(slot, key) {
-        Ok(value) => Found::Block { key, len: value.len() as u32, stamp: stamp_of(slot) },
+    let key = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
+    match check(header, key, area) {
+        Ok(value) => Found::Block { key, len: value.len() as u32, stamp: stamp_of(header) },
         Err(fault) => Found::Damaged(fault),
     }
 }
@@ -133,23 +138,34 @@ pub fn encode(slot: &mut [u8], key: u64, value: &[u8], stamp: Stamp) {
     debug_assert_eq!(decode(slot, key).map(|v| v.len()), Ok(value.len()));
 }
 
-/// Checks a stored block for `key` and returns its value.
+/// Checks a stored block for `key` (header, then value, in one slot) and returns its value.
 pub fn decode(slot: &[u8], key: u64) -> Result<&[u8], BlockFault> {
-    let word = |at: usize| u32::from_le_bytes(slot[at..at + 4].try_into().expect("4 bytes"));
+    if slot.len() < HEADER_BYTES {
+        return Err(BlockFault::Length);
+    }
+    let (header, area) = slot.split_at(HEADER_BYTES);
+    check(header, key, area)
+}
+
+/// Checks a block for `key` whose header lies apart from its value, the value at the start of
+/// `area` (its slot); returns the value.
+pub fn check<'a>(header: &[u8], key: u64, area: &'a [u8]) -> Result<&'a [u8], BlockFault> {
+    let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
     if word(0) != MAGIC {
         return Err(BlockFault::Magic);
     }
-    if u64::from_le_bytes(slot[8..16].try_into().expect("8 bytes")) != key {
+    if u64::from_le_bytes(header[8..16].try_into().expect("8 bytes")) != key {
         return Err(BlockFault::Key);
     }
     let len = word(16) as usize;
-    if HEADER_BYTES + len > slot.len() {
+    if len > area.len() {
         return Err(BlockFault::Length);
     }
-    if crc32c(&slot[8..HEADER_BYTES + len]) != word(4) {
+    let value = &area[..len];
+    if crc32c_parts(&header[8..HEADER_BYTES], value) != word(4) {
         return Err(BlockFault::Checksum);
     }
-    Ok(&slot[HEADER_BYTES..HEADER_BYTES + len])
+    Ok(value)
 }
 
 #[cfg(test)]

@@ -220,10 +220,13 @@ pub struct SlotTable {
     set_mask: usize,
     _sets: Arc<Sets>,
     memory: SlotMemory,
+    /// Where slot 0 starts in `memory`.
+    slots_at: usize,
     slot_bytes: usize,
     slots: u32,
-    /// Blocks carry a header and checksum (mapped tiers), checked on the copy.
-    headers: bool,
+    /// Where the blocks' headers start in `memory` (a header and checksum per slot, in slot
+    /// order, on mapped tiers), checked with the copy; `None` on DRAM.
+    headers_at: Option<usize>,
     /// A block's check is marked in its way and not repeated while the way is unchanged.
     mark: bool,
 }
@@ -234,7 +237,24 @@ pub struct SlotTable {
 unsafe impl Send for SlotTable {}
 unsafe impl Sync for SlotTable {}
 
-/// The bytes of a table's slots: a run of the tier's mapping.
+/// Where a table's slots, and their headers if they have them, lie in its memory.
+#[derive(Clone, Copy, Debug)]
+pub struct SlotLayout {
+    pub slots_at: usize,
+    pub slots: usize,
+    pub slot_bytes: usize,
+    pub headers_at: Option<usize>,
+}
+
+impl SlotLayout {
+    /// The bytes of memory the layout reaches to.
+    fn end(&self) -> usize {
+        let headers = self.headers_at.map_or(0, |at| at + self.slots * HEADER_BYTES);
+        headers.max(self.slots_at + self.slots * self.slot_bytes)
+    }
+}
+
+/// The bytes of a table's slots: the tier's mapping.
 #[cfg(not(loom))]
 #[derive(Clone)]
 struct SlotMemory {
@@ -287,44 +307,27 @@ impl SlotMemory {
 }
 
 impl SlotTable {
-    /// Table `shard` of `sets`, over `slots` slots of `slot_bytes` each starting at `offset`
-    /// in `mapping`.
+    /// Table `shard` of `sets`, over the slots `layout` places in `mapping`.
     #[cfg(not(loom))]
-    pub fn new(
-        sets: (&Arc<Sets>, usize),
-        mapping: Arc<MmapRaw>,
-        offset: usize,
-        slots: usize,
-        slot_bytes: usize,
-        headers: bool,
-    ) -> SlotTable {
-        assert!(offset + slots * slot_bytes <= mapping.len(), "slot table past its mapping");
-        // SAFETY: inside the mapping (asserted above).
-        let base = unsafe { mapping.as_ptr().add(offset) };
-        let memory = SlotMemory { base, _mapping: mapping };
-        SlotTable::over(sets, memory, slots, slot_bytes, headers)
+    pub fn new(sets: (&Arc<Sets>, usize), mapping: Arc<MmapRaw>, layout: SlotLayout) -> SlotTable {
+        assert!(layout.end() <= mapping.len(), "slot table past its mapping");
+        let memory = SlotMemory { base: mapping.as_ptr(), _mapping: mapping };
+        SlotTable::over(sets, memory, layout)
     }
 
-    /// Table `shard` of `sets` over the slots of `memory`.
+    /// Table `shard` of `sets` over the slots `layout` places in `memory`.
     #[cfg(loom)]
-    pub fn new(
-        sets: (&Arc<Sets>, usize),
-        memory: SlotMemory,
-        slots: usize,
-        slot_bytes: usize,
-        headers: bool,
-    ) -> SlotTable {
-        assert!(slots * slot_bytes <= memory.words.len() * 8, "slot table past its memory");
-        SlotTable::over(sets, memory, slots, slot_bytes, headers)
+    pub fn new(sets: (&Arc<Sets>, usize), memory: SlotMemory, layout: SlotLayout) -> SlotTable {
+        assert!(layout.end() <= memory.words.len() * 8, "slot table past its memory");
+        SlotTable::over(sets, memory, layout)
     }
 
     fn over(
         (sets, shard): (&Arc<Sets>, usize),
         memory: SlotMemory,
-        slots: usize,
-        slot_bytes: usize,
-        headers: bool,
+        layout: SlotLayout,
     ) -> SlotTable {
+        let SlotLayout { slots_at, slots, slot_bytes, headers_at } = layout;
         assert!(slots < VERIFIED as usize, "slot numbers fit in 31 bits");
         let count = Sets::per_table(slots);
         assert!((shard + 1) * count <= sets.count, "table {shard} past its sets");
@@ -334,10 +337,11 @@ impl SlotTable {
             set_mask: count - 1,
             _sets: sets.clone(),
             memory,
+            slots_at,
             slot_bytes,
             slots: slots as u32,
-            headers,
-            mark: headers,
+            headers_at,
+            mark: headers_at.is_some(),
         }
     }
 
@@ -452,27 +456,23 @@ impl SlotTable {
         // A mapped block's header and checksum are checked on its first hit after it was
         // written; until its way changes the bytes are those checked (the scrubber looks for
         // any that rot meanwhile).
-        let check = self.headers && !(self.mark && state & VERIFIED != 0);
-        let header = if self.headers { HEADER_BYTES } else { 0 };
-        if (state >> 32) & 1 == 1
-            || slot >= self.slots
-            || header + len > self.slot_bytes
-            || room < len
-        {
+        let check = self.headers_at.is_some() && !(self.mark && state & VERIFIED != 0);
+        if (state >> 32) & 1 == 1 || slot >= self.slots || len > self.slot_bytes || room < len {
             return None;
         }
-        let at = slot as usize * self.slot_bytes;
         let mut head = [0u8; HEADER_BYTES];
-        // SAFETY: the slot lies inside the table's memory (checked above) and its header and
-        // `len` bytes of value fit it; `dst` has room for `len` bytes (checked above) and is
-        // this thread's. The shard's lock holder may be storing to the slot meanwhile: both
-        // sides are byte-wise atomic (`atomic_bytes`), so the race is defined, and the copy is
-        // used only if the way is unchanged afterwards (`Way::unchanged`).
+        // SAFETY: the slot and its header lie inside the table's memory (checked above, and
+        // the layout when the table was made) and `len` bytes of value fit the slot; `dst`
+        // has room for `len` bytes (checked above) and is this thread's. The shard's lock
+        // holder may be storing to the slot meanwhile: both sides are byte-wise atomic
+        // (`atomic_bytes`), so the race is defined, and the copy is used only if the way is
+        // unchanged afterwards (`Way::unchanged`).
         let value = unsafe {
-            if check {
-                self.memory.load(at, head.as_mut_ptr(), HEADER_BYTES);
+            if let Some(headers_at) = self.headers_at.filter(|_| check) {
+                let header = headers_at + slot as usize * HEADER_BYTES;
+                self.memory.load(header, head.as_mut_ptr(), HEADER_BYTES);
             }
-            self.memory.load(at + header, dst, len);
+            self.memory.load(self.slots_at + slot as usize * self.slot_bytes, dst, len);
             std::slice::from_raw_parts(dst.cast_const(), len)
         };
         if !way.unchanged(state, key) {
@@ -498,10 +498,10 @@ impl SlotTable {
     /// fails, and takes the locked path, which counts and drops it.
     pub fn scrub(&self, from: usize, sets: usize, buf: &mut Vec<u8>) -> Scrubbed {
         let mut scrubbed = Scrubbed::default();
-        if !self.headers {
+        let Some(headers_at) = self.headers_at else {
             return scrubbed;
-        }
-        buf.resize(self.slot_bytes, 0);
+        };
+        buf.resize(HEADER_BYTES + self.slot_bytes, 0);
         for index in from..(from + sets).min(self.sets()) {
             scrubbed.bytes += std::mem::size_of::<Set>() as u64;
             // SAFETY: `index` is below the table's set count.
@@ -514,15 +514,17 @@ impl SlotTable {
                 if state & VERIFIED == 0
                     || (state >> 32) & 1 == 1
                     || slot >= self.slots
-                    || HEADER_BYTES + len > self.slot_bytes
+                    || len > self.slot_bytes
                 {
                     continue;
                 }
-                // SAFETY: as in `read`: inside the slot and `buf`, atomic against the writer,
-                // used only if the way is unchanged.
+                // SAFETY: as in `read`: inside the slot, its header and `buf`, atomic against
+                // the writer, used only if the way is unchanged.
                 unsafe {
-                    let at = slot as usize * self.slot_bytes;
-                    self.memory.load(at, buf.as_mut_ptr(), HEADER_BYTES + len);
+                    let header = headers_at + slot as usize * HEADER_BYTES;
+                    self.memory.load(header, buf.as_mut_ptr(), HEADER_BYTES);
+                    let at = self.slots_at + slot as usize * self.slot_bytes;
+                    self.memory.load(at, buf.as_mut_ptr().add(HEADER_BYTES), len);
                 }
                 if !way.unchanged(state, key) {
                     continue;
@@ -547,7 +549,7 @@ impl SlotTable {
     /// Whether hits check a block only until it is marked (the default for tables with
     /// headers), or every time.
     pub fn check_every_hit(&mut self, every: bool) {
-        self.mark = self.headers && !every;
+        self.mark = self.headers_at.is_some() && !every;
     }
 
     /// Whether the table marks checked blocks, so that a scrubber has something to do.
@@ -811,7 +813,8 @@ mod model {
     fn table() -> (SlotTable, SlotMemory) {
         let sets = Sets::new(1, 2).unwrap();
         let memory = SlotMemory { words: (0..4).map(|_| AtomicU64::new(0)).collect() };
-        (SlotTable::new((&sets, 0), memory.clone(), 2, SLOT_BYTES, false), memory)
+        let layout = SlotLayout { slots_at: 0, slots: 2, slot_bytes: SLOT_BYTES, headers_at: None };
+        (SlotTable::new((&sets, 0), memory.clone(), layout), memory)
     }
 
     fn model(scenario: impl Fn() + Sync + Send + 'static) {
@@ -874,25 +877,31 @@ mod model {
         read_racing_an_overwrite(Landing::Direct);
     }
 
-    /// A mapped tier's table: two slots of a header and a 16-byte value.
+    /// A mapped tier's table: two headers, then two slots of a 16-byte value.
     fn mapped_table() -> (SlotTable, SlotMemory) {
         let sets = Sets::new(1, 2).unwrap();
         let words = 2 * (HEADER_BYTES + SLOT_BYTES) / 8;
         let memory = SlotMemory { words: (0..words).map(|_| AtomicU64::new(0)).collect() };
-        let slot_bytes = HEADER_BYTES + SLOT_BYTES;
-        (SlotTable::new((&sets, 0), memory.clone(), 2, slot_bytes, true), memory)
+        let layout = SlotLayout {
+            slots_at: 2 * HEADER_BYTES,
+            slots: 2,
+            slot_bytes: SLOT_BYTES,
+            headers_at: Some(0),
+        };
+        (SlotTable::new((&sets, 0), memory.clone(), layout), memory)
     }
 
-    /// The lock holder's write of a block with header into a mapped slot; `rotten` flips a
-    /// bit of the value after the checksum was taken.
+    /// The lock holder's write of a block into mapped slot 0, value then header, as
+    /// `Region::write` does it; `rotten` flips a bit of the value after the checksum was taken.
     fn write_block(table: &SlotTable, memory: &SlotMemory, key: Key, value: u8, rotten: bool) {
-        let mut block = [0u8; HEADER_BYTES + SLOT_BYTES];
-        block::encode(&mut block, key, &[value; SLOT_BYTES], block::Stamp::default());
+        let mut value = [value; SLOT_BYTES];
+        let header = block::header(key, &value, block::Stamp::default());
         if rotten {
-            block[HEADER_BYTES] ^= 1;
+            value[0] ^= 1;
         }
         let way = table.begin_write(0, key);
-        memory.store(0, &block);
+        memory.store(2 * HEADER_BYTES, &value);
+        memory.store(0, &header);
         table.end_write(way, 0, key, SLOT_BYTES);
     }
 

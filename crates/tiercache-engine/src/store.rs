@@ -12,11 +12,11 @@ use std::sync::Arc;
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::atomic_bytes;
-use crate::block::{copy_value, decode, encode, BlockFault, Found, Stamp, HEADER_BYTES};
+use crate::block::{check, copy_value, decode, encode, BlockFault, Found, Stamp, HEADER_BYTES};
 use crate::device::{read_exact_at, Device, FileDevice, MemoryDevice};
 use crate::direct::{open_direct, AlignedBuf, DirectSlots};
 use crate::error::EngineError;
-use crate::optimistic::{Sets, SlotTable};
+use crate::optimistic::{Sets, SlotLayout, SlotTable};
 use crate::tierfile;
 
 /// The medium of a tier.
@@ -52,13 +52,13 @@ impl TierKind {
     }
 
     /// Bytes a page takes on the medium for blocks of `block_size`, split into at most
-    /// `chunks` blocks of a size class: DRAM and flash blocks are headerless (their lengths,
-    /// and flash's keys and checksums, are kept in DRAM), so they stay aligned; blocks on
-    /// mapped and file tiers carry their header, one per chunk.
+    /// `chunks` blocks of a size class: DRAM, mapped and flash slots hold values alone (DRAM
+    /// keeps their lengths in DRAM, mapped tiers their headers and flash its records apart),
+    /// so they stay aligned; blocks on file tiers carry their header, one per chunk.
     pub fn slot_bytes(&self, block_size: usize, chunks: u32) -> usize {
         match self {
-            TierKind::Flash { .. } | TierKind::Dram => block_size,
-            _ => block_size + HEADER_BYTES * chunks as usize,
+            TierKind::Flash { .. } | TierKind::Dram | TierKind::Mapped { .. } => block_size,
+            TierKind::File { .. } => block_size + HEADER_BYTES * chunks as usize,
         }
     }
 }
@@ -85,8 +85,9 @@ pub struct Medium {
     file: Option<(File, PathBuf, tierfile::Superblock)>,
     /// What the tier file held when it was opened.
     pub previous: tierfile::Previous,
-    /// Bytes before the first slot: the tier file's header.
-    base: u64,
+    /// Where slots and headers lie in the tier file (`None` on DRAM, whose slots start its
+    /// memory).
+    geometry: Option<tierfile::Geometry>,
 }
 
 /// How a cache lays its tiers out, as a tier file's superblock records it.
@@ -161,7 +162,7 @@ impl Medium {
             }
             TierKind::Mapped { path } => {
                 let file = locked.expect("a tier file");
-                let length = (tierfile::HEADER_BYTES + bytes) as usize;
+                let length = geometry.file_bytes() as usize;
                 let mapping = MmapOptions::new().len(length).map_raw(file).map_err(|source| {
                     EngineError::Io {
                         path: path.clone(),
@@ -181,9 +182,7 @@ impl Medium {
                 Arc::new(FileDevice::new(file, path))
             }
         };
-        // Flash tiers keep their slot records between the superblock and the blocks.
-        let base =
-            if locked.is_some() { tierfile::HEADER_BYTES + geometry.record_bytes() } else { 0 };
+        let geometry = locked.is_some().then_some(geometry);
         Ok(Medium {
             kind: kind.clone(),
             device,
@@ -192,7 +191,7 @@ impl Medium {
             warnings,
             file,
             previous,
-            base,
+            geometry,
         })
     }
 
@@ -268,7 +267,13 @@ impl Medium {
     /// The region of slots `first..first + count` for one shard. Regions of one medium must be
     /// disjoint: the cache hands each slot range out once.
     pub fn region(&self, first: u64, count: u64) -> Result<Region, EngineError> {
-        let offset = self.base + first * self.slot_bytes as u64;
+        // Each shard's slots, and its records (flash) or headers (mapped) on pages of their
+        // own, in shard order.
+        let shard = (first / count.max(1)) as u32;
+        let (offset, records_at) = match &self.geometry {
+            Some(geometry) => (geometry.slot_at(shard, 0), geometry.header_at(shard, 0)),
+            None => (first * self.slot_bytes as u64, 0),
+        };
         let bytes = count * self.slot_bytes as u64;
         let memory = self.device.memory().cloned();
         if let Some(mapping) = &memory {
@@ -276,12 +281,9 @@ impl Medium {
         }
         let format = match self.kind {
             TierKind::Dram => Format::Bare { lens: vec![0; (count * self.chunks as u64) as usize] },
-            TierKind::Mapped { .. } | TierKind::File { .. } => Format::Headed,
+            TierKind::Mapped { .. } => Format::Apart { headers_at: records_at },
+            TierKind::File { .. } => Format::Headed,
             TierKind::Flash { .. } => {
-                // Each shard's records on pages of their own, in shard order.
-                let pages = crate::direct::record_pages(count);
-                let records_at = tierfile::HEADER_BYTES
-                    + first / count.max(1) * pages * crate::direct::DIRECT_ALIGN as u64;
                 Format::Aligned(DirectSlots::new(count, self.slot_bytes, records_at))
             }
         };
@@ -403,8 +405,11 @@ enum Format {
     /// Headerless, each slot's value length beside them in DRAM: the DRAM tier (process memory
     /// has no media errors to catch).
     Bare { lens: Vec<u32> },
-    /// A header (key, length, CRC32C) before the value: mapped and file tiers.
+    /// A header (key, length, CRC32C) before the value: file tiers.
     Headed,
+    /// The value alone in its slot, page-aligned, and its header in an array of headers
+    /// (one per slot, in slot order) at `headers_at` on the device: mapped tiers.
+    Apart { headers_at: u64 },
     /// Whole aligned headerless blocks, their key, length and CRC32C in DRAM: the flash tier.
     Aligned(DirectSlots),
 }
@@ -417,7 +422,7 @@ impl Format {
     /// atomics through a raw pointer, and no reference to them is made.
     fn write_in_place(
         &mut self,
-        (target, bytes): (*mut u8, usize),
+        (target, bytes, head): (*mut u8, usize, *mut u8),
         (slot, key): (u32, u64),
         value: &[u8],
         stamp: Stamp,
@@ -441,6 +446,16 @@ impl Format {
                 unsafe {
                     atomic_bytes::store(header.as_ptr(), target, HEADER_BYTES);
                     atomic_bytes::store(value.as_ptr(), target.add(HEADER_BYTES), value.len());
+                }
+            }
+            Format::Apart { .. } => {
+                assert!(value.len() <= bytes, "value larger than its slot");
+                let header = crate::block::header(key, value, stamp);
+                // SAFETY: the value lies in the slot (asserted) and `head` is the slot's
+                // header in the mapping (`Region::header_in_memory`); as above.
+                unsafe {
+                    atomic_bytes::store(value.as_ptr(), target, value.len());
+                    atomic_bytes::store(header.as_ptr(), head, HEADER_BYTES);
                 }
             }
             Format::Aligned(_) => unreachable!("flash blocks are never in memory"),
@@ -499,9 +514,18 @@ impl Region {
     /// size classes.
     pub fn publish(&mut self, sets: (&Arc<Sets>, usize)) -> Option<SlotTable> {
         let mapping = self.memory.as_ref().filter(|_| self.chunks == 1)?;
-        let headers = matches!(self.format, Format::Headed);
-        let (offset, slots) = (self.offset as usize, self.count as usize);
-        let table = SlotTable::new(sets, mapping.clone(), offset, slots, self.slot_bytes, headers);
+        let headers = match self.format {
+            Format::Apart { headers_at } => Some(headers_at as usize),
+            Format::Bare { .. } => None,
+            Format::Headed | Format::Aligned(_) => return None,
+        };
+        let layout = SlotLayout {
+            slots_at: self.offset as usize,
+            slots: self.count as usize,
+            slot_bytes: self.slot_bytes,
+            headers_at: headers,
+        };
+        let table = SlotTable::new(sets, mapping.clone(), layout);
         self.published = Some(table.clone());
         Some(table)
     }
@@ -538,7 +562,7 @@ impl Region {
         }
         let expect = match &self.format {
             Format::Aligned(direct) => Some(direct.expect(slot, key)?),
-            Format::Headed | Format::Bare { .. } => None,
+            Format::Headed | Format::Bare { .. } | Format::Apart { .. } => None,
         };
         let buf = self.spare.pop().unwrap_or_else(|| match expect {
             Some(_) => IoBuf::Aligned(AlignedBuf::new(self.slot_bytes)),
@@ -579,7 +603,7 @@ impl Region {
                 let crc = direct.stage(slot, value, &mut aligned);
                 (IoBuf::Aligned(aligned), self.slot_bytes, 0, crc)
             }
-            Format::Bare { .. } => return None,
+            Format::Bare { .. } | Format::Apart { .. } => return None,
         };
         debug_assert_eq!(&buf.bytes()[value_at..value_at + value.len()], value);
         let device = self.device.clone();
@@ -674,6 +698,26 @@ impl Region {
         Some((unsafe { mapping.as_mut_ptr().add(self.offset as usize + at) }, bytes))
     }
 
+    /// Where `slot`'s header lies on the device (a mapped tier's, whose headers lie apart).
+    fn header_at(&self, slot: u32) -> Option<u64> {
+        let Format::Apart { headers_at } = self.format else { return None };
+        assert!((slot as u64) < self.slots(), "slot {slot} outside the region");
+        Some(headers_at + slot as u64 * HEADER_BYTES as u64)
+    }
+
+    /// Where `slot`'s header starts in memory (a mapped tier read in place); null on tiers
+    /// whose headers do not lie apart.
+    fn header_in_memory(&self, slot: u32) -> *mut u8 {
+        match (self.header_at(slot), &self.memory) {
+            (Some(at), Some(mapping)) => {
+                assert!(at as usize + HEADER_BYTES <= mapping.len(), "a header past the mapping");
+                // SAFETY: inside the mapping (asserted).
+                unsafe { mapping.as_mut_ptr().add(at as usize) }
+            }
+            _ => std::ptr::null_mut(),
+        }
+    }
+
     /// The value stored for `key` in `slot` of a tier read in place, checked (its header and
     /// checksum on mapped tiers). The bytes stay valid and unchanged for as long as the shard
     /// keeps the slot pinned: pinned slots are never written or reused.
@@ -685,6 +729,17 @@ impl Region {
         let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, bytes) };
         match &self.format {
             Format::Bare { lens } => Ok(&bytes[..lens[slot as usize] as usize]),
+            Format::Apart { .. } => {
+                // SAFETY: the slot's header, inside the mapping (`header_in_memory`); as for
+                // the value, nothing writes it while the slot is pinned or the lock held.
+                let header = unsafe {
+                    std::slice::from_raw_parts(
+                        self.header_in_memory(slot).cast_const(),
+                        HEADER_BYTES,
+                    )
+                };
+                check(header, key, bytes).map_err(ReadFault::Corrupt)
+            }
             _ => decode(bytes, key).map_err(ReadFault::Corrupt),
         }
     }
@@ -692,7 +747,7 @@ impl Region {
     /// The largest value a slot holds.
     pub fn value_bytes(&self) -> usize {
         match self.format {
-            Format::Aligned(_) | Format::Bare { .. } => self.slot_bytes,
+            Format::Aligned(_) | Format::Bare { .. } | Format::Apart { .. } => self.slot_bytes,
             Format::Headed => self.slot_bytes - HEADER_BYTES,
         }
     }
@@ -705,15 +760,17 @@ impl Region {
         value: &[u8],
         stamp: Stamp,
     ) -> Result<(), EngineError> {
-        if let Some(target) = self.in_memory(slot) {
+        if let Some((target, bytes)) = self.in_memory(slot) {
+            let head = self.header_in_memory(slot);
             let way = self.published.as_ref().map(|table| table.begin_write(slot, key));
-            self.format.write_in_place(target, (slot, key), value, stamp);
+            self.format.write_in_place((target, bytes, head), (slot, key), value, stamp);
             if let (Some(table), Some(way)) = (&self.published, way) {
                 table.end_write(way, slot, key, value.len());
             }
             return Ok(());
         }
         let at = self.at(slot);
+        let header_at = self.header_at(slot);
         let device = &*self.device;
         let written = match &mut self.format {
             Format::Bare { lens } => device.write_at(value, at).map(|()| {
@@ -724,6 +781,13 @@ impl Region {
                 self.scratch.resize(used, 0);
                 encode(&mut self.scratch, key, value, stamp);
                 device.write_at(&self.scratch, at)
+            }
+            Format::Apart { .. } => {
+                // The value, then its header: a crash between them leaves a header whose
+                // checksum the slot's value fails, and the block is dropped at recovery.
+                let header = crate::block::header(key, value, stamp);
+                let header_at = header_at.expect("a mapped tier's header");
+                device.write_at(value, at).and_then(|()| device.write_at(&header, header_at))
             }
             Format::Aligned(direct) => direct.write(device, (slot, at), key, value, stamp),
         };
@@ -746,16 +810,20 @@ impl Region {
                 direct.erase(slot);
                 return Ok(());
             }
-            Format::Headed => {}
+            Format::Headed | Format::Apart { .. } => {}
         }
+        let header_at = self.header_at(slot).unwrap_or_else(|| self.at(slot));
         if let Some((target, _)) = self.in_memory(slot) {
-            // SAFETY: the slot's first bytes lie in the region (`in_memory`); only the lock
-            // holder writes them, and readers without the lock copy them as atomics too.
+            let head = self.header_in_memory(slot);
+            let target = if head.is_null() { target } else { head };
+            // SAFETY: the slot's header lies in the mapping (`in_memory`,
+            // `header_in_memory`); only the lock holder writes it, and readers without the
+            // lock copy it as atomics too.
             unsafe { atomic_bytes::store(crate::block::FREE.as_ptr(), target, 4) };
             return Ok(());
         }
         let device = &*self.device;
-        device.write_at(&crate::block::FREE, self.at(slot)).map_err(|e| error(device, e))
+        device.write_at(&crate::block::FREE, header_at).map_err(|e| error(device, e))
     }
 
     /// Reads every slot as recovery does (mapped and file tiers, whole-block slots), calling
@@ -771,6 +839,9 @@ impl Region {
             let region = (self.offset, self.slot_bytes, self.count);
             let device = &*self.device;
             return direct.scan(device, region, found).map_err(|e| read_error(device, e));
+        }
+        if let Format::Apart { headers_at } = self.format {
+            return self.scan_apart(headers_at, found).map_err(|e| read_error(&*self.device, e));
         }
         assert!(matches!(self.format, Format::Headed), "a headed region");
         if let Some(mapping) = &self.memory {
@@ -801,6 +872,50 @@ impl Region {
         Ok(())
     }
 
+    /// [`scan`](Self::scan) of a region whose headers lie apart from its values.
+    fn scan_apart(
+        &self,
+        headers_at: u64,
+        mut found: impl FnMut(u32, Found),
+    ) -> std::io::Result<()> {
+        let (count, slot_bytes) = (self.count as usize, self.slot_bytes);
+        if let Some(mapping) = &self.memory {
+            // SAFETY: the headers and slots lie in the mapping (asserted when the region was
+            // made, and by `header_in_memory`); nothing else runs on the cache while it
+            // recovers.
+            let (headers, slots) = unsafe {
+                assert!(headers_at as usize + count * HEADER_BYTES <= mapping.len());
+                let headers = mapping.as_ptr().add(headers_at as usize);
+                let slots = mapping.as_ptr().add(self.offset as usize);
+                (
+                    std::slice::from_raw_parts(headers, count * HEADER_BYTES),
+                    std::slice::from_raw_parts(slots, count * slot_bytes),
+                )
+            };
+            let pairs = headers.chunks_exact(HEADER_BYTES).zip(slots.chunks_exact(slot_bytes));
+            for (slot, (header, area)) in pairs.enumerate() {
+                found(slot as u32, crate::block::inspect_apart(header, area));
+            }
+            return Ok(());
+        }
+        // Through the device (a wrapped tier): every header at once, then the values in
+        // batches.
+        const BATCH: usize = 256;
+        let mut headers = vec![0u8; count * HEADER_BYTES];
+        read_exact_at(&*self.device, &mut headers, headers_at)?;
+        let mut buf = vec![0u8; BATCH * slot_bytes];
+        for first in (0..count).step_by(BATCH) {
+            let n = BATCH.min(count - first);
+            let bytes = &mut buf[..n * slot_bytes];
+            read_exact_at(&*self.device, bytes, self.offset + (first * slot_bytes) as u64)?;
+            let heads = headers[first * HEADER_BYTES..].chunks_exact(HEADER_BYTES);
+            for (i, (header, area)) in heads.zip(bytes.chunks_exact(slot_bytes)).enumerate() {
+                found((first + i) as u32, crate::block::inspect_apart(header, area));
+            }
+        }
+        Ok(())
+    }
+
     /// Copies the value stored for `key` in `slot` into `out` after checking it; returns its
     /// length.
     pub fn read(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
@@ -808,6 +923,7 @@ impl Region {
             return self.locate(slot, key).map(|value| copy_value(value, out));
         }
         let at = self.at(slot);
+        let header_at = self.header_at(slot);
         let device = &*self.device;
         let bytes = self.span(slot).1;
         match &mut self.format {
@@ -821,6 +937,15 @@ impl Region {
             Format::Headed => {
                 self.scratch.resize(bytes, 0);
                 read_exact_at(device, &mut self.scratch, at).map_err(ReadFault::Io)?;
+                decode(&self.scratch, key).map(|v| copy_value(v, out)).map_err(ReadFault::Corrupt)
+            }
+            Format::Apart { .. } => {
+                // Header and value side by side in the scratch, as a headed slot holds them.
+                self.scratch.resize(HEADER_BYTES + bytes, 0);
+                let (header, area) = self.scratch.split_at_mut(HEADER_BYTES);
+                let header_at = header_at.expect("a mapped tier's header");
+                read_exact_at(device, header, header_at).map_err(ReadFault::Io)?;
+                read_exact_at(device, area, at).map_err(ReadFault::Io)?;
                 decode(&self.scratch, key).map(|v| copy_value(v, out)).map_err(ReadFault::Corrupt)
             }
         }

@@ -36,9 +36,14 @@ pub const MAGIC: [u8; 16] = *b"tiercache tier\0\0";
 /// (`crate::block::FREE`), so blocks are recovered. Version 4: flash tiers keep a record of
 /// each slot (key, length, checksum, sequence, dirty) between the superblock and the blocks,
 /// so they are recovered too; mapped and file tiers are laid out as in 3, which is read as 4.
-/// Versions 1 and 2, and flash tiers of version 3, were never recovered; such a file is
-/// emptied and taken, with a note.
-pub const FORMAT_VERSION: u32 = 4;
+/// Version 5: a mapped tier keeps its blocks' headers in an array of their own between the
+/// superblock and the slots (as flash keeps its records), so that each value starts on a page
+/// of its own; file and flash tiers are laid out as in 4, which is read as 5. Versions 1 and 2,
+/// and flash tiers of version 3, were never recovered; such a file is emptied and taken, with
+/// a note. A mapped tier of version 3 or 4 is emptied and taken only if it stopped cleanly
+/// (the backing device then has every block); otherwise it is refused (it may hold dirty
+/// blocks this build cannot read) unless overwritten on purpose.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Bytes of the superblock (the rest of the header page is zeros).
 const SUPERBLOCK_BYTES: usize = 76;
@@ -86,23 +91,52 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// Bytes of a flash tier's slot records, which lie between the superblock and the
-    /// blocks: each shard's records on pages of their own (see `crate::direct`). None on the
-    /// other kinds, whose blocks carry their headers.
+    /// Bytes of a flash tier's slot records or a mapped tier's block headers, which lie
+    /// between the superblock and the blocks: each shard's on pages of their own (see
+    /// `crate::direct`), one per chunk of a page. None on file tiers, whose blocks carry
+    /// their headers.
     pub fn record_bytes(&self) -> u64 {
         match self.kind {
-            3 => {
-                self.shards as u64
-                    * crate::direct::record_pages(self.slots / self.shards.max(1) as u64)
-                    * crate::direct::DIRECT_ALIGN as u64
-            }
+            1 | 3 => self.shards as u64 * self.record_pages_per_shard() * HEADER_BYTES,
             _ => 0,
         }
+    }
+
+    /// Pages of records (flash) or headers (mapped) of one shard.
+    pub fn record_pages_per_shard(&self) -> u64 {
+        let slots = self.slots / self.shards.max(1) as u64 * self.chunks.max(1) as u64;
+        crate::direct::record_pages(slots)
     }
 
     /// The tier file's length: superblock, records, blocks.
     pub fn file_bytes(&self) -> u64 {
         HEADER_BYTES + self.record_bytes() + self.slots * self.slot_bytes as u64
+    }
+
+    /// Pages (whole-block slots) of one shard.
+    pub fn slots_per_shard(&self) -> u64 {
+        self.slots / self.shards.max(1) as u64
+    }
+
+    /// Where page `page` of shard `shard` starts in the tier file: its value on mapped and
+    /// flash tiers, its block's header and then the value on file tiers.
+    pub fn slot_at(&self, shard: u32, page: u64) -> u64 {
+        let index = shard as u64 * self.slots_per_shard() + page;
+        HEADER_BYTES + self.record_bytes() + index * self.slot_bytes as u64
+    }
+
+    /// Where the header (mapped tiers) or record (flash tiers) of slot `slot` of shard
+    /// `shard` lies in the tier file: each shard's on pages of their own, in slot order (with
+    /// size classes, slot `s` is chunk `s % chunks` of page `s / chunks`). A file tier's
+    /// block header starts its slot.
+    pub fn header_at(&self, shard: u32, slot: u64) -> u64 {
+        match self.kind {
+            1 | 3 => {
+                let pages = shard as u64 * self.record_pages_per_shard();
+                HEADER_BYTES + pages * HEADER_BYTES + slot * crate::block::HEADER_BYTES as u64
+            }
+            _ => self.slot_at(shard, slot),
+        }
     }
 }
 
@@ -218,6 +252,12 @@ enum Found {
     Older {
         version: u32,
     },
+    /// A mapped tier of an older layout, which this build cannot read; `clean` if it stopped
+    /// cleanly (nothing dirty in it).
+    Relaid {
+        version: u32,
+        clean: bool,
+    },
     Tier(Superblock),
     /// Of a format newer than this build's.
     Newer {
@@ -259,10 +299,23 @@ fn inspect(file: &mut File) -> std::io::Result<Found> {
     }
     match Superblock::decode(&head) {
         // Version 3 laid mapped and file tiers out as 4 does; its flash tiers had no slot
-        // records, and were never recoverable.
+        // records, and were never recoverable. Versions 3 and 4 kept a mapped block's header
+        // in its slot.
         Some(found) if version == 3 && found.geometry.kind == 3 => Ok(Found::Older { version }),
+        Some(found) if version < 5 && found.geometry.kind == 1 => {
+            Ok(Found::Relaid { version, clean: found.state == State::Clean })
+        }
         Some(found) => Ok(Found::Tier(found)),
         None => Ok(Found::Foreign),
+    }
+}
+
+/// The superblock of the tier file at `path`, if it is a tier file of this build's format
+/// (for tools and tests that look at a tier file from outside).
+pub fn read_superblock(path: &Path) -> std::io::Result<Option<Superblock>> {
+    match inspect(&mut File::open(path)?)? {
+        Found::Tier(superblock) => Ok(Some(superblock)),
+        _ => Ok(None),
     }
 }
 
@@ -374,6 +427,28 @@ pub fn open(
                 path.display()
             ));
             empty_it = true;
+        }
+        Found::Relaid { version, clean } if clean || overwrite => {
+            note =
+                Some(format!(
+                "{}: a mapped tier file of format version {version}, whose layout this build does \
+                 not read; {}, so it is emptied and rewritten in version {FORMAT_VERSION}",
+                path.display(),
+                if clean { "it stopped cleanly (the backing device has every block)" } else {
+                    "overwritten on purpose"
+                }
+            ));
+            empty_it = true;
+        }
+        Found::Relaid { version, .. } => {
+            let reason = format!(
+                "{} is a mapped tier file of format version {version} that did not stop \
+                 cleanly: it may hold dirty blocks, in a layout this build does not read. Stop \
+                 it cleanly with the build that wrote it, or discard its blocks on purpose \
+                 (--force, CacheBuilder::overwrite_foreign_files)",
+                path.display()
+            );
+            return Err(EngineError::config("tier path", reason));
         }
         Found::Newer { version } => {
             let reason = format!(
@@ -489,6 +564,45 @@ mod tests {
         let opened = open_quiet(&path, GEOMETRY).unwrap();
         assert!(matches!(opened.previous, Previous::Tier { short: true, .. }));
         assert_eq!(opened.file.metadata().unwrap().len(), GEOMETRY.file_bytes());
+    }
+
+    /// A mapped tier file of version 4 kept each block's header in its slot: one that stopped
+    /// cleanly is emptied with a note (the backing device has every block); one that may
+    /// hold dirty blocks is refused, and left as it was, unless overwritten on purpose.
+    #[test]
+    fn a_mapped_tier_of_the_old_layout_is_emptied_only_when_nothing_in_it_is_dirty() {
+        let mapped = Geometry { slot_bytes: 4128, kind: 1, ..GEOMETRY };
+        let old = |state: State| {
+            let mut bytes = Superblock { geometry: mapped, backing: None, state }.encode();
+            bytes[16..20].copy_from_slice(&4u32.to_le_bytes());
+            let crc = crate::block::crc32c(&bytes[..72]);
+            bytes[72..76].copy_from_slice(&crc.to_le_bytes());
+            let mut file = bytes.to_vec();
+            file.resize(HEADER_BYTES as usize + 4 * 4128, 7);
+            file
+        };
+        let now = Geometry { slot_bytes: 4096, kind: 1, ..GEOMETRY };
+        let path = scratch("relaid.tier");
+        for state in [State::Open, State::Synced] {
+            std::fs::write(&path, old(state)).unwrap();
+            let e = open_quiet(&path, now).err().unwrap().to_string();
+            assert!(e.contains("relaid.tier") && e.contains("version 4"), "{e}");
+            assert!(e.contains("dirty") && e.contains("--force"), "{e}");
+            assert_eq!(std::fs::read(&path).unwrap(), old(state), "a refused file is untouched");
+            let taken = open(&path, now, true, Recover::Quiet).unwrap();
+            assert_eq!(taken.previous, Previous::Nothing);
+            assert!(taken.note.unwrap().contains("on purpose"));
+        }
+        std::fs::write(&path, old(State::Clean)).unwrap();
+        let taken = open_quiet(&path, now).unwrap();
+        assert_eq!(taken.previous, Previous::Nothing);
+        let note = taken.note.unwrap();
+        assert!(note.contains("relaid.tier") && note.contains("stopped cleanly"), "{note}");
+        drop(taken.file);
+        // Emptied: no byte of the old slots is left.
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len() as u64, now.file_bytes());
+        assert!(bytes[HEADER_BYTES as usize..].iter().all(|&b| b == 0));
     }
 
     #[test]

@@ -89,7 +89,9 @@ fn wrapped_memory_tiers_are_read_and_written_through_their_device() {
         // hit and insert is I/O the wrapper saw.
         assert!(stats.hits > 500, "{kind:?}: {stats:?}");
         assert_eq!(stats.unlocked_hits + stats.pinned_reads, 0, "{kind:?}: {stats:?}");
-        assert_eq!(reads.load(Ordering::Relaxed), stats.hits, "{kind:?}: {stats:?}");
+        // A mapped block's header lies apart from its value: two reads a hit.
+        let per_hit = if kind == TierKind::Dram { 1 } else { 2 };
+        assert_eq!(reads.load(Ordering::Relaxed), per_hit * stats.hits, "{kind:?}: {stats:?}");
         assert!(writes.load(Ordering::Relaxed) >= stats.inserts, "{kind:?}: {stats:?}");
     }
 }

@@ -234,18 +234,10 @@ fn flipped_bits_on_slow_memory_and_flash_are_misses_never_data() {
         for key in 0..64 {
             assert!(cache.put(key, &value(key, 1)).unwrap().cached);
         }
-        // Flip one bit in every third slot, in the file, under the running cache.
-        let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
-        let slot_bytes = (BLOCK + 24) as u64;
-        let mut rng = SeededRng::new(9);
+        // Flip one bit of header or value in every third slot, in the file, under the
+        // running cache.
         let corrupted: Vec<u64> = (0..64).filter(|s| s % 3 == 0).collect();
-        for slot in &corrupted {
-            let at = HEADER_BYTES + slot * slot_bytes + rng.below(slot_bytes);
-            let mut byte = [0u8];
-            file.read_exact_at(&mut byte, at).unwrap();
-            byte[0] ^= 1 << rng.below(8);
-            file.write_all_at(&byte, at).unwrap();
-        }
+        flip_bits(&path, &corrupted, 9);
         let mut buf = vec![0u8; BLOCK];
         let mut misses = 0;
         for key in 0..64 {
@@ -271,17 +263,14 @@ fn flipped_bits_on_slow_memory_and_flash_are_misses_never_data() {
     }
 }
 
-/// Flips one bit in each of `slots` of a mapped tier file, under the running cache.
-fn flip_bits(path: &PathBuf, slots: &[u64], seed: u64) {
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
-    let slot_bytes = (BLOCK + 24) as u64;
+/// Flips one bit of the header or value in each of `slots` of a one-shard mapped or file
+/// tier file, under the running cache.
+fn flip_bits(path: &std::path::Path, slots: &[u64], seed: u64) {
     let mut rng = SeededRng::new(seed);
-    for slot in slots {
-        let at = HEADER_BYTES + slot * slot_bytes + rng.below(slot_bytes);
-        let mut byte = [0u8];
-        file.read_exact_at(&mut byte, at).unwrap();
-        byte[0] ^= 1 << rng.below(8);
-        file.write_all_at(&byte, at).unwrap();
+    let block = (BLOCK + tiercache_engine::block::HEADER_BYTES) as u64;
+    for &slot in slots {
+        let (byte, bit) = (rng.below(block), rng.below(8) as u32);
+        common::flip_block_bit(path, 0, slot, byte, bit);
     }
 }
 
@@ -354,14 +343,10 @@ fn flipped_bits_in_a_lower_tier_are_misses_never_data() {
     }
     assert_eq!(cache.stats().demotions, 48, "all but DRAM's 16 moved down");
     // The 48 demoted blocks fill lower slots 0..48; flip a bit in every third one.
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
-    let slot_bytes = (BLOCK + 24) as u64;
     let corrupted = (0..48u64).filter(|s| s % 3 == 0).count() as u64;
     for slot in (0..48u64).filter(|s| s % 3 == 0) {
-        let at = HEADER_BYTES + slot * slot_bytes + 30;
-        let mut byte = [0u8];
-        file.read_exact_at(&mut byte, at).unwrap();
-        file.write_all_at(&[byte[0] ^ 0x10], at).unwrap();
+        // A bit of the header's sequence number, which its checksum covers.
+        common::flip_block_bit(&path, 0, slot, 30, 4);
     }
     let mut buf = vec![0u8; BLOCK];
     let served = (0..64)

@@ -218,10 +218,26 @@ fn slot_of(file: &[u8], key: u64) -> Option<usize> {
         .position(|slot| tiercache_engine::block::decode(slot, key).is_ok())
 }
 
+/// The page of a one-shard tier file holding `key`'s block, by its header (wherever the
+/// tier's layout puts headers), and where that page's value starts.
+fn page_of(path: &Path, key: u64) -> Option<(u64, u64)> {
+    let geometry = tiercache_engine::tierfile::read_superblock(path).unwrap()?.geometry;
+    let file = bytes(path);
+    (0..geometry.slots_per_shard()).find_map(|page| {
+        let header = &file[geometry.header_at(0, page) as usize..][..BLOCK_HEADER];
+        let holds = header[..4] == *b"TCB2" && header[8..16] == key.to_le_bytes();
+        holds.then(|| (page, geometry.slot_at(0, page)))
+    })
+}
+
 /// A one-shard tier of eight blocks, keys 0..8 at version 1, stopped cleanly.
 fn eight_blocks(name: &str) -> PathBuf {
+    eight_blocks_on("file", name)
+}
+
+fn eight_blocks_on(kind: &str, name: &str) -> PathBuf {
     let path = scratch(name);
-    let cache = open("file", &path, 8, 1, Recover::Quiet);
+    let cache = open(kind, &path, 8, 1, Recover::Quiet);
     for key in 0..8 {
         cache.put(key, &value(key, 1, BLOCK)).unwrap();
     }
@@ -231,28 +247,28 @@ fn eight_blocks(name: &str) -> PathBuf {
 
 #[test]
 fn a_flipped_bit_is_dropped_quietly_refused_strictly_and_wiped() {
-    for (name, at) in [("data", BLOCK_HEADER + 100), ("header", 12), ("magic", 1)] {
-        let path = eight_blocks(&format!("flip-{name}.img"));
-        let mut file = bytes(&path);
-        let slot = slot_of(&file, 6).unwrap();
-        file[slot_at(slot) + at] ^= 0x10;
-        std::fs::write(&path, &file).unwrap();
-        let e = try_open("file", &path, 8, 1, Recover::Strict).err().expect("strict refuses");
-        let offset = slot_at(slot).to_string();
+    let places = [("data", BLOCK_HEADER as u64 + 100), ("header", 12), ("magic", 1)];
+    for (kind, (name, at)) in ["file", "mapped"].into_iter().flat_map(|k| places.map(|p| (k, p))) {
+        let path = eight_blocks_on(kind, &format!("flip-{name}.{kind}"));
+        let (page, value_at) = page_of(&path, 6).unwrap();
+        common::flip_block_bit(&path, 0, page, at, 4);
+        let file = bytes(&path);
+        let e = try_open(kind, &path, 8, 1, Recover::Strict).err().expect("strict refuses");
+        let offset = value_at.to_string();
         assert!(e.contains("flip-") && e.contains(&offset) && e.contains("strict"), "{e}");
-        assert!(bytes(&path) == file, "{name}: a refused start changes nothing");
-        let cache = open("file", &path, 8, 1, Recover::Quiet);
+        assert!(bytes(&path) == file, "{kind} {name}: a refused start changes nothing");
+        let cache = open(kind, &path, 8, 1, Recover::Quiet);
         let stats = cache.stats();
-        assert_eq!((stats.recovered, stats.recovery_damaged), (7, 1), "{name}");
+        assert_eq!((stats.recovered, stats.recovery_damaged), (7, 1), "{kind} {name}");
         let mut buf = vec![0u8; BLOCK];
-        assert_eq!(cache.get(6, &mut buf), None, "{name}: the damaged block is gone");
+        assert_eq!(cache.get(6, &mut buf), None, "{kind} {name}: the damaged block is gone");
         assert_eq!(cache.get(5, &mut buf), Some(BLOCK));
         drop(cache);
         // The damaged slot was marked free: a strict start now finds nothing wrong.
-        let cache = open("file", &path, 8, 1, Recover::Strict);
-        assert_eq!(cache.stats().recovered, 7, "{name}");
+        let cache = open(kind, &path, 8, 1, Recover::Strict);
+        assert_eq!(cache.stats().recovered, 7, "{kind} {name}");
         drop(cache);
-        let cache = open("file", &path, 8, 1, Recover::Wipe);
+        let cache = open(kind, &path, 8, 1, Recover::Wipe);
         assert_eq!(cache.occupancy().0, 0);
     }
 }

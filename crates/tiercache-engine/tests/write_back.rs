@@ -172,16 +172,21 @@ fn a_dirty_block_that_fails_its_checksum_is_lost_not_served_stale() {
     // Flip a byte of every stored value: the blocks of keys 3 and 4 are damaged.
     let copy = scratch("lost.copy");
     let mut bytes = std::fs::read(&tier_path).unwrap();
-    let slot = BLOCK + tiercache_engine::block::HEADER_BYTES;
-    let start = tiercache_engine::tierfile::HEADER_BYTES as usize;
-    let mut flipped = 0;
-    for at in (start..bytes.len()).step_by(slot) {
-        if bytes[at..at + 4] == *b"TCB2" {
-            bytes[at + tiercache_engine::block::HEADER_BYTES + 100] ^= 0x40;
-            flipped += 1;
-        }
+    // The values of the slots whose headers say they hold a block (the headers lie apart).
+    let geometry =
+        tiercache_engine::tierfile::read_superblock(&tier_path).unwrap().unwrap().geometry;
+    let values: Vec<usize> = (0..geometry.shards)
+        .flat_map(|shard| (0..geometry.slots_per_shard()).map(move |page| (shard, page)))
+        .filter(|&(shard, page)| {
+            let header = geometry.header_at(shard, page) as usize;
+            bytes[header..header + 4] == *b"TCB2"
+        })
+        .map(|(shard, page)| geometry.slot_at(shard, page) as usize)
+        .collect();
+    assert_eq!(values.len(), 2);
+    for &at in &values {
+        bytes[at + 100] ^= 0x40;
     }
-    assert_eq!(flipped, 2);
     std::fs::write(&copy, &bytes).unwrap();
     // Strict refuses; quiet drops the damaged slots at the scan (their keys cannot be trusted).
     let strict = builder("mapped", &copy, 8, CacheMode::WriteBack).recover(Recover::Strict);
@@ -198,10 +203,8 @@ fn a_dirty_block_that_fails_its_checksum_is_lost_not_served_stale() {
     {
         let f = std::fs::OpenOptions::new().write(true).open(&copy).unwrap();
         use std::os::unix::fs::FileExt;
-        for at in (start..bytes.len()).step_by(slot) {
-            if bytes[at..at + 4] == *b"TCB2" {
-                f.write_all_at(&bytes[at..at + slot], at as u64).unwrap();
-            }
+        for at in values {
+            f.write_all_at(&bytes[at..at + BLOCK], at as u64).unwrap();
         }
     }
     for block in [3, 4] {

@@ -24,3 +24,33 @@ pub fn version_of(key: u64, bytes: &[u8]) -> u64 {
     assert!(bytes == &value(key, version, bytes.len())[..], "key {key}: torn or foreign bytes");
     version
 }
+
+/// Where byte `i` of the block in page `page` of shard `shard` lies in the tier file at
+/// `path`, counting a block as its 32-byte header and then its value, wherever the tier's
+/// layout puts them (a mapped tier's headers lie apart from its values), read off the file's
+/// own superblock.
+pub fn block_byte(path: &std::path::Path, shard: u32, page: u64, i: u64) -> u64 {
+    use tiercache_engine::block::HEADER_BYTES;
+    let superblock = tiercache_engine::tierfile::read_superblock(path)
+        .unwrap()
+        .unwrap_or_else(|| panic!("{} has no superblock of this build", path.display()));
+    let geometry = superblock.geometry;
+    let header = HEADER_BYTES as u64;
+    match geometry.kind {
+        1 if i < header => geometry.header_at(shard, page) + i,
+        1 => geometry.slot_at(shard, page) + i - header,
+        2 => geometry.slot_at(shard, page) + i,
+        kind => panic!("no block headers on a tier of kind {kind}"),
+    }
+}
+
+/// Flips bit `bit` of byte `i` of a block (see [`block_byte`]) in the tier file at `path`.
+pub fn flip_block_bit(path: &std::path::Path, shard: u32, page: u64, i: u64, bit: u32) {
+    use std::os::unix::fs::FileExt;
+    let at = block_byte(path, shard, page, i);
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, at).unwrap();
+    byte[0] ^= 1 << bit;
+    file.write_all_at(&byte, at).unwrap();
+}
