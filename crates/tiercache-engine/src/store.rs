@@ -271,7 +271,10 @@ impl Medium {
         // own, in shard order.
         let shard = (first / count.max(1)) as u32;
         let (offset, records_at) = match &self.geometry {
-            Some(geometry) => (geometry.slot_at(shard, 0), geometry.header_at(shard, 0)),
+            Some(geometry) => {
+                assert_eq!(count, geometry.slots_per_shard(), "a region is one shard's slots");
+                (geometry.slot_at(shard, 0), geometry.header_at(shard, 0))
+            }
             None => (first * self.slot_bytes as u64, 0),
         };
         let bytes = count * self.slot_bytes as u64;
@@ -450,6 +453,7 @@ impl Format {
             }
             Format::Apart { .. } => {
                 assert!(value.len() <= bytes, "value larger than its slot");
+                assert!(!head.is_null(), "a mapped slot in memory has its header in memory");
                 let header = crate::block::header(key, value, stamp);
                 // SAFETY: the value lies in the slot (asserted) and `head` is the slot's
                 // header in the mapping (`Region::header_in_memory`); as above.
