@@ -726,13 +726,13 @@ fn cached(
     if let Some(r) = &recovery {
         let s = cache.stats();
         eprintln!(
-            "recovered {} blocks in {:.3} s ({} damaged, {} stale, {} not taken back), after a {} stop",
+            "recovered {} blocks in {:.3} s ({} damaged, {} stale, {} not taken back), after {}",
             s.recovered,
             r.seconds,
             s.recovery_damaged,
             s.recovery_stale,
             s.recovery_declined,
-            if r.clean { "clean" } else { "crash or unclean" }
+            r.stop()
         );
     }
     let mut file = CachedFile::open(backing, cache)?;

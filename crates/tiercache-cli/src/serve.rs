@@ -431,11 +431,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(r) = cache.recovery() {
         let s = cache.stats();
         eprintln!(
-            "recovered {} blocks ({} dirty) in {:.3} s, after a {} stop",
+            "recovered {} blocks ({} dirty) in {:.3} s, after {}",
             s.recovered,
             cache.dirty_blocks(),
             r.seconds,
-            if r.clean { "clean" } else { "crash or unclean" }
+            r.stop()
         );
     }
     let file = match args.direct {

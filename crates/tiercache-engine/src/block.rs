@@ -119,15 +119,32 @@ pub fn inspect(slot: &[u8]) -> Found {
 
 /// Looks at a block's header and the slot its value lies in, apart, as recovery does.
 pub fn inspect_apart(header: &[u8], area: &[u8]) -> Found {
+    match inspect_header(header, area.len()) {
+        Found::Block { key, .. } => match check(header, key, area) {
+            Ok(value) => Found::Block { key, len: value.len() as u32, stamp: stamp_of(header) },
+            Err(fault) => Found::Damaged(fault),
+        },
+        other => other,
+    }
+}
+
+/// Looks at a block's header alone, its value (in a slot of `room` bytes) unread: what a
+/// restart takes when the headers are those a clean stop left (their digest matched), each
+/// value then checked when it is first read.
+pub fn inspect_header(header: &[u8], room: usize) -> Found {
     let magic: [u8; 4] = header[..4].try_into().expect("4 bytes");
     if magic == [0; 4] || magic == FREE {
         return Found::Empty;
     }
-    let key = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
-    match check(header, key, area) {
-        Ok(value) => Found::Block { key, len: value.len() as u32, stamp: stamp_of(header) },
-        Err(fault) => Found::Damaged(fault),
+    if u32::from_le_bytes(magic) != MAGIC {
+        return Found::Damaged(BlockFault::Magic);
     }
+    let key = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
+    let len = u32::from_le_bytes(header[16..20].try_into().expect("4 bytes"));
+    if len as usize > room {
+        return Found::Damaged(BlockFault::Length);
+    }
+    Found::Block { key, len, stamp: stamp_of(header) }
 }
 
 /// Writes header and value into `slot` (which is `HEADER_BYTES + capacity` long).

@@ -627,7 +627,9 @@ impl CacheBuilder {
         let mut recovery = crate::cache::Recovery::default();
         let mut written_back = Vec::new();
         for (t, medium) in media.iter().enumerate() {
-            let Previous::Tier { backing, state, short } = medium.previous else { continue };
+            let Previous::Tier { backing, state, short, headers_crc } = medium.previous else {
+                continue;
+            };
             let path = medium.path().expect("a tier file");
             if self.size_classes > 1 {
                 recovery.notes.push(format!(
@@ -649,13 +651,30 @@ impl CacheBuilder {
                     path.display()
                 ));
             }
-            tiers.push((t, path));
+            // A mapped tier stopped cleanly whose headers are as the stop left them: taken
+            // without reading every value (each is checked when first read). Strict reads
+            // everything, to refuse any damage before starting.
+            let headers_only = self.recover == Recover::Quiet
+                && state != crate::tierfile::State::Open
+                && !short
+                && headers_crc.is_some()
+                && medium.headers_crc()? == headers_crc;
+            if headers_only {
+                recovery.headers_only += 1;
+            } else if headers_crc.is_some() {
+                recovery.notes.push(format!(
+                    "{}: the block headers changed since the clean stop; every block is read and \
+                     checked",
+                    path.display()
+                ));
+            }
+            tiers.push((t, path, headers_only));
         }
         if tiers.is_empty() {
             return Ok(None);
         }
         let bits = self.shards.trailing_zeros();
-        let indices: Vec<usize> = tiers.iter().map(|(t, _)| *t).collect();
+        let indices: Vec<(usize, bool)> = tiers.iter().map(|(t, _, h)| (*t, *h)).collect();
         let scans = shards
             .iter_mut()
             .enumerate()
@@ -674,7 +693,7 @@ impl CacheBuilder {
                     "the slot at byte {at} fails its checks ({what}); {} shards have damage",
                     damaged.count()
                 );
-                let path = tiers.iter().find(|(i, _)| *i == t).expect("scanned").1;
+                let path = tiers.iter().find(|(i, _, _)| *i == t).expect("scanned").1;
                 return Err(EngineError::Damaged { path: path.to_path_buf(), what });
             }
         }

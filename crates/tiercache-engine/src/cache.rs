@@ -237,11 +237,27 @@ pub struct Recovery {
     pub backing: Option<crate::tierfile::Backing>,
     /// What the user should know (tiers not recovered, short files).
     pub notes: Vec<String>,
+    /// Tiers taken from their headers alone (mapped tiers stopped cleanly, their headers'
+    /// digest unchanged): their values are checked when first read, not at the start.
+    pub headers_only: usize,
+}
+
+impl Recovery {
+    /// How the tiers had stopped and were taken back, for a person to read.
+    pub fn stop(&self) -> &'static str {
+        match (self.clean, self.headers_only > 0) {
+            (true, true) => {
+                "a clean stop; headers unchanged since, so values are checked when first read"
+            }
+            (true, false) => "a clean stop",
+            (false, _) => "a crash or unclean stop",
+        }
+    }
 }
 
 impl Default for Recovery {
     fn default() -> Recovery {
-        Recovery { seconds: 0.0, clean: true, backing: None, notes: Vec::new() }
+        Recovery { seconds: 0.0, clean: true, backing: None, notes: Vec::new(), headers_only: 0 }
     }
 }
 

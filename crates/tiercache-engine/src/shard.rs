@@ -1131,13 +1131,13 @@ impl Shard {
     /// was misdirected, and counts as damage.
     pub fn scan(
         &mut self,
-        tiers: &[usize],
+        tiers: &[(usize, bool)],
         belongs: impl Fn(Key) -> bool,
     ) -> Result<Scanned, EngineError> {
         use crate::block::Found;
         let mut scanned = Scanned::default();
-        for &t in tiers {
-            self.tiers[t].region.scan(|slot, found| match found {
+        for &(t, headers_only) in tiers {
+            self.tiers[t].region.scan(headers_only, |slot, found| match found {
                 Found::Empty => {}
                 Found::Block { key, len, stamp } if belongs(key) => scanned.copies.push(Copy {
                     seq: stamp.seq,

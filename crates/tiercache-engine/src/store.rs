@@ -244,14 +244,47 @@ impl Medium {
     /// Marks the tier file open (synced), before the first block of this run is written: a
     /// crash from here on leaves it open.
     pub fn begin(&mut self) -> Result<(), EngineError> {
-        self.rewrite(|superblock| superblock.state = tierfile::State::Open)
+        self.rewrite(|superblock| {
+            superblock.state = tierfile::State::Open;
+            superblock.headers_crc = None;
+        })
     }
 
-    /// Ends a clean stop: every block is synced, then the superblock says clean.
+    /// Ends a clean stop: every block is synced, then the superblock says clean, with the
+    /// digest of a mapped tier's headers (see [`headers_crc`](Self::headers_crc)).
     pub fn close_clean(&mut self, dirty_left: bool) -> Result<(), EngineError> {
         self.sync()?;
         let state = if dirty_left { tierfile::State::Synced } else { tierfile::State::Clean };
-        self.rewrite(|superblock| superblock.state = state)
+        let headers_crc = self.headers_crc()?;
+        self.rewrite(|superblock| {
+            superblock.state = state;
+            superblock.headers_crc = headers_crc;
+        })
+    }
+
+    /// CRC32C of a mapped tier's array of block headers, every shard's pages of them, as the
+    /// medium holds them now (`None` on other tiers). Recorded at a clean stop; a restart that
+    /// finds the same digest takes the headers as they are, without reading every value.
+    pub fn headers_crc(&self) -> Result<Option<u32>, EngineError> {
+        let Some(geometry) = self.geometry.filter(|_| matches!(self.kind, TierKind::Mapped { .. }))
+        else {
+            return Ok(None);
+        };
+        let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
+        let mut buf = vec![0u8; 1 << 20];
+        let (mut at, end) =
+            (tierfile::HEADER_BYTES, tierfile::HEADER_BYTES + geometry.record_bytes());
+        while at < end {
+            let n = buf.len().min((end - at) as usize);
+            read_exact_at(&*self.device, &mut buf[..n], at).map_err(|source| EngineError::Io {
+                path: self.device.path().to_path_buf(),
+                action: "cannot read the tier's block headers",
+                source,
+            })?;
+            digest.update(&buf[..n]);
+            at += n as u64;
+        }
+        Ok(Some(digest.finalize() as u32))
     }
 
     /// The tier file's path, if the tier has one.
@@ -831,8 +864,14 @@ impl Region {
     }
 
     /// Reads every slot as recovery does (mapped and file tiers, whole-block slots), calling
-    /// `found` with each slot's number and what it holds.
-    pub fn scan(&mut self, mut found: impl FnMut(u32, Found)) -> Result<(), EngineError> {
+    /// `found` with each slot's number and what it holds. With `headers_only` (a mapped tier
+    /// whose headers are those of its clean stop) the values are not read: each is checked
+    /// when it is first read, as every read does.
+    pub fn scan(
+        &mut self,
+        headers_only: bool,
+        mut found: impl FnMut(u32, Found),
+    ) -> Result<(), EngineError> {
         assert!(self.chunks == 1, "recovered regions hold whole blocks");
         let read_error = |device: &dyn Device, source| EngineError::Io {
             path: device.path().to_path_buf(),
@@ -845,7 +884,9 @@ impl Region {
             return direct.scan(device, region, found).map_err(|e| read_error(device, e));
         }
         if let Format::Apart { headers_at } = self.format {
-            return self.scan_apart(headers_at, found).map_err(|e| read_error(&*self.device, e));
+            return self
+                .scan_apart(headers_at, headers_only, found)
+                .map_err(|e| read_error(&*self.device, e));
         }
         assert!(matches!(self.format, Format::Headed), "a headed region");
         if let Some(mapping) = &self.memory {
@@ -880,9 +921,18 @@ impl Region {
     fn scan_apart(
         &self,
         headers_at: u64,
+        headers_only: bool,
         mut found: impl FnMut(u32, Found),
     ) -> std::io::Result<()> {
         let (count, slot_bytes) = (self.count as usize, self.slot_bytes);
+        if headers_only {
+            let mut headers = vec![0u8; count * HEADER_BYTES];
+            read_exact_at(&*self.device, &mut headers, headers_at)?;
+            for (slot, header) in headers.chunks_exact(HEADER_BYTES).enumerate() {
+                found(slot as u32, crate::block::inspect_header(header, slot_bytes));
+            }
+            return Ok(());
+        }
         if let Some(mapping) = &self.memory {
             // SAFETY: the headers and slots lie in the mapping (asserted when the region was
             // made, and by `header_in_memory`); nothing else runs on the cache while it

@@ -195,6 +195,11 @@ pub struct Superblock {
     pub geometry: Geometry,
     pub backing: Option<Backing>,
     pub state: State,
+    /// A mapped tier stopped cleanly: CRC32C of its array of block headers as the stop left
+    /// it (`crate::store::Medium::close_clean`), so that a restart finding the same headers
+    /// can take them without reading every value (each value is still checked when it is
+    /// first read).
+    pub headers_crc: Option<u32>,
 }
 
 impl Superblock {
@@ -213,6 +218,8 @@ impl Superblock {
         b[48..56].copy_from_slice(&backing.device.to_le_bytes());
         b[56..64].copy_from_slice(&backing.inode.to_le_bytes());
         b[64..68].copy_from_slice(&(self.state as u32).to_le_bytes());
+        // 0 stands for none (a digest that happens to be 0 is not recorded).
+        b[68..72].copy_from_slice(&self.headers_crc.unwrap_or(0).to_le_bytes());
         let crc = crate::block::crc32c(&b[..72]);
         b[72..76].copy_from_slice(&crc.to_le_bytes());
         b
@@ -240,7 +247,8 @@ impl Superblock {
             3 => State::Synced,
             _ => State::Open,
         };
-        Some(Superblock { geometry, backing, state })
+        let headers_crc = Some(u32_at(68)).filter(|&crc| crc != 0);
+        Some(Superblock { geometry, backing, state, headers_crc })
     }
 }
 
@@ -356,8 +364,9 @@ pub enum Previous {
     /// file overwritten on purpose, a tier wiped).
     Nothing,
     /// A tier of this format and geometry, as its superblock says; `short` if the file ended
-    /// before its last slot (the missing slots read as empty).
-    Tier { backing: Option<Backing>, state: State, short: bool },
+    /// before its last slot (the missing slots read as empty); `headers_crc` the digest of a
+    /// mapped tier's headers recorded at its clean stop.
+    Tier { backing: Option<Backing>, state: State, short: bool, headers_crc: Option<u32> },
 }
 
 /// A tier file, opened and locked.
@@ -418,7 +427,12 @@ pub fn open(
                     what: format!("the tier file is {len} bytes long, short of its {bytes}"),
                 });
             }
-            previous = Previous::Tier { backing: found.backing, state: found.state, short };
+            previous = Previous::Tier {
+                backing: found.backing,
+                state: found.state,
+                short,
+                headers_crc: found.headers_crc,
+            };
         }
         Found::Older { version } => {
             note = Some(format!(
@@ -478,7 +492,7 @@ pub fn open(
         Previous::Tier { backing, .. } => backing,
         Previous::Nothing => None,
     };
-    let superblock = Superblock { geometry, backing, state: State::Open };
+    let superblock = Superblock { geometry, backing, state: State::Open, headers_crc: None };
     if previous == Previous::Nothing {
         // Nothing to keep: the file is ours from now on. A tier with blocks keeps its old
         // superblock until the cache has recovered it (`Medium::begin`), so a refused start
@@ -532,7 +546,8 @@ mod tests {
         assert_eq!(opened.file.metadata().unwrap().len(), HEADER_BYTES + 4096 + 4 * 4096);
         drop(opened.file);
         let again = open_quiet(&path, GEOMETRY).unwrap();
-        let expected = Previous::Tier { backing: None, state: State::Open, short: false };
+        let expected =
+            Previous::Tier { backing: None, state: State::Open, short: false, headers_crc: None };
         assert_eq!(again.previous, expected);
     }
 
@@ -573,7 +588,8 @@ mod tests {
     fn a_mapped_tier_of_the_old_layout_is_emptied_only_when_nothing_in_it_is_dirty() {
         let mapped = Geometry { slot_bytes: 4128, kind: 1, ..GEOMETRY };
         let old = |state: State| {
-            let mut bytes = Superblock { geometry: mapped, backing: None, state }.encode();
+            let mut bytes =
+                Superblock { geometry: mapped, backing: None, state, headers_crc: None }.encode();
             bytes[16..20].copy_from_slice(&4u32.to_le_bytes());
             let crc = crate::block::crc32c(&bytes[..72]);
             bytes[72..76].copy_from_slice(&crc.to_le_bytes());
@@ -611,6 +627,7 @@ mod tests {
             geometry: GEOMETRY,
             backing: Some(Backing { device: 7, inode: 99 }),
             state: State::Clean,
+            headers_crc: Some(0xDEAD_BEEF),
         };
         let mut bytes = superblock.encode();
         assert_eq!(Superblock::decode(&bytes), Some(superblock));
@@ -627,7 +644,8 @@ mod tests {
         assert!(e.contains("precious.db") && e.contains("not a tiercache tier file"), "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), precious);
         // A file that merely starts like ours, but whose header checksum fails, is foreign too.
-        let superblock = Superblock { geometry: GEOMETRY, backing: None, state: State::Open };
+        let superblock =
+            Superblock { geometry: GEOMETRY, backing: None, state: State::Open, headers_crc: None };
         let mut forged = superblock.encode().to_vec();
         forged[20] ^= 1;
         std::fs::write(&path, &forged).unwrap();
@@ -668,7 +686,8 @@ mod tests {
         drop(opened.file);
         let bytes = std::fs::read(&path).unwrap();
         assert!(bytes[4096..].iter().all(|b| *b == 0), "the old slots are gone");
-        let newer = Superblock { geometry: GEOMETRY, backing: None, state: State::Open };
+        let newer =
+            Superblock { geometry: GEOMETRY, backing: None, state: State::Open, headers_crc: None };
         let mut newer = newer.encode();
         newer[16..20].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
         let crc = crate::block::crc32c(&newer[..72]);
