@@ -651,9 +651,9 @@ impl CacheBuilder {
                     path.display()
                 ));
             }
-            // A mapped tier stopped cleanly whose headers are as the stop left them: taken
-            // without reading every value (each is checked when first read). Strict reads
-            // everything, to refuse any damage before starting.
+            // A mapped or flash tier stopped cleanly whose headers (flash: records) are as the
+            // stop left them: taken without reading every value (each is checked when first
+            // read). Strict reads everything, to refuse any damage before starting.
             let headers_only = self.recover == Recover::Quiet
                 && state != crate::tierfile::State::Open
                 && !short

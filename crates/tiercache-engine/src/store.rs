@@ -262,16 +262,19 @@ impl Medium {
         })
     }
 
-    /// CRC32C of a mapped tier's array of block headers, every shard's pages of them, as the
-    /// medium holds them now (`None` on other tiers). Recorded at a clean stop; a restart that
-    /// finds the same digest takes the headers as they are, without reading every value.
+    /// CRC32C of a mapped tier's array of block headers or a flash tier's slot records, every
+    /// shard's pages of them, as the medium holds them now (`None` on other tiers). Recorded
+    /// at a clean stop; a restart that finds the same digest takes the blocks as the headers
+    /// say, without reading every value.
     pub fn headers_crc(&self) -> Result<Option<u32>, EngineError> {
-        let Some(geometry) = self.geometry.filter(|_| matches!(self.kind, TierKind::Mapped { .. }))
-        else {
+        let apart = matches!(self.kind, TierKind::Mapped { .. } | TierKind::Flash { .. });
+        let Some(geometry) = self.geometry.filter(|_| apart) else {
             return Ok(None);
         };
         let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
-        let mut buf = vec![0u8; 1 << 20];
+        // Aligned, for a flash tier's direct I/O; the record area is whole pages.
+        let mut aligned = AlignedBuf::new(1 << 20);
+        let buf = aligned.as_mut_slice();
         let (mut at, end) =
             (tierfile::HEADER_BYTES, tierfile::HEADER_BYTES + geometry.record_bytes());
         while at < end {
@@ -863,9 +866,9 @@ impl Region {
         device.write_at(&crate::block::FREE, header_at).map_err(|e| error(device, e))
     }
 
-    /// Reads every slot as recovery does (mapped and file tiers, whole-block slots), calling
-    /// `found` with each slot's number and what it holds. With `headers_only` (a mapped tier
-    /// whose headers are those of its clean stop) the values are not read: each is checked
+    /// Reads every slot as recovery does (whole-block slots), calling `found` with each slot's
+    /// number and what it holds. With `headers_only` (a mapped tier's headers or a flash
+    /// tier's records, as its clean stop left them) the values are not read: each is checked
     /// when it is first read, as every read does.
     pub fn scan(
         &mut self,
@@ -881,7 +884,9 @@ impl Region {
         if let Format::Aligned(direct) = &mut self.format {
             let region = (self.offset, self.slot_bytes, self.count);
             let device = &*self.device;
-            return direct.scan(device, region, found).map_err(|e| read_error(device, e));
+            return direct
+                .scan(device, region, headers_only, found)
+                .map_err(|e| read_error(device, e));
         }
         if let Format::Apart { headers_at } = self.format {
             return self

@@ -195,10 +195,10 @@ pub struct Superblock {
     pub geometry: Geometry,
     pub backing: Option<Backing>,
     pub state: State,
-    /// A mapped tier stopped cleanly: CRC32C of its array of block headers as the stop left
-    /// it (`crate::store::Medium::close_clean`), so that a restart finding the same headers
-    /// can take them without reading every value (each value is still checked when it is
-    /// first read).
+    /// A mapped or flash tier stopped cleanly: CRC32C of its array of block headers (flash:
+    /// slot records) as the stop left it (`crate::store::Medium::close_clean`), so that a
+    /// restart finding the same headers can take them without reading every value (each
+    /// value is still checked when it is first read).
     pub headers_crc: Option<u32>,
 }
 
@@ -365,7 +365,7 @@ pub enum Previous {
     Nothing,
     /// A tier of this format and geometry, as its superblock says; `short` if the file ended
     /// before its last slot (the missing slots read as empty); `headers_crc` the digest of a
-    /// mapped tier's headers recorded at its clean stop.
+    /// mapped tier's headers or a flash tier's records recorded at its clean stop.
     Tier { backing: Option<Backing>, state: State, short: bool, headers_crc: Option<u32> },
 }
 

@@ -283,52 +283,80 @@ fn a_flipped_bit_is_dropped_quietly_refused_strictly_and_wiped() {
     }
 }
 
-/// After a clean stop a mapped tier is taken from its headers alone when they are the ones the
-/// stop left (their digest in the superblock matches), and every block still reads back
-/// checked; after a crash, or when any header changed, every block is read and checked.
+/// After a clean stop a mapped tier is taken from its headers alone, and a flash tier from its
+/// slot records alone, when they are the ones the stop left (their digest in the superblock
+/// matches), and every block still reads back checked; after a crash, or when any header
+/// changed, every block is read and checked.
 #[test]
-fn a_clean_restart_of_a_mapped_tier_reads_only_its_headers_unless_they_changed() {
-    let path = scratch("headers-only.mapped");
-    let cache = open("mapped", &path, 64, 4, Recover::Quiet);
-    for key in 0..48 {
-        cache.put(key, &value(key, 1, BLOCK)).unwrap();
-    }
-    cache.put(7, &value(7, 2, BLOCK)).unwrap();
-    drop(cache);
-    let reads_back = |cache: &Cache| {
-        let mut buf = vec![0u8; BLOCK];
+fn a_clean_restart_reads_only_headers_or_records_unless_they_changed() {
+    for kind in ["mapped", "flash"] {
+        let path = scratch(&format!("headers-only.{kind}"));
+        let cache = open(kind, &path, 64, 4, Recover::Quiet);
         for key in 0..48 {
-            let len = cache.get(key, &mut buf).unwrap_or_else(|| panic!("key {key} lost"));
-            assert_eq!(version_of(key, &buf[..len]), if key == 7 { 2 } else { 1 });
+            cache.put(key, &value(key, 1, BLOCK)).unwrap();
         }
-    };
-    let cache = open("mapped", &path, 64, 4, Recover::Quiet);
-    let recovery = cache.recovery().unwrap().clone();
-    assert_eq!((recovery.headers_only, cache.stats().recovered), (1, 48));
-    assert!(recovery.stop().contains("first read"), "{}", recovery.stop());
-    reads_back(&cache);
-    // Not stopped cleanly (a copy of the file as a crash would leave it, the superblock
-    // saying open): a start reads everything.
-    let crashed = scratch("headers-only-crashed.mapped");
-    std::fs::write(&crashed, bytes(&path)).unwrap();
-    drop(cache);
-    let cache = open("mapped", &crashed, 64, 4, Recover::Quiet);
-    assert_eq!((cache.recovery().unwrap().headers_only, cache.stats().recovered), (0, 48));
-    reads_back(&cache);
-    drop(cache);
-    // A header changed after the clean stop (a bit of a free slot's): everything is read.
-    let free = tiercache_engine::tierfile::read_superblock(&path).unwrap().unwrap().geometry;
-    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    std::os::unix::fs::FileExt::write_all_at(&file, &[1], free.header_at(3, 60) + 20).unwrap();
-    let cache = open("mapped", &path, 64, 4, Recover::Quiet);
-    let recovery = cache.recovery().unwrap();
-    assert_eq!(recovery.headers_only, 0);
-    assert!(recovery.notes.iter().any(|n| n.contains("headers changed")), "{:?}", recovery.notes);
-    reads_back(&cache);
-    // Strict always reads everything.
-    drop(cache);
-    let cache = open("mapped", &path, 64, 4, Recover::Strict);
-    assert_eq!(cache.recovery().unwrap().headers_only, 0);
+        cache.put(7, &value(7, 2, BLOCK)).unwrap();
+        drop(cache);
+        let reads_back = |cache: &Cache| {
+            let mut buf = vec![0u8; BLOCK];
+            for key in 0..48 {
+                let len = cache.get(key, &mut buf).unwrap_or_else(|| panic!("{kind}: {key} lost"));
+                assert_eq!(version_of(key, &buf[..len]), if key == 7 { 2 } else { 1 });
+            }
+        };
+        let cache = open(kind, &path, 64, 4, Recover::Quiet);
+        let recovery = cache.recovery().unwrap().clone();
+        assert_eq!((recovery.headers_only, cache.stats().recovered), (1, 48), "{kind}");
+        assert!(recovery.stop().contains("first read"), "{}", recovery.stop());
+        reads_back(&cache);
+        // Not stopped cleanly (a copy of the file as a crash would leave it, the superblock
+        // saying open): a start reads everything.
+        let crashed = scratch(&format!("headers-only-crashed.{kind}"));
+        std::fs::write(&crashed, bytes(&path)).unwrap();
+        drop(cache);
+        let cache = open(kind, &crashed, 64, 4, Recover::Quiet);
+        let recovered = (cache.recovery().unwrap().headers_only, cache.stats().recovered);
+        assert_eq!(recovered, (0, 48), "{kind}");
+        reads_back(&cache);
+        drop(cache);
+        // A header changed after the clean stop (a byte of a free slot's): everything is read.
+        let geometry =
+            tiercache_engine::tierfile::read_superblock(&path).unwrap().unwrap().geometry;
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, &[1], geometry.header_at(3, 60) + 20)
+            .unwrap();
+        let cache = open(kind, &path, 64, 4, Recover::Quiet);
+        let recovery = cache.recovery().unwrap();
+        assert_eq!(recovery.headers_only, 0, "{kind}");
+        let noted = recovery.notes.iter().any(|n| n.contains("headers changed"));
+        assert!(noted, "{kind}: {:?}", recovery.notes);
+        reads_back(&cache);
+        // Strict always reads everything.
+        drop(cache);
+        let cache = open(kind, &path, 64, 4, Recover::Strict);
+        assert_eq!(cache.recovery().unwrap().headers_only, 0, "{kind}");
+        drop(cache);
+        // A flipped bit in a value after the clean stop: the headers are unchanged, so it is
+        // found at the block's first read, a checksum failure and a miss, never its bytes.
+        let (shard, page) = (0..geometry.shards)
+            .flat_map(|shard| (0..geometry.slots_per_shard()).map(move |page| (shard, page)))
+            .find(|&(shard, page)| {
+                let at = geometry.header_at(shard, page) as usize;
+                let header = &bytes(&path)[at..at + 16];
+                [*b"TCB2", *b"TCR1"].contains(&header[..4].try_into().unwrap())
+                    && header[8..16] == 9u64.to_le_bytes()
+            })
+            .expect("key 9's block");
+        let at = geometry.slot_at(shard, page) + 100;
+        let flipped = bytes(&path)[at as usize] ^ 0x08;
+        std::os::unix::fs::FileExt::write_all_at(&file, &[flipped], at).unwrap();
+        let cache = open(kind, &path, 64, 4, Recover::Quiet);
+        assert_eq!((cache.recovery().unwrap().headers_only, cache.stats().recovered), (1, 48));
+        let mut buf = vec![0u8; BLOCK];
+        assert_eq!(cache.get(9, &mut buf), None, "{kind}: the flipped block is not served");
+        assert_eq!(cache.stats().checksum_failures, 1, "{kind}");
+        assert!(cache.get(8, &mut buf).is_some(), "{kind}");
+    }
 }
 
 #[test]
