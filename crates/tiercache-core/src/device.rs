@@ -41,8 +41,8 @@ pub struct DeviceProfile {
     /// How much operations in service together slow each other (a shared lock, a shared
     /// queue, a memory bus): with `n` in service at once, each takes `1 + contention (n - 1)`
     /// times its service time. 0 (the default): `parallelism` operations proceed at full speed.
-    /// `profile measure` fits it to the 4 KiB read curve; the simulator applies it, the
-    /// engine's emulator does not.
+    /// `profile measure` fits it to the 4 KiB read curve; the simulator and the engine's
+    /// emulator apply it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub contention: f64,
 }

@@ -281,11 +281,12 @@ impl Device for Emulated {
     }
 
     fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
-        self.emulator.serve(Direction::Read, buf.len() as u64, || self.inner.read_at(buf, at))
+        self.emulator.serve(Direction::Read, (at, buf.len() as u64), || self.inner.read_at(buf, at))
     }
 
     fn write_at(&self, data: &[u8], at: u64) -> io::Result<()> {
-        self.emulator.serve(Direction::Write, data.len() as u64, || self.inner.write_at(data, at))
+        self.emulator
+            .serve(Direction::Write, (at, data.len() as u64), || self.inner.write_at(data, at))
     }
 
     fn sync(&self) -> io::Result<()> {
@@ -302,7 +303,7 @@ impl Device for Emulated {
 
     /// The inner device's discard, charged as one request of no bytes.
     fn discard(&self, at: u64, len: u64) -> io::Result<()> {
-        self.emulator.serve(Direction::Write, 0, || self.inner.discard(at, len))
+        self.emulator.serve(Direction::Write, (at, 0), || self.inner.discard(at, len))
     }
 }
 
