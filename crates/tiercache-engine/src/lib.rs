@@ -56,6 +56,8 @@ pub mod footprint;
 pub mod latency;
 pub mod nbd;
 #[cfg(not(loom))]
+pub mod region;
+#[cfg(not(loom))]
 pub mod scrub;
 #[cfg(not(loom))]
 pub mod shard;

@@ -11,8 +11,9 @@ use crate::behind::{Job, WriteBehind};
 use crate::block::Stamp;
 use crate::device::Device;
 use crate::error::EngineError;
+use crate::region::Region;
 use crate::stats::Stats;
-use crate::store::{PinnedRead, ReadFault, Region, Staged};
+use crate::store::{PinnedRead, ReadFault, Staged};
 
 /// A slot freed while a read holds it: it returns to the free list when the last read ends.
 const ZOMBIE: u32 = 1 << 31;

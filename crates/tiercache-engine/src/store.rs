@@ -1,9 +1,11 @@
-//! Where a shard keeps its blocks: a disjoint run of pages on its tier's medium, each page one
-//! block, or with size classes split into 2, 4, 8... blocks of one class. Each shard owns its
-//! run exclusively and writes it only under its own lock; read handles read pinned slots,
-//! which nothing writes. The one exception is the upper tier's hits served without the lock
-//! (`crate::optimistic`): they copy a slot while it may be written, and throw the copy away
-//! when the slot's sequence number says a write overlapped it.
+//! A tier's medium and the I/O done on it with the shard unlocked. The medium (DRAM, a mapped
+//! file, a file, flash) is opened and sized once; each shard takes a disjoint run of pages on
+//! it, its [`Region`] (`crate::region`): each page one block, or with size classes split into
+//! 2, 4, 8... blocks of one class. Each shard owns its run exclusively and writes it only
+//! under its own lock; read handles read pinned slots, which nothing writes. The one exception
+//! is the upper tier's hits served without the lock (`crate::optimistic`): they copy a slot
+//! while it may be written, and throw the copy away when the slot's sequence number says a
+//! write overlapped it.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -11,12 +13,11 @@ use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
 
-use crate::atomic_bytes;
-use crate::block::{check, copy_value, decode, encode, BlockFault, Found, Stamp, HEADER_BYTES};
+use crate::block::{copy_value, decode, BlockFault, Stamp, HEADER_BYTES};
 use crate::device::{read_exact_at, Device, FileDevice, MemoryDevice};
-use crate::direct::{open_direct, AlignedBuf, DirectSlots};
+use crate::direct::{open_direct, AlignedBuf};
 use crate::error::EngineError;
-use crate::optimistic::{Sets, SlotLayout, SlotTable};
+use crate::region::Region;
 use crate::tierfile;
 
 /// The medium of a tier.
@@ -313,34 +314,8 @@ impl Medium {
             }
             None => (first * self.slot_bytes as u64, 0),
         };
-        let bytes = count * self.slot_bytes as u64;
-        let memory = self.device.memory().cloned();
-        if let Some(mapping) = &memory {
-            assert!(offset + bytes <= mapping.len() as u64, "region past the mapping");
-        }
-        let format = match self.kind {
-            TierKind::Dram => Format::Bare { lens: vec![0; (count * self.chunks as u64) as usize] },
-            TierKind::Mapped { .. } => Format::Apart { headers_at: records_at },
-            TierKind::File { .. } => Format::Headed,
-            TierKind::Flash { .. } => {
-                Format::Aligned(DirectSlots::new(count, self.slot_bytes, records_at))
-            }
-        };
-        Ok(Region {
-            device: self.device.clone(),
-            memory,
-            offset,
-            format,
-            io: self.kind.is_io(),
-            scratch: Vec::new(),
-            slot_bytes: self.slot_bytes,
-            count,
-            chunks: self.chunks,
-            page_class: vec![0; count as usize],
-            slack: self.kind.slack_slots(),
-            spare: Vec::new(),
-            published: None,
-        })
+        let placed = (offset, records_at, count);
+        Ok(Region::new(&self.kind, self.device.clone(), placed, self.slot_bytes, self.chunks))
     }
 }
 
@@ -348,12 +323,12 @@ impl Medium {
 /// slot is, what DRAM knows of the block, and a buffer. Slots are never rewritten while a read
 /// holds them (the shard pins them and writes elsewhere), so the read sees one block, whole.
 pub struct PinnedRead {
-    device: Arc<dyn Device>,
-    at: u64,
-    key: u64,
+    pub(crate) device: Arc<dyn Device>,
+    pub(crate) at: u64,
+    pub(crate) key: u64,
     /// Length and CRC32C of the value, for headerless (flash) blocks.
-    expect: Option<(u32, u32)>,
-    buf: IoBuf,
+    pub(crate) expect: Option<(u32, u32)>,
+    pub(crate) buf: IoBuf,
 }
 
 pub enum IoBuf {
@@ -362,7 +337,7 @@ pub enum IoBuf {
 }
 
 impl IoBuf {
-    fn bytes(&mut self) -> &mut [u8] {
+    pub(crate) fn bytes(&mut self) -> &mut [u8] {
         match self {
             IoBuf::Plain(v) => v,
             IoBuf::Aligned(a) => a.as_mut_slice(),
@@ -381,23 +356,23 @@ impl IoBuf {
 /// Until it lands, reads of the block are served from its bytes here, and its slot is pinned
 /// so nothing else is written there meanwhile.
 pub struct Staged {
-    device: Arc<dyn Device>,
-    at: u64,
-    key: u64,
+    pub(crate) device: Arc<dyn Device>,
+    pub(crate) at: u64,
+    pub(crate) key: u64,
     /// The bytes to write: header and value on file tiers, the value padded to the block on
     /// flash.
-    buf: IoBuf,
-    written: usize,
-    value_at: usize,
-    len: u32,
+    pub(crate) buf: IoBuf,
+    pub(crate) written: usize,
+    pub(crate) value_at: usize,
+    pub(crate) len: u32,
     /// CRC32C of the value (flash blocks keep it in their slot's record).
-    crc: u32,
+    pub(crate) crc: u32,
     /// The block's sequence number and dirty flag (for a flash block's record).
-    stamp: Stamp,
+    pub(crate) stamp: Stamp,
 }
 
 /// The error of a block write that failed on `device`.
-fn write_error(device: &dyn Device, source: std::io::Error) -> EngineError {
+pub(crate) fn write_error(device: &dyn Device, source: std::io::Error) -> EngineError {
     EngineError::Io { path: device.path().to_path_buf(), action: "cannot write a block", source }
 }
 
@@ -436,577 +411,5 @@ impl PinnedRead {
 
     pub fn into_buf(self) -> IoBuf {
         self.buf
-    }
-}
-
-/// How blocks lie in a region's slots.
-enum Format {
-    /// Headerless, each slot's value length beside them in DRAM: the DRAM tier (process memory
-    /// has no media errors to catch).
-    Bare { lens: Vec<u32> },
-    /// A header (key, length, CRC32C) before the value: file tiers.
-    Headed,
-    /// The value alone in its slot, page-aligned, and its header in an array of headers
-    /// (one per slot, in slot order) at `headers_at` on the device: mapped tiers.
-    Apart { headers_at: u64 },
-    /// Whole aligned headerless blocks, their key, length and CRC32C in DRAM: the flash tier.
-    Aligned(DirectSlots),
-}
-
-impl Format {
-    /// Stores `value` for `key` in `slot`, whose `bytes` bytes start at `target`, of a tier
-    /// read in place. The caller holds the
-    /// shard's lock (`&mut`) and writes only slots no read handle pins. Readers without the
-    /// lock may be copying these bytes (see `optimistic`), so they are stored as byte-wise
-    /// atomics through a raw pointer, and no reference to them is made.
-    fn write_in_place(
-        &mut self,
-        (target, bytes, head): (*mut u8, usize, *mut u8),
-        (slot, key): (u32, u64),
-        value: &[u8],
-        stamp: Stamp,
-    ) {
-        match self {
-            Format::Bare { lens } => {
-                assert!(
-                    value.len() <= bytes,
-                    "a value of {} bytes in a {bytes}-byte slot",
-                    value.len()
-                );
-                // SAFETY: `value.len()` bytes from `target` lie in the slot (asserted), and
-                // only the lock holder writes them.
-                unsafe { atomic_bytes::store(value.as_ptr(), target, value.len()) };
-                lens[slot as usize] = value.len() as u32;
-            }
-            Format::Headed => {
-                assert!(HEADER_BYTES + value.len() <= bytes, "value larger than its slot");
-                let header = crate::block::header(key, value, stamp);
-                // SAFETY: header and value lie in the slot (asserted); as above.
-                unsafe {
-                    atomic_bytes::store(header.as_ptr(), target, HEADER_BYTES);
-                    atomic_bytes::store(value.as_ptr(), target.add(HEADER_BYTES), value.len());
-                }
-            }
-            Format::Apart { .. } => {
-                assert!(value.len() <= bytes, "value larger than its slot");
-                assert!(!head.is_null(), "a mapped slot in memory has its header in memory");
-                let header = crate::block::header(key, value, stamp);
-                // SAFETY: the value lies in the slot (asserted) and `head` is the slot's
-                // header in the mapping (`Region::header_in_memory`); as above.
-                unsafe {
-                    atomic_bytes::store(value.as_ptr(), target, value.len());
-                    atomic_bytes::store(header.as_ptr(), head, HEADER_BYTES);
-                }
-            }
-            Format::Aligned(_) => unreachable!("flash blocks are never in memory"),
-        }
-    }
-}
-
-/// One shard's slots.
-pub struct Region {
-    device: Arc<dyn Device>,
-    /// The device's bytes, read and written in place (an unwrapped memory tier).
-    memory: Option<Arc<MmapRaw>>,
-    /// Where the region starts on the device.
-    offset: u64,
-    format: Format,
-    /// Reads of this region are I/O, done with the shard unlocked (file and flash tiers).
-    io: bool,
-    /// A slot's bytes, for reads and writes through the device under the lock.
-    scratch: Vec<u8>,
-    slot_bytes: usize,
-    /// Pages: without size classes, one block each, and a block's slot is its page.
-    count: u64,
-    /// With size classes, a page of class `c` holds `1 << c` blocks of `1 / (1 << c)` of it,
-    /// and slot `s` is chunk `s % chunks` of page `s / chunks`.
-    chunks: u32,
-    page_class: Vec<u8>,
-    /// Slots beyond the policy's capacity (see `TierKind::slack_slots`).
-    slack: u64,
-    /// Buffers for reads done with the shard unlocked, reused.
-    spare: Vec<IoBuf>,
-    /// The slots as readers without the lock see them, when hits are served that way.
-    published: Option<SlotTable>,
-}
-
-impl Region {
-    /// Whether reads of this region are I/O, done with the shard unlocked.
-    pub fn is_io(&self) -> bool {
-        self.io
-    }
-
-    /// Whether blocks are read where they lie: a memory tier nothing wraps. Only these are
-    /// pinned for read handles and published for hits without the lock.
-    pub fn in_place(&self) -> bool {
-        self.memory.is_some()
-    }
-
-    /// Whether the region is on a medium that outlives the process (a mapped, file or flash
-    /// tier): the DRAM tier's is the only bare format.
-    pub fn persistent(&self) -> bool {
-        !matches!(self.format, Format::Bare { .. })
-    }
-
-    /// Publishes this region's slots for reads without the shard's lock (see
-    /// [`crate::optimistic`]); from now on every write and vacated slot updates the table.
-    /// `None` where that cannot be done: blocks not in place (file, flash and wrapped tiers),
-    /// size classes.
-    pub fn publish(&mut self, sets: (&Arc<Sets>, usize)) -> Option<SlotTable> {
-        let mapping = self.memory.as_ref().filter(|_| self.chunks == 1)?;
-        let headers = match self.format {
-            Format::Apart { headers_at } => Some(headers_at as usize),
-            Format::Bare { .. } => None,
-            Format::Headed | Format::Aligned(_) => return None,
-        };
-        let layout = SlotLayout {
-            slots_at: self.offset as usize,
-            slots: self.count as usize,
-            slot_bytes: self.slot_bytes,
-            headers_at: headers,
-        };
-        let table = SlotTable::new(sets, mapping.clone(), layout);
-        self.published = Some(table.clone());
-        Some(table)
-    }
-
-    /// `key`'s block leaves `slot` (readers without the lock stop taking it).
-    pub fn vacate(&self, slot: u32, key: u64) {
-        if let Some(table) = &self.published {
-            table.vacate(slot, key);
-        }
-    }
-
-    /// Publishes `key`'s block of `len` bytes in `slot` for readers without the lock, if it
-    /// is not (its set was full when it was written).
-    pub fn republish(&self, slot: u32, key: u64, len: usize) {
-        if let Some(table) = self.published.as_ref().filter(|t| !t.is_published(key)) {
-            table.publish(slot, key, len);
-        }
-    }
-
-    /// Where `slot` starts on the device (for errors that name it).
-    pub fn offset_of(&self, slot: u32) -> u64 {
-        self.at(slot)
-    }
-
-    /// Where `slot` starts on the device.
-    fn at(&self, slot: u32) -> u64 {
-        self.offset + self.span(slot).0 as u64
-    }
-
-    /// Prepares a read of `slot` to run with the shard unlocked (file and flash tiers).
-    pub fn begin_read(&mut self, slot: u32, key: u64) -> Option<PinnedRead> {
-        if !self.io {
-            return None;
-        }
-        let expect = match &self.format {
-            Format::Aligned(direct) => Some(direct.expect(slot, key)?),
-            Format::Headed | Format::Bare { .. } | Format::Apart { .. } => None,
-        };
-        let buf = self.spare.pop().unwrap_or_else(|| match expect {
-            Some(_) => IoBuf::Aligned(AlignedBuf::new(self.slot_bytes)),
-            None => IoBuf::Plain(vec![0; self.slot_bytes]),
-        });
-        let (device, at) = (self.device.clone(), self.at(slot));
-        Some(PinnedRead { device, at, key, expect, buf })
-    }
-
-    /// Prepares the write of `value` for `key` into `slot` to run with the shard unlocked (file
-    /// and flash tiers; `None` on memory tiers). The slot reads as empty until
-    /// [`end_write`](Self::end_write).
-    pub fn begin_write(
-        &mut self,
-        slot: u32,
-        key: u64,
-        value: &[u8],
-        stamp: Stamp,
-    ) -> Option<Staged> {
-        if !self.io {
-            return None;
-        }
-        let at = self.at(slot);
-        let (mut buf, written, value_at, crc) = match &mut self.format {
-            Format::Headed => {
-                let mut buf = match self.spare.pop() {
-                    Some(buf @ IoBuf::Plain(_)) => buf,
-                    _ => IoBuf::Plain(vec![0; self.slot_bytes]),
-                };
-                encode(buf.bytes(), key, value, stamp);
-                (buf, HEADER_BYTES + value.len(), HEADER_BYTES, 0)
-            }
-            Format::Aligned(direct) => {
-                let mut aligned = match self.spare.pop() {
-                    Some(IoBuf::Aligned(a)) => a,
-                    _ => AlignedBuf::new(self.slot_bytes),
-                };
-                let crc = direct.stage(slot, value, &mut aligned);
-                (IoBuf::Aligned(aligned), self.slot_bytes, 0, crc)
-            }
-            Format::Bare { .. } | Format::Apart { .. } => return None,
-        };
-        debug_assert_eq!(&buf.bytes()[value_at..value_at + value.len()], value);
-        let device = self.device.clone();
-        let len = value.len() as u32;
-        Some(Staged { device, at, key, buf, written, value_at, len, crc, stamp })
-    }
-
-    /// Ends a staged write of `slot`: the block reads back if the write succeeded (and, on
-    /// flash, its record set). Takes the buffer back when the staged block is no longer shared.
-    pub fn end_write(&mut self, slot: u32, staged: Arc<Staged>, ok: bool) {
-        if let Format::Aligned(direct) = &mut self.format {
-            direct.landed(slot, (staged.key, staged.len, staged.crc), staged.stamp, ok);
-        }
-        if let Ok(staged) = Arc::try_unwrap(staged) {
-            self.spare.push(staged.buf);
-        }
-    }
-
-    /// Writes what this region keeps in DRAM for the medium and has not written yet (a flash
-    /// region's changed slot records); a sync does this before the device syncs.
-    pub fn flush_records(&mut self) -> Result<(), EngineError> {
-        let Format::Aligned(direct) = &mut self.format else { return Ok(()) };
-        direct.flush(&*self.device).map_err(|source| EngineError::Io {
-            path: self.device.path().to_path_buf(),
-            action: "cannot write the flash tier's slot records",
-            source,
-        })
-    }
-
-    /// Takes back a read's buffer.
-    pub fn end_read(&mut self, read: PinnedRead) {
-        self.spare.push(read.into_buf());
-    }
-
-    /// Makes this region's writes durable (syncs the whole tier's device).
-    pub fn sync(&self) -> Result<(), EngineError> {
-        self.device.sync().map_err(|source| EngineError::Io {
-            path: self.device.path().to_path_buf(),
-            action: "cannot sync the tier",
-            source,
-        })
-    }
-
-    /// Slot numbers: every chunk of every page.
-    pub fn slots(&self) -> u64 {
-        self.count * self.chunks as u64
-    }
-
-    pub fn pages(&self) -> u64 {
-        self.count
-    }
-
-    pub fn chunks(&self) -> u32 {
-        self.chunks
-    }
-
-    pub fn page_class(&self, page: u32) -> u8 {
-        self.page_class[page as usize]
-    }
-
-    /// Splits `page` (holding no blocks) into blocks of `class`.
-    pub fn set_page_class(&mut self, page: u32, class: u8) {
-        debug_assert!(1u32 << class <= self.chunks, "class {class} splits a page too finely");
-        self.page_class[page as usize] = class;
-    }
-
-    /// Where `slot` lies in the region and its bytes.
-    #[inline]
-    fn span(&self, slot: u32) -> (usize, usize) {
-        assert!((slot as u64) < self.slots(), "slot {slot} outside the region");
-        if self.chunks == 1 {
-            return (slot as usize * self.slot_bytes, self.slot_bytes);
-        }
-        let (page, chunk) = (slot / self.chunks, slot % self.chunks);
-        let class = self.page_class[page as usize];
-        debug_assert!(chunk < 1 << class, "slot {slot}: no chunk {chunk} in a class-{class} page");
-        let bytes = self.slot_bytes >> class;
-        (page as usize * self.slot_bytes + chunk as usize * bytes, bytes)
-    }
-
-    /// Slots beyond what the policy may fill.
-    pub fn slack(&self) -> u64 {
-        self.slack
-    }
-
-    /// Where a slot starts in memory, and its bytes, for a tier read in place.
-    fn in_memory(&self, slot: u32) -> Option<(*mut u8, usize)> {
-        let mapping = self.memory.as_ref()?;
-        let (at, bytes) = self.span(slot);
-        // SAFETY: the slot lies inside this region (`span` asserts it), and the region inside
-        // the mapping (asserted when it was made).
-        Some((unsafe { mapping.as_mut_ptr().add(self.offset as usize + at) }, bytes))
-    }
-
-    /// Where `slot`'s header lies on the device (a mapped tier's, whose headers lie apart).
-    fn header_at(&self, slot: u32) -> Option<u64> {
-        let Format::Apart { headers_at } = self.format else { return None };
-        assert!((slot as u64) < self.slots(), "slot {slot} outside the region");
-        Some(headers_at + slot as u64 * HEADER_BYTES as u64)
-    }
-
-    /// Where `slot`'s header starts in memory (a mapped tier read in place); null on tiers
-    /// whose headers do not lie apart.
-    fn header_in_memory(&self, slot: u32) -> *mut u8 {
-        match (self.header_at(slot), &self.memory) {
-            (Some(at), Some(mapping)) => {
-                assert!(at as usize + HEADER_BYTES <= mapping.len(), "a header past the mapping");
-                // SAFETY: inside the mapping (asserted).
-                unsafe { mapping.as_mut_ptr().add(at as usize) }
-            }
-            _ => std::ptr::null_mut(),
-        }
-    }
-
-    /// The value stored for `key` in `slot` of a tier read in place, checked (its header and
-    /// checksum on mapped tiers). The bytes stay valid and unchanged for as long as the shard
-    /// keeps the slot pinned: pinned slots are never written or reused.
-    pub fn locate(&self, slot: u32, key: u64) -> Result<&[u8], ReadFault> {
-        let (start, bytes) = self.in_memory(slot).expect("located blocks are read in place");
-        // SAFETY: as in `in_memory`. Slots are written only under the shard's lock, and never
-        // while pinned, so nothing writes these bytes while this borrow or a handle's view
-        // lives; shared references may coexist.
-        let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, bytes) };
-        match &self.format {
-            Format::Bare { lens } => Ok(&bytes[..lens[slot as usize] as usize]),
-            Format::Apart { .. } => {
-                // SAFETY: the slot's header, inside the mapping (`header_in_memory`); as for
-                // the value, nothing writes it while the slot is pinned or the lock held.
-                let header = unsafe {
-                    std::slice::from_raw_parts(
-                        self.header_in_memory(slot).cast_const(),
-                        HEADER_BYTES,
-                    )
-                };
-                check(header, key, bytes).map_err(ReadFault::Corrupt)
-            }
-            _ => decode(bytes, key).map_err(ReadFault::Corrupt),
-        }
-    }
-
-    /// The largest value a slot holds.
-    pub fn value_bytes(&self) -> usize {
-        match self.format {
-            Format::Aligned(_) | Format::Bare { .. } | Format::Apart { .. } => self.slot_bytes,
-            Format::Headed => self.slot_bytes - HEADER_BYTES,
-        }
-    }
-
-    /// Stores `value` for `key` in `slot`, its header (if it has one) stamped `stamp`.
-    pub fn write(
-        &mut self,
-        slot: u32,
-        key: u64,
-        value: &[u8],
-        stamp: Stamp,
-    ) -> Result<(), EngineError> {
-        if let Some((target, bytes)) = self.in_memory(slot) {
-            let head = self.header_in_memory(slot);
-            let way = self.published.as_ref().map(|table| table.begin_write(slot, key));
-            self.format.write_in_place((target, bytes, head), (slot, key), value, stamp);
-            if let (Some(table), Some(way)) = (&self.published, way) {
-                table.end_write(way, slot, key, value.len());
-            }
-            return Ok(());
-        }
-        let at = self.at(slot);
-        let header_at = self.header_at(slot);
-        let device = &*self.device;
-        let written = match &mut self.format {
-            Format::Bare { lens } => device.write_at(value, at).map(|()| {
-                lens[slot as usize] = value.len() as u32;
-            }),
-            Format::Headed => {
-                let used = HEADER_BYTES + value.len();
-                self.scratch.resize(used, 0);
-                encode(&mut self.scratch, key, value, stamp);
-                device.write_at(&self.scratch, at)
-            }
-            Format::Apart { .. } => {
-                // The value, then its header: a crash between them leaves a header whose
-                // checksum the slot's value fails, and the block is dropped at recovery.
-                let header = crate::block::header(key, value, stamp);
-                let header_at = header_at.expect("a mapped tier's header");
-                device.write_at(value, at).and_then(|()| device.write_at(&header, header_at))
-            }
-            Format::Aligned(direct) => direct.write(device, (slot, at), key, value, stamp),
-        };
-        written.map_err(|source| write_error(device, source))
-    }
-
-    /// Marks `slot`, whose block was dropped, free on the medium (the header of a mapped or
-    /// file tier's slot, the record of a flash slot), so that recovery never brings the block
-    /// back. The caller holds the shard's lock and no read holds the slot. DRAM has nothing
-    /// to mark.
-    pub fn erase(&mut self, slot: u32) -> Result<(), EngineError> {
-        let error = |device: &dyn Device, source| EngineError::Io {
-            path: device.path().to_path_buf(),
-            action: "cannot mark a dropped block's slot free",
-            source,
-        };
-        match &mut self.format {
-            Format::Bare { .. } => return Ok(()),
-            Format::Aligned(direct) => {
-                direct.erase(slot);
-                return Ok(());
-            }
-            Format::Headed | Format::Apart { .. } => {}
-        }
-        let header_at = self.header_at(slot).unwrap_or_else(|| self.at(slot));
-        if let Some((target, _)) = self.in_memory(slot) {
-            let head = self.header_in_memory(slot);
-            let target = if head.is_null() { target } else { head };
-            // SAFETY: the slot's header lies in the mapping (`in_memory`,
-            // `header_in_memory`); only the lock holder writes it, and readers without the
-            // lock copy it as atomics too.
-            unsafe { atomic_bytes::store(crate::block::FREE.as_ptr(), target, 4) };
-            return Ok(());
-        }
-        let device = &*self.device;
-        device.write_at(&crate::block::FREE, header_at).map_err(|e| error(device, e))
-    }
-
-    /// Reads every slot as recovery does (whole-block slots), calling `found` with each slot's
-    /// number and what it holds. With `headers_only` (a mapped tier's headers or a flash
-    /// tier's records, as its clean stop left them) the values are not read: each is checked
-    /// when it is first read, as every read does.
-    pub fn scan(
-        &mut self,
-        headers_only: bool,
-        mut found: impl FnMut(u32, Found),
-    ) -> Result<(), EngineError> {
-        assert!(self.chunks == 1, "recovered regions hold whole blocks");
-        let read_error = |device: &dyn Device, source| EngineError::Io {
-            path: device.path().to_path_buf(),
-            action: "cannot read the tier to recover it",
-            source,
-        };
-        if let Format::Aligned(direct) = &mut self.format {
-            let region = (self.offset, self.slot_bytes, self.count);
-            let device = &*self.device;
-            return direct
-                .scan(device, region, headers_only, found)
-                .map_err(|e| read_error(device, e));
-        }
-        if let Format::Apart { headers_at } = self.format {
-            return self
-                .scan_apart(headers_at, headers_only, found)
-                .map_err(|e| read_error(&*self.device, e));
-        }
-        assert!(matches!(self.format, Format::Headed), "a headed region");
-        if let Some(mapping) = &self.memory {
-            for slot in 0..self.count as u32 {
-                let at = self.offset as usize + slot as usize * self.slot_bytes;
-                // SAFETY: the slot lies in the region and the region in the mapping (asserted
-                // when it was made); nothing else runs on the cache while it recovers.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts(mapping.as_ptr().add(at), self.slot_bytes)
-                };
-                found(slot, crate::block::inspect(bytes));
-            }
-            return Ok(());
-        }
-        // Many slots per read: recovery reads the whole tier.
-        const BATCH: usize = 256;
-        let mut buf = vec![0u8; BATCH * self.slot_bytes];
-        let device = &*self.device;
-        for first in (0..self.count as usize).step_by(BATCH) {
-            let n = BATCH.min(self.count as usize - first);
-            let bytes = &mut buf[..n * self.slot_bytes];
-            let at = self.offset + (first * self.slot_bytes) as u64;
-            read_exact_at(device, bytes, at).map_err(|e| read_error(device, e))?;
-            for (i, slot) in bytes.chunks_exact(self.slot_bytes).enumerate() {
-                found((first + i) as u32, crate::block::inspect(slot));
-            }
-        }
-        Ok(())
-    }
-
-    /// [`scan`](Self::scan) of a region whose headers lie apart from its values.
-    fn scan_apart(
-        &self,
-        headers_at: u64,
-        headers_only: bool,
-        mut found: impl FnMut(u32, Found),
-    ) -> std::io::Result<()> {
-        let (count, slot_bytes) = (self.count as usize, self.slot_bytes);
-        if headers_only {
-            let mut headers = vec![0u8; count * HEADER_BYTES];
-            read_exact_at(&*self.device, &mut headers, headers_at)?;
-            for (slot, header) in headers.chunks_exact(HEADER_BYTES).enumerate() {
-                found(slot as u32, crate::block::inspect_header(header, slot_bytes));
-            }
-            return Ok(());
-        }
-        if let Some(mapping) = &self.memory {
-            // SAFETY: the headers and slots lie in the mapping (asserted when the region was
-            // made, and by `header_in_memory`); nothing else runs on the cache while it
-            // recovers.
-            let (headers, slots) = unsafe {
-                assert!(headers_at as usize + count * HEADER_BYTES <= mapping.len());
-                let headers = mapping.as_ptr().add(headers_at as usize);
-                let slots = mapping.as_ptr().add(self.offset as usize);
-                (
-                    std::slice::from_raw_parts(headers, count * HEADER_BYTES),
-                    std::slice::from_raw_parts(slots, count * slot_bytes),
-                )
-            };
-            let pairs = headers.chunks_exact(HEADER_BYTES).zip(slots.chunks_exact(slot_bytes));
-            for (slot, (header, area)) in pairs.enumerate() {
-                found(slot as u32, crate::block::inspect_apart(header, area));
-            }
-            return Ok(());
-        }
-        // Through the device (a wrapped tier): every header at once, then the values in
-        // batches.
-        const BATCH: usize = 256;
-        let mut headers = vec![0u8; count * HEADER_BYTES];
-        read_exact_at(&*self.device, &mut headers, headers_at)?;
-        let mut buf = vec![0u8; BATCH * slot_bytes];
-        for first in (0..count).step_by(BATCH) {
-            let n = BATCH.min(count - first);
-            let bytes = &mut buf[..n * slot_bytes];
-            read_exact_at(&*self.device, bytes, self.offset + (first * slot_bytes) as u64)?;
-            let heads = headers[first * HEADER_BYTES..].chunks_exact(HEADER_BYTES);
-            for (i, (header, area)) in heads.zip(bytes.chunks_exact(slot_bytes)).enumerate() {
-                found((first + i) as u32, crate::block::inspect_apart(header, area));
-            }
-        }
-        Ok(())
-    }
-
-    /// Copies the value stored for `key` in `slot` into `out` after checking it; returns its
-    /// length.
-    pub fn read(&mut self, slot: u32, key: u64, out: &mut [u8]) -> Result<usize, ReadFault> {
-        if self.in_place() {
-            return self.locate(slot, key).map(|value| copy_value(value, out));
-        }
-        let at = self.at(slot);
-        let header_at = self.header_at(slot);
-        let device = &*self.device;
-        let bytes = self.span(slot).1;
-        match &mut self.format {
-            Format::Aligned(direct) => direct.read(device, (slot, at), key, out),
-            Format::Bare { lens } => {
-                let len = lens[slot as usize] as usize;
-                self.scratch.resize(len, 0);
-                read_exact_at(device, &mut self.scratch, at).map_err(ReadFault::Io)?;
-                Ok(copy_value(&self.scratch, out))
-            }
-            Format::Headed => {
-                self.scratch.resize(bytes, 0);
-                read_exact_at(device, &mut self.scratch, at).map_err(ReadFault::Io)?;
-                decode(&self.scratch, key).map(|v| copy_value(v, out)).map_err(ReadFault::Corrupt)
-            }
-            Format::Apart { .. } => {
-                // Header and value side by side in the scratch, as a headed slot holds them.
-                self.scratch.resize(HEADER_BYTES + bytes, 0);
-                let (header, area) = self.scratch.split_at_mut(HEADER_BYTES);
-                let header_at = header_at.expect("a mapped tier's header");
-                read_exact_at(device, header, header_at).map_err(ReadFault::Io)?;
-                read_exact_at(device, area, at).map_err(ReadFault::Io)?;
-                decode(&self.scratch, key).map(|v| copy_value(v, out)).map_err(ReadFault::Corrupt)
-            }
-        }
     }
 }
