@@ -8,16 +8,20 @@ the median of each and the ratio of the medians (and the lowest and highest rati
 pairs, to show the spread).
 
     scripts/bench_hits.py [--repeat 5] [--duration 3] [--policy lru] [--slow-path FILE]
-                          [--baseline OTHER_TIERCACHE_BINARY]
+                          [--baseline OTHER_TIERCACHE_BINARY] [--json OUT.json]
 
 With --baseline, the cache runs of another build (an earlier commit's, say) alternate with this
 build's and the raw runs, and the table adds its column: a change's cost, measured side by side.
+The table opens with the machine's CPU model and core count (results differ by machine); with
+--json, every run's figure is written to OUT.json as well.
 
 Needs a release build: `cargo build --release -p tiercache-cli`.
 """
 
 import argparse
 import json
+import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -43,6 +47,23 @@ def run(tier_args, threads, raw, args, binary=BINARY):
     return json.loads(out)["ops_per_second"]
 
 
+def cpu_model():
+    """The CPU's model name, family and model as the kernel reports them (a VM may show only a
+    generic name), or what Python knows."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    name = fields.get("model name") or platform.processor() or "unknown CPU"
+    if "cpu family" in fields and "model" in fields:
+        name += f" (family {fields['cpu family']} model {fields['model']})"
+    return name
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -50,6 +71,7 @@ def main():
     parser.add_argument("--policy", default="lru")
     parser.add_argument("--slow-path", default="/dev/shm/tiercache-bench-hits")
     parser.add_argument("--baseline", help="another tiercache binary to alternate with")
+    parser.add_argument("--json", help="also write every run's figure to this file")
     args = parser.parse_args()
     if not BINARY.exists():
         sys.exit(f"{BINARY} is missing: run `cargo build --release -p tiercache-cli` first")
@@ -57,7 +79,10 @@ def main():
         ("DRAM", ["--dram", "64MiB"]),
         ("mapped", ["--slow-path", args.slow_path, "--slow-size", "64MiB"]),
     ]
-    print(f"policy {args.policy}, {args.repeat} alternating rounds of {args.duration} s runs")
+    machine = f"{cpu_model()}, {os.cpu_count()} cores"
+    print(f"{machine}; policy {args.policy}, {args.repeat} alternating rounds of "
+          f"{args.duration} s runs")
+    rows = []
     baseline_head = f" {'baseline ops/s':>14} {'baseline/raw':>12}" if args.baseline else ""
     print(f"{'tier':<8} {'threads':>7} {'cache ops/s':>13} {'raw ops/s':>13} "
           f"{'cache/raw':>9} {'pairs min-max':>15}{baseline_head}")
@@ -81,6 +106,12 @@ def main():
                     b = statistics.median(base)
                     line += f" {b:>14,.0f} {b / r:>12.0%}"
                 print(line, flush=True)
+                rows.append({"tier": name, "threads": threads, "cache": cache, "raw": raw,
+                             "baseline": base, "cache_over_raw": c / r})
+        if args.json:
+            report = {"machine": machine, "policy": args.policy, "repeat": args.repeat,
+                      "duration": args.duration, "rows": rows}
+            Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
     finally:
         Path(args.slow_path).unlink(missing_ok=True)
         Path(baseline_path).unlink(missing_ok=True)
