@@ -654,20 +654,20 @@ impl CacheBuilder {
             // A mapped or flash tier stopped cleanly whose headers (flash: records) are as the
             // stop left them: taken without reading every value (each is checked when first
             // read). Strict reads everything, to refuse any damage before starting.
-            let headers_only = self.recover == Recover::Quiet
-                && state != crate::tierfile::State::Open
-                && !short
-                && headers_crc.is_some()
-                && medium.headers_crc()? == headers_crc;
-            if headers_only {
-                recovery.headers_only += 1;
-            } else if headers_crc.is_some() {
-                recovery.notes.push(format!(
-                    "{}: the block headers changed since the clean stop; every block is read and \
-                     checked",
-                    path.display()
-                ));
+            let stopped_cleanly =
+                state != crate::tierfile::State::Open && !short && headers_crc.is_some();
+            let mut headers_only = false;
+            if self.recover == Recover::Quiet && stopped_cleanly {
+                headers_only = medium.headers_crc()? == headers_crc;
+                if !headers_only {
+                    recovery.notes.push(format!(
+                        "{}: the block headers changed since the clean stop; every block is read \
+                         and checked",
+                        path.display()
+                    ));
+                }
             }
+            recovery.headers_only += headers_only as usize;
             tiers.push((t, path, headers_only));
         }
         if tiers.is_empty() {
