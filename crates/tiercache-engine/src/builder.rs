@@ -675,16 +675,14 @@ impl CacheBuilder {
         }
         let bits = self.shards.trailing_zeros();
         let indices: Vec<(usize, bool)> = tiers.iter().map(|(t, _, h)| (*t, *h)).collect();
-        let scans = shards
-            .iter_mut()
-            .enumerate()
-            .map(|(i, shard)| {
-                let mut scanned =
-                    shard.scan(&indices, |key| crate::cache::shard_index(key, bits) == i)?;
-                scanned.written_back(&written_back);
-                Ok(scanned)
-            })
-            .collect::<Result<Vec<_>, EngineError>>()?;
+        let scans = in_parallel(shards.iter_mut().enumerate().collect(), |(i, shard)| {
+            let mut scanned =
+                shard.scan(&indices, |key| crate::cache::shard_index(key, bits) == i)?;
+            scanned.written_back(&written_back);
+            Ok(scanned)
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>, EngineError>>()?;
         if self.recover == Recover::Strict {
             // Refused before anything is changed.
             let damaged = shards.iter().zip(&scans).filter_map(|(s, scan)| s.first_damage(scan));
@@ -697,9 +695,9 @@ impl CacheBuilder {
                 return Err(EngineError::Damaged { path: path.to_path_buf(), what });
             }
         }
-        for (shard, scan) in shards.iter_mut().zip(scans) {
-            shard.restore(scan)?;
-        }
+        in_parallel(shards.iter_mut().zip(scans).collect(), |(shard, scan)| shard.restore(scan))
+            .into_iter()
+            .collect::<Result<(), EngineError>>()?;
         recovery.seconds = started.elapsed().as_secs_f64();
         Ok(Some(recovery))
     }
@@ -822,4 +820,26 @@ impl CacheBuilder {
         core.recovery = recovery;
         Ok(Cache::start(core, tick_every, writers, self.scrub_rate))
     }
+}
+
+/// Runs `work` on every item, the items split into runs over the machine's cores, one thread a
+/// run; results come back in the items' order. Recovery reads and checksums whole tiers shard
+/// by shard, and each shard's scan and restore touch only that shard.
+fn in_parallel<I: Send, T: Send>(items: Vec<I>, work: impl Fn(I) -> T + Sync) -> Vec<T> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_thread = items.len().div_ceil(cores).max(1);
+    let mut items = items.into_iter();
+    let runs: Vec<Vec<I>> = std::iter::from_fn(|| {
+        let run: Vec<I> = items.by_ref().take(per_thread).collect();
+        (!run.is_empty()).then_some(run)
+    })
+    .collect();
+    std::thread::scope(|s| {
+        let work = &work;
+        let threads: Vec<_> = runs
+            .into_iter()
+            .map(|run| s.spawn(move || run.into_iter().map(work).collect::<Vec<T>>()))
+            .collect();
+        threads.into_iter().flat_map(|t| t.join().expect("a recovery thread panicked")).collect()
+    })
 }
