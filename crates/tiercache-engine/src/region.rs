@@ -548,15 +548,7 @@ impl Region {
         mut found: impl FnMut(u32, Found),
     ) -> std::io::Result<()> {
         let (count, slot_bytes) = (self.count as usize, self.slot_bytes);
-        if headers_only {
-            let mut headers = vec![0u8; count * HEADER_BYTES];
-            read_exact_at(&*self.device, &mut headers, headers_at)?;
-            for (slot, header) in headers.chunks_exact(HEADER_BYTES).enumerate() {
-                found(slot as u32, crate::block::inspect_header(header, slot_bytes));
-            }
-            return Ok(());
-        }
-        if let Some(mapping) = &self.memory {
+        if let Some(mapping) = self.memory.as_ref().filter(|_| !headers_only) {
             // SAFETY: the headers and slots lie in the mapping (asserted when the region was
             // made, and by `header_in_memory`); nothing else runs on the cache while it
             // recovers.
@@ -575,11 +567,17 @@ impl Region {
             }
             return Ok(());
         }
-        // Through the device (a wrapped tier): every header at once, then the values in
-        // batches.
-        const BATCH: usize = 256;
+        // Every header at once; then, unless the headers are taken alone, the values through
+        // the device (a wrapped tier) in batches.
         let mut headers = vec![0u8; count * HEADER_BYTES];
         read_exact_at(&*self.device, &mut headers, headers_at)?;
+        if headers_only {
+            for (slot, header) in headers.chunks_exact(HEADER_BYTES).enumerate() {
+                found(slot as u32, crate::block::inspect_header(header, slot_bytes));
+            }
+            return Ok(());
+        }
+        const BATCH: usize = 256;
         let mut buf = vec![0u8; BATCH * slot_bytes];
         for first in (0..count).step_by(BATCH) {
             let n = BATCH.min(count - first);
