@@ -112,6 +112,7 @@ pub mod nhc;
 pub mod nvcache;
 pub mod s3fifo;
 pub mod seqlist;
+pub mod setassoc;
 pub mod sharded;
 
 pub use admission::{Admission, AdmissionConfig};

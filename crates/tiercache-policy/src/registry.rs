@@ -21,6 +21,7 @@ use crate::lfru::{Lfru, LfruConfig};
 use crate::lfu::{Lfu, LfuConfig};
 use crate::lru::Lru;
 use crate::s3fifo::{S3Fifo, S3FifoConfig};
+use crate::setassoc::{SetAssoc, SetAssocConfig};
 use crate::{Params, Policy};
 
 /// A policy and its parameters, as written in a configuration file or on the command line.
@@ -35,6 +36,8 @@ pub enum PolicyConfig {
     S3fifo(S3FifoConfig),
     Lfru(LfruConfig),
     Belady,
+    /// Set-associative (capacity in objects).
+    Setassoc(SetAssocConfig),
     /// Two tiers (DRAM and NVRAM) only.
     Hibachi(HibachiConfig),
     /// Two tiers (DRAM and NVRAM) only: Hibachi's Hybrid-ARC baseline.
@@ -42,7 +45,8 @@ pub enum PolicyConfig {
 }
 
 const KNOWN: &str =
-    "fifo, lru, clock, lfu, arc, s3fifo, lfru, belady, hibachi, hybrid-lru and hybrid-arc (two tiers)";
+    "fifo, lru, clock, lfu, arc, s3fifo, lfru, belady, setassoc (objects), hibachi, \
+                     hybrid-lru and hybrid-arc (two tiers)";
 
 impl PolicyConfig {
     /// All policy names, for help texts and sweeps.
@@ -64,6 +68,7 @@ impl PolicyConfig {
             "s3fifo" | "s3-fifo" => PolicyConfig::S3fifo(S3FifoConfig::default()),
             "lfru" => PolicyConfig::Lfru(LfruConfig::default()),
             "belady" | "opt" | "min" => PolicyConfig::Belady,
+            "setassoc" | "set-associative" => PolicyConfig::Setassoc(SetAssocConfig::default()),
             "hibachi" => PolicyConfig::Hibachi(HibachiConfig::default()),
             "hybrid-lru" => PolicyConfig::Hibachi(HibachiConfig {
                 hybrid_lru: true,
@@ -91,6 +96,7 @@ impl PolicyConfig {
             PolicyConfig::S3fifo(c) => c.set(name, key, value),
             PolicyConfig::Lfru(c) => c.set(name, key, value),
             PolicyConfig::Hibachi(c) => c.set(name, key, value),
+            PolicyConfig::Setassoc(c) => c.set(name, key, value),
             PolicyConfig::Fifo
             | PolicyConfig::Lru
             | PolicyConfig::Arc
@@ -109,6 +115,7 @@ impl PolicyConfig {
             PolicyConfig::S3fifo(_) => "s3fifo",
             PolicyConfig::Lfru(_) => "lfru",
             PolicyConfig::Belady => "belady",
+            PolicyConfig::Setassoc(_) => "setassoc",
             PolicyConfig::Hibachi(_) => "hibachi",
             PolicyConfig::HybridArc => "hybrid-arc",
         }
@@ -120,6 +127,7 @@ impl PolicyConfig {
             PolicyConfig::Lfu(c) => c.validate(),
             PolicyConfig::S3fifo(c) => c.validate(),
             PolicyConfig::Lfru(c) => c.validate(),
+            PolicyConfig::Setassoc(c) => c.validate(),
             _ => Ok(()),
         }
     }
@@ -154,6 +162,10 @@ impl PolicyConfig {
             PolicyConfig::Arc => Box::new(Arc::new(capacity)),
             PolicyConfig::S3fifo(c) => Box::new(S3Fifo::new(c, capacity)),
             PolicyConfig::Lfru(c) => Box::new(Lfru::new(c, capacity)),
+            PolicyConfig::Setassoc(c) => {
+                c.check_capacity(capacity)?;
+                Box::new(SetAssoc::new(c, capacity))
+            }
             PolicyConfig::Belady => unreachable!("refused above"),
             PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => {
                 return Err(PolicyError::bad(
@@ -177,6 +189,7 @@ pub enum AnyPolicy {
     S3fifo(SingleTier<S3Fifo>),
     Lfru(SingleTier<Lfru>),
     Belady(SingleTier<Belady>),
+    Setassoc(SingleTier<SetAssoc>),
     /// Two tiers (Kassa et al.'s hybrid cache); tiers behind trait objects.
     Hybrid(Box<Hybrid>),
     /// Any of the above run in an Open CAS cache mode.
@@ -203,6 +216,7 @@ macro_rules! dispatch {
             AnyPolicy::S3fifo($p) => $body,
             AnyPolicy::Lfru($p) => $body,
             AnyPolicy::Belady($p) => $body,
+            AnyPolicy::Setassoc($p) => $body,
             AnyPolicy::Hybrid($p) => $body,
             AnyPolicy::Cas($p) => $body,
             AnyPolicy::Hibachi($p) => $body,
@@ -257,6 +271,10 @@ impl AnyPolicy {
             PolicyConfig::Belady => {
                 AnyPolicy::Belady(SingleTier::new(Belady::new(capacity), capacity, filters))
             }
+            PolicyConfig::Setassoc(c) => {
+                c.check_capacity(capacity)?;
+                AnyPolicy::Setassoc(SingleTier::new(SetAssoc::new(c, capacity), capacity, filters))
+            }
         })
     }
 }
@@ -279,7 +297,8 @@ impl AnyPolicy {
             | AnyPolicy::Clock(_)
             | AnyPolicy::Lfu(_)
             | AnyPolicy::Arc(_)
-            | AnyPolicy::S3fifo(_) => true,
+            | AnyPolicy::S3fifo(_)
+            | AnyPolicy::Setassoc(_) => true,
             AnyPolicy::Cas(cas) => cas.quiet_hits(),
             _ => false,
         }

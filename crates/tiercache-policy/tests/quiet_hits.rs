@@ -50,7 +50,9 @@ fn stream(seed: u64) -> Vec<Request> {
 #[test]
 fn quiet_policies_decide_the_same_when_hits_come_as_lookups_with_lookups_of_absent_keys_between() {
     let modes = ["lru[wt]", "lru[wa]", "lru[wi]", "arc[wt]", "s3fifo[wa]"];
-    for name in ["fifo", "lru", "clock", "lfu", "arc", "s3fifo"].into_iter().chain(modes) {
+    let names =
+        ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "setassoc:ways=4", "setassoc:order=fifo"];
+    for name in names.into_iter().chain(modes) {
         let (mut plain, mut quiet) = (policy(name), policy(name));
         assert!(quiet.quiet_hits(), "{name}");
         let (mut a, mut b) = (Decision::new(), Decision::new());
