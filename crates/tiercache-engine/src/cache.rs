@@ -788,7 +788,7 @@ impl CacheCore {
         shard.stats.puts += 1;
         let hit = shard.decision.hit.is_some();
         shard.apply(key, Some(value))?;
-        let place = shard.places.get(&key).filter(|p| p.filling.is_none());
+        let place = shard.places.get(&key).filter(|p| !p.filling);
         let (cached, absorbed) = (place.is_some(), place.is_some_and(|p| p.dirty));
         // A write replaces data that was lost: the key reads again.
         if shard.is_lost(key) {

@@ -52,4 +52,10 @@ mod tests {
         assert!(slot_bytes(&TierKind::Dram, 8) > 8 * POLICY_ENTRY_BYTES);
         assert!(physical_memory_bytes().unwrap() > 1 << 20);
     }
+
+    #[test]
+    fn a_place_is_eight_bytes_so_a_map_entry_is_sixteen() {
+        assert_eq!(size_of::<Place>(), 8);
+        assert_eq!(size_of::<(u64, Place)>(), 16);
+    }
 }

@@ -227,8 +227,9 @@ pub enum Served {
 pub struct Place {
     pub tier: u8,
     pub slot: u32,
-    /// The read-through load this slot waits for; `None` once it holds data.
-    pub filling: Option<u64>,
+    /// The slot waits for a read-through load (`Shard::fills` says which); false once it
+    /// holds data.
+    pub filling: bool,
     /// The block's write is behind: its bytes are in the shard's staging until it lands.
     pub staged: bool,
     /// The block holds data the backing device does not have yet (write-back modes): it is
@@ -238,7 +239,7 @@ pub struct Place {
 
 impl Place {
     fn new(tier: u8, slot: u32) -> Place {
-        Place { tier, slot, filling: None, staged: false, dirty: false }
+        Place { tier, slot, filling: false, staged: false, dirty: false }
     }
 
     /// Whether `other` is the same slot (a block's place stays the same slot while it turns
@@ -259,6 +260,9 @@ pub struct Shard {
     pub stats: Stats,
     pub policy: AnyPolicy,
     pub places: KeyMap<Place>,
+    /// The read-through load each filling slot waits for (`Place::filling`): apart from the
+    /// places, which it would make three times larger, and nearly always empty.
+    fills: KeyMap<u64>,
     tiers: Vec<Tier>,
     classes: bool,
     block_size: u32,
@@ -303,6 +307,7 @@ impl Shard {
             policy,
             decision: Decision::new(),
             places: KeyMap::default(),
+            fills: KeyMap::default(),
             tiers,
             classes,
             block_size: block_size as u32,
@@ -402,6 +407,9 @@ impl Shard {
         if place.staged {
             self.staging.remove(&key);
         }
+        if place.filling {
+            self.fills.remove(&key);
+        }
         self.free_slot(place.tier as usize, place.slot, key);
     }
 
@@ -482,7 +490,7 @@ impl Shard {
     /// the block stays dirty.
     fn write_back(&mut self, key: Key) -> bool {
         let Some(place) = self.places.get(&key).copied() else { return true };
-        if !place.dirty || place.filling.is_some() {
+        if !place.dirty || place.filling {
             return true;
         }
         let Some(backing) = self.backing.clone() else { return true };
@@ -531,7 +539,7 @@ impl Shard {
         let mut places = Vec::with_capacity(count as usize);
         for (key, chunk) in (first..first + count).zip(run.chunks_mut(bs)) {
             let Some(place) = self.places.get(&key).copied() else { return false };
-            if !place.dirty || place.filling.is_some() {
+            if !place.dirty || place.filling {
                 return false;
             }
             if !matches!(self.read_block(key, place, chunk), Ok(n) if n == bs) {
@@ -673,13 +681,22 @@ impl Shard {
         match self.store(place, key, data) {
             Ok(stored) => {
                 self.places.insert(key, stored);
+                self.fills_done(key);
                 true
             }
             Err(_) => {
                 self.stats.io_errors += 1;
                 self.places.insert(key, place);
+                self.fills_done(key);
                 false
             }
+        }
+    }
+
+    /// `key`'s slot holds data now (or never will): no load fills it any more.
+    fn fills_done(&mut self, key: Key) {
+        if !self.fills.is_empty() {
+            self.fills.remove(&key);
         }
     }
 
@@ -817,7 +834,8 @@ impl Shard {
                         None => {
                             self.loads += 1;
                             load = Some(self.loads);
-                            place.filling = load;
+                            place.filling = true;
+                            self.fills.insert(key, self.loads);
                             self.places.insert(key, place);
                         }
                     }
@@ -878,7 +896,7 @@ impl Shard {
         let slot = self.allocate(to, class, key);
         let mut new = Place { filling: old.filling, dirty: old.dirty, ..Place::new(to.0, slot) };
         let mut good = true;
-        if old.filling.is_none() {
+        if !old.filling {
             let mut scratch = std::mem::take(&mut self.scratch);
             scratch.resize(self.tiers[from.index()].region.value_bytes(), 0);
             let read = self.read_block(key, old, &mut scratch);
@@ -1000,8 +1018,8 @@ impl Shard {
     /// Fills a slot reserved by read-through `load`, if it is still waiting for it.
     pub fn fill(&mut self, key: Key, load: u64, data: &[u8]) -> Result<(), EngineError> {
         match self.places.get(&key) {
-            Some(place) if place.filling == Some(load) => {
-                if !self.store_or_fail(Place { filling: None, ..*place }, key, data) {
+            Some(place) if self.is_filling(key, load) => {
+                if !self.store_or_fail(Place { filling: false, ..*place }, key, data) {
                     self.drop_key(key);
                 }
                 Ok(())
@@ -1011,7 +1029,7 @@ impl Shard {
     }
 
     pub fn is_filling(&self, key: Key, load: u64) -> bool {
-        self.places.get(&key).is_some_and(|p| p.filling == Some(load))
+        self.places.get(&key).is_some_and(|p| p.filling) && self.fills.get(&key) == Some(&load)
     }
 
     fn count_fault(&mut self, fault: &ReadFault) {
@@ -1048,7 +1066,7 @@ impl Shard {
         let tier = place.tier as usize;
         // Keep one slack slot for an overwrite's copy; past that, read under the lock.
         let room = self.tiers[tier].has_room_to_pin();
-        if place.filling.is_some() || place.staged || !self.tiers[tier].region.is_io() || !room {
+        if place.filling || place.staged || !self.tiers[tier].region.is_io() || !room {
             return Served::Now(self.copy_out(key, buf));
         }
         match self.tiers[tier].region.begin_read(place.slot, key) {
@@ -1097,7 +1115,7 @@ impl Shard {
     pub fn holds_in_place(&self, key: Key) -> bool {
         self.places.get(&key).is_some_and(|place| {
             let tier = place.tier as usize;
-            place.filling.is_none()
+            !place.filling
                 && !place.staged
                 && self.tiers[tier].region.in_place()
                 && self.tiers[tier].has_room_to_pin()
@@ -1277,7 +1295,7 @@ impl Shard {
     /// as a miss.
     pub fn copy_out(&mut self, key: Key, buf: &mut [u8]) -> Option<usize> {
         let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
-        if place.filling.is_some() {
+        if place.filling {
             self.stats.fill_misses += 1;
             return None;
         }
