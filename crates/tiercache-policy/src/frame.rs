@@ -77,6 +77,15 @@ pub trait Eviction {
 
     fn label(&self) -> String;
 
+    /// The set-associative policy, which chooses each key's slot (`setassoc`); no other.
+    fn placement(&mut self) -> Option<&mut crate::setassoc::SetAssoc> {
+        None
+    }
+
+    fn placement_ref(&self) -> Option<&crate::setassoc::SetAssoc> {
+        None
+    }
+
     /// Adaptive knobs, for time series.
     fn knobs(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
@@ -226,6 +235,14 @@ impl<E: Eviction> Policy for SingleTier<E> {
 
     fn resident(&self, _tier: TierId) -> u64 {
         self.eviction.resident()
+    }
+
+    fn placement(&mut self, tier: TierId) -> Option<&mut crate::setassoc::SetAssoc> {
+        (tier == self.tier).then(|| self.eviction.placement()).flatten()
+    }
+
+    fn placement_ref(&self, tier: TierId) -> Option<&crate::setassoc::SetAssoc> {
+        (tier == self.tier).then(|| self.eviction.placement_ref()).flatten()
     }
 
     fn knobs(&self) -> Vec<(&'static str, f64)> {

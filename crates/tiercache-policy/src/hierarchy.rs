@@ -324,6 +324,14 @@ impl Policy for Hybrid {
         self.tiers[tier.index()].resident()
     }
 
+    fn placement(&mut self, tier: TierId) -> Option<&mut crate::setassoc::SetAssoc> {
+        self.tiers.get_mut(tier.index())?.placement()
+    }
+
+    fn placement_ref(&self, tier: TierId) -> Option<&crate::setassoc::SetAssoc> {
+        self.tiers.get(tier.index())?.placement_ref()
+    }
+
     fn label(&self) -> String {
         let tiers: Vec<String> = self.tiers.iter().map(|t| t.label()).collect();
         format!("{}({})", self.placement.label(), tiers.join(" > "))

@@ -82,6 +82,20 @@ macro_rules! delegate_to_inner {
         fn resident(&self, tier: tiercache_core::TierId) -> u64 {
             self.inner.resident(tier)
         }
+
+        fn placement(
+            &mut self,
+            tier: tiercache_core::TierId,
+        ) -> Option<&mut $crate::setassoc::SetAssoc> {
+            self.inner.placement(tier)
+        }
+
+        fn placement_ref(
+            &self,
+            tier: tiercache_core::TierId,
+        ) -> Option<&$crate::setassoc::SetAssoc> {
+            self.inner.placement_ref(tier)
+        }
     };
 }
 
@@ -225,6 +239,17 @@ pub trait Policy {
 
     /// A short name with the parameters that matter, e.g. `s3fifo(small=0.1)`.
     fn label(&self) -> String;
+
+    /// The set-associative policy running `tier`, when one does: it places each key in a
+    /// slot of its own choosing, which the engine stores the block at (`setassoc`).
+    fn placement(&mut self, _tier: TierId) -> Option<&mut setassoc::SetAssoc> {
+        None
+    }
+
+    /// As [`placement`](Self::placement), to read.
+    fn placement_ref(&self, _tier: TierId) -> Option<&setassoc::SetAssoc> {
+        None
+    }
 
     /// The policy's adaptive knobs now (ARC's target size, Hibachi's desired sizes...), for
     /// time series. Most policies have none.

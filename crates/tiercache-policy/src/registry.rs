@@ -486,6 +486,14 @@ impl Policy for AnyPolicy {
         dispatch!(self, p => p.resident(tier))
     }
 
+    fn placement(&mut self, tier: TierId) -> Option<&mut crate::setassoc::SetAssoc> {
+        dispatch!(self, p => p.placement(tier))
+    }
+
+    fn placement_ref(&self, tier: TierId) -> Option<&crate::setassoc::SetAssoc> {
+        dispatch!(self, p => p.placement_ref(tier))
+    }
+
     fn label(&self) -> String {
         dispatch!(self, p => p.label())
     }

@@ -43,11 +43,15 @@ pub struct SetAssocConfig {
     pub ways: u32,
     /// What a full set evicts.
     pub order: Order,
+    /// Ways each set has beyond its budget, never filled by the policy: room a caller that
+    /// stores the blocks (the engine) needs for a block's new copy before its old one is
+    /// freed. They change no decision: which free way a key takes is not one.
+    pub spare: u32,
 }
 
 impl Default for SetAssocConfig {
     fn default() -> SetAssocConfig {
-        SetAssocConfig { ways: 16, order: Order::Lru }
+        SetAssocConfig { ways: 16, order: Order::Lru, spare: 0 }
     }
 }
 
@@ -55,6 +59,7 @@ impl crate::Params for SetAssocConfig {
     fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), PolicyError> {
         match key {
             "ways" => self.ways = crate::parse_value(policy, key, value)?,
+            "spare" => self.spare = crate::parse_value(policy, key, value)?,
             "order" => {
                 self.order = match value.to_ascii_lowercase().as_str() {
                     "lru" => Order::Lru,
@@ -76,6 +81,15 @@ impl SetAssocConfig {
         if !(1..=MAX_WAYS).contains(&self.ways) {
             let reason = format!("must be 1 to {MAX_WAYS}, got {}", self.ways);
             return Err(PolicyError::bad("setassoc", "ways", reason));
+        }
+        if self.spare > MAX_WAYS - self.ways {
+            let reason = format!(
+                "is at most {} with {} ways (ways and spare at most {MAX_WAYS}), got {}",
+                MAX_WAYS - self.ways,
+                self.ways,
+                self.spare
+            );
+            return Err(PolicyError::bad("setassoc", "spare", reason));
         }
         Ok(())
     }
@@ -103,21 +117,26 @@ const SIZE_ESCAPE: u16 = u16::MAX;
 
 pub struct SetAssoc {
     order_rule: Order,
+    /// The budget of every set but the last.
     ways: u32,
+    /// Slots of every set: its budget and the spare ways.
+    stride: u32,
     capacity: u32,
     sets: u32,
-    /// Each way's key (meaningful while the way is occupied).
+    /// Each slot's key (meaningful while the slot is occupied).
     keys: Vec<Key>,
-    /// Each way's stored size, or [`SIZE_ESCAPE`].
+    /// Each slot's stored size, or [`SIZE_ESCAPE`].
     sizes: Vec<u16>,
     /// Sizes of `SIZE_ESCAPE` bytes or more.
     large: KeyMap<u32>,
     /// Per set, a permutation of its ways: the first `filled` are occupied, most recent (LRU)
-    /// or newest (FIFO) first; the rest are free.
+    /// or newest (FIFO) first; the rest are free, the longest free first.
     order: Vec<u8>,
     /// Occupied ways per set.
     filled: Vec<u8>,
     resident: u64,
+    /// The slots keys left, in order, while a caller asks for them (`track_vacated`).
+    vacated: Option<Vec<(Key, u32)>>,
 }
 
 /// Where a key's set starts, how many ways it has, and which of them holds the key.
@@ -131,22 +150,23 @@ impl SetAssoc {
     pub fn new(config: &SetAssocConfig, capacity: Capacity) -> SetAssoc {
         let capacity = capacity.amount.min(u32::MAX as u64) as u32;
         let ways = config.ways;
+        let stride = ways + config.spare;
         let sets = capacity.div_ceil(ways).max(1);
-        let mut order = vec![0u8; capacity as usize];
-        for (i, way) in order.iter_mut().enumerate() {
-            *way = (i % ways as usize) as u8;
-        }
+        let slots = sets as usize * stride as usize;
+        let order = (0..slots).map(|i| (i % stride as usize) as u8).collect();
         SetAssoc {
             order_rule: config.order,
             ways,
+            stride,
             capacity,
             sets,
-            keys: vec![0; capacity as usize],
-            sizes: vec![0; capacity as usize],
+            keys: vec![0; slots],
+            sizes: vec![0; slots],
             large: KeyMap::default(),
             order,
             filled: vec![0; sets as usize],
             resident: 0,
+            vacated: None,
         }
     }
 
@@ -161,26 +181,85 @@ impl SetAssoc {
         ((z as u128 * self.sets as u128) >> 64) as u32
     }
 
-    /// The first way of set `set` and its number of ways.
+    /// Slots in all: sets times their budget and spare ways. Slot `s` is way `s % stride` of
+    /// set `s / stride`.
+    pub fn slots(&self) -> u32 {
+        self.sets * self.stride
+    }
+
+    /// Slots per set (budget and spare).
+    pub fn stride(&self) -> u32 {
+        self.stride
+    }
+
+    /// Set `set`'s first slot, its budget, and its ways in all (budget and spare).
     #[inline]
-    fn span(&self, set: u32) -> (usize, usize) {
-        let start = set as usize * self.ways as usize;
-        (start, (self.capacity as usize - start).min(self.ways as usize))
+    fn span(&self, set: u32) -> (usize, usize, usize) {
+        let start = set as usize * self.stride as usize;
+        let first_way = set as usize * self.ways as usize;
+        let budget = (self.capacity as usize - first_way).min(self.ways as usize);
+        (start, budget, budget + (self.stride - self.ways) as usize)
     }
 
     fn find(&self, key: Key) -> Option<Found> {
         let set = self.set_of(key);
-        let (start, _) = self.span(set);
+        let (start, _, _) = self.span(set);
         let filled = self.filled[set as usize] as usize;
         (0..filled)
             .find(|&rank| self.keys[start + self.order[start + rank] as usize] == key)
             .map(|rank| Found { start, rank })
     }
 
-    /// The slot (`set * ways + way`) where `key` lies, if resident: the place the engine
-    /// stores it at.
+    fn slot_at(&self, found: &Found) -> usize {
+        found.start + self.order[found.start + found.rank] as usize
+    }
+
+    /// The slot where `key` lies, if resident: where the engine stores its block.
     pub fn slot_of(&self, key: Key) -> Option<u32> {
-        self.find(key).map(|f| (f.start + self.order[f.start + f.rank] as usize) as u32)
+        self.find(key).map(|f| self.slot_at(&f) as u32)
+    }
+
+    /// Starts (or stops) logging the slots keys leave, for a caller that must find a block
+    /// the decision just dropped: by then the key is no longer resident, and its way may
+    /// hold another key.
+    pub fn track_vacated(&mut self, on: bool) {
+        self.vacated = on.then(Vec::new);
+    }
+
+    /// The slots keys left since the last call, in order (empty unless tracking).
+    pub fn take_vacated(&mut self) -> Vec<(Key, u32)> {
+        self.vacated.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The free slots of `key`'s set, the longest free first: the order in which inserts
+    /// take them.
+    pub fn free_slots(&self, key: Key) -> impl Iterator<Item = u32> + '_ {
+        let set = self.set_of(key);
+        let (start, _, physical) = self.span(set);
+        let filled = self.filled[set as usize] as usize;
+        (filled..physical).map(move |rank| (start + self.order[start + rank] as usize) as u32)
+    }
+
+    /// Moves resident `key` to `to`, a free slot of its set, and returns the slot it left
+    /// (now free, the last to be taken again). Changes no decision: only which way holds the
+    /// key. `None`, changing nothing, if `key` is not resident or `to` is not a free slot of
+    /// its set.
+    pub fn relocate(&mut self, key: Key, to: u32) -> Option<u32> {
+        let found = self.find(key)?;
+        let set = self.set_of(key) as usize;
+        let (start, _, physical) = self.span(set as u32);
+        let filled = self.filled[set] as usize;
+        let to_rank =
+            (filled..physical).find(|&r| start + self.order[start + r] as usize == to as usize)?;
+        let from = self.slot_at(&found);
+        let (to_way, from_way) = (self.order[start + to_rank], self.order[start + found.rank]);
+        self.keys[to as usize] = key;
+        self.sizes[to as usize] = self.sizes[from];
+        self.order[start + found.rank] = to_way;
+        // The way left joins the free ways last.
+        self.order.copy_within(start + to_rank + 1..start + physical, start + to_rank);
+        self.order[start + physical - 1] = from_way;
+        Some(from as u32)
     }
 
     fn size_at(&self, slot: usize) -> u32 {
@@ -197,12 +276,12 @@ impl SetAssoc {
         self.order[start] = way;
     }
 
-    /// Frees the way at `rank`: it leaves the occupied part of the order.
+    /// Frees the way at `rank`: it leaves the occupied ways and joins the free ones last.
     fn vacate(&mut self, set: usize, start: usize, rank: usize) -> (Key, u32) {
-        let filled = self.filled[set] as usize;
+        let (_, _, physical) = self.span(set as u32);
         let way = self.order[start + rank];
-        self.order.copy_within(start + rank + 1..start + filled, start + rank);
-        self.order[start + filled - 1] = way;
+        self.order.copy_within(start + rank + 1..start + physical, start + rank);
+        self.order[start + physical - 1] = way;
         self.filled[set] -= 1;
         self.resident -= 1;
         let slot = start + way as usize;
@@ -211,29 +290,32 @@ impl SetAssoc {
         if self.sizes[slot] == SIZE_ESCAPE {
             self.large.remove(&key);
         }
+        if let Some(log) = &mut self.vacated {
+            log.push((key, slot as u32));
+        }
         (key, size)
     }
 
     /// Evicts the last way in the order of `set`, if any.
     fn evict_from(&mut self, set: u32) -> Option<(Key, u32)> {
         let filled = self.filled[set as usize] as usize;
-        let (start, _) = self.span(set);
+        let (start, _, _) = self.span(set);
         (filled > 0).then(|| self.vacate(set as usize, start, filled - 1))
     }
 
-    /// Bytes of DRAM the policy keeps per way (keys, sizes, order) and per set.
-    pub const BYTES_PER_WAY: usize = 8 + 2 + 1;
+    /// Bytes of DRAM the policy keeps per slot (keys, sizes, order) and per set.
+    pub const BYTES_PER_SLOT: usize = 8 + 2 + 1;
     pub const BYTES_PER_SET: usize = 1;
 }
 
 impl Eviction for SetAssoc {
     fn peek(&self, key: Key) -> Option<u32> {
-        self.find(key).map(|f| self.size_at(f.start + self.order[f.start + f.rank] as usize))
+        self.find(key).map(|f| self.size_at(self.slot_at(&f)))
     }
 
     fn access(&mut self, req: &Request) -> Option<u32> {
         let found = self.find(req.key)?;
-        let size = self.size_at(found.start + self.order[found.start + found.rank] as usize);
+        let size = self.size_at(self.slot_at(&found));
         if self.order_rule == Order::Lru {
             self.move_first(found.start, found.rank);
         }
@@ -248,8 +330,8 @@ impl Eviction for SetAssoc {
     /// else.
     fn prepare_insert(&mut self, req: &Request, sink: &mut Sink) {
         let set = self.set_of(req.key);
-        let (_, ways) = self.span(set);
-        if self.filled[set as usize] as usize == ways {
+        let (_, budget, _) = self.span(set);
+        if self.filled[set as usize] as usize == budget {
             let (key, size) = self.evict_from(set).expect("a full set has a victim");
             sink.evicted(key, size);
         }
@@ -264,9 +346,9 @@ impl Eviction for SetAssoc {
 
     fn insert(&mut self, req: &Request) {
         let set = self.set_of(req.key);
-        let (start, ways) = self.span(set);
+        let (start, budget, _) = self.span(set);
         let filled = self.filled[set as usize] as usize;
-        assert!(filled < ways, "insert into a full set (prepare_insert makes room)");
+        assert!(filled < budget, "insert into a full set (prepare_insert makes room)");
         let slot = start + self.order[start + filled] as usize;
         self.keys[slot] = req.key;
         if req.size >= SIZE_ESCAPE as u32 {
@@ -301,6 +383,14 @@ impl Eviction for SetAssoc {
         };
         format!("setassoc({}-way {order})", self.ways)
     }
+
+    fn placement(&mut self) -> Option<&mut SetAssoc> {
+        Some(self)
+    }
+
+    fn placement_ref(&self) -> Option<&SetAssoc> {
+        Some(self)
+    }
 }
 
 #[cfg(test)]
@@ -314,7 +404,7 @@ mod tests {
     }
 
     fn build(ways: u32, capacity: u64, order: Order) -> SetAssoc {
-        SetAssoc::new(&SetAssocConfig { ways, order }, Capacity::objects(capacity))
+        SetAssoc::new(&SetAssocConfig { ways, order, spare: 0 }, Capacity::objects(capacity))
     }
 
     /// Inserts `key` as the frame does: room in its set first.
@@ -405,7 +495,9 @@ mod tests {
         let config = SetAssocConfig::default();
         let err = config.check_capacity(Capacity::bytes(1 << 20)).unwrap_err().to_string();
         assert!(err.contains("capacity") && err.contains("objects"), "{err}");
-        let err = SetAssocConfig { ways: 65, ..config }.validate().unwrap_err().to_string();
+        let err = SetAssocConfig { ways: 65, ..config.clone() }.validate().unwrap_err().to_string();
         assert!(err.contains("ways") && err.contains("65"), "{err}");
+        let err = SetAssocConfig { spare: 49, ..config }.validate().unwrap_err().to_string();
+        assert!(err.contains("spare") && err.contains("49"), "{err}");
     }
 }

@@ -86,7 +86,7 @@ proptest! {
     #[test]
     fn every_set_is_its_own_list(reqs in stream(200), capacity in 1u64..=64, ways in 1u32..=8, lru in any::<bool>()) {
         let order = if lru { Order::Lru } else { Order::Fifo };
-        let config = SetAssocConfig { ways, order };
+        let config = SetAssocConfig { ways, order, spare: 0 };
         let cap = Capacity::objects(capacity);
         let chooser = SetAssoc::new(&config, cap);
         let mut policy = AnyPolicy::from_config(&PolicyConfig::Setassoc(config), cap, &[], 1).unwrap();
@@ -104,6 +104,66 @@ proptest! {
         }
     }
 
+    /// What the engine does to the policy's slots (spare ways, moving keys to other free
+    /// slots of their set) changes no decision, and every slot stays inside its set, one key
+    /// to a slot; the log of vacated slots names each key's slot when it left.
+    #[test]
+    fn spare_ways_and_relocations_change_no_decision(
+        reqs in stream(200),
+        capacity in 1u64..=64,
+        ways in 1u32..=8,
+        spare in 1u32..=4,
+        moves in prop::collection::vec(any::<u32>(), 800),
+    ) {
+        let cap = Capacity::objects(capacity);
+        let plain = SetAssocConfig { ways, order: Order::Lru, spare: 0 };
+        let spared = SetAssocConfig { spare, ..plain.clone() };
+        let mut reference = AnyPolicy::from_config(&PolicyConfig::Setassoc(plain), cap, &[], 1).unwrap();
+        let mut policy = AnyPolicy::from_config(&PolicyConfig::Setassoc(spared), cap, &[], 1).unwrap();
+        let tier = tiercache_core::TierId(0);
+        policy.placement(tier).unwrap().track_vacated(true);
+        let mut slots: std::collections::HashMap<u64, u32> = Default::default();
+        for (req, pick) in reqs.iter().zip(moves) {
+            let (mut a, mut b) = (Decision::new(), Decision::new());
+            reference.decide(req, &mut a);
+            policy.decide(req, &mut b);
+            prop_assert_eq!(&a, &b);
+            let sets = policy.placement(tier).unwrap();
+            for (key, slot) in sets.take_vacated() {
+                prop_assert_eq!(slots.remove(&key), Some(slot), "key {} left a slot it was not in", key);
+            }
+            // Relocate the request's key, if resident, to one of its free slots.
+            if sets.slot_of(req.key).is_some() {
+                let free: Vec<u32> = sets.free_slots(req.key).collect();
+                prop_assert!(free.len() >= spare as usize);
+                let to = free[pick as usize % free.len()];
+                let from = sets.relocate(req.key, to).unwrap();
+                prop_assert_eq!(sets.free_slots(req.key).last(), Some(from));
+                prop_assert_eq!(sets.relocate(req.key, to), None, "not free any more");
+            }
+            for d in [&b] {
+                for action in &d.actions {
+                    let key = action.key();
+                    if let Some(slot) = sets.slot_of(key) {
+                        slots.insert(key, slot);
+                    }
+                }
+            }
+            if let Some(slot) = sets.slot_of(req.key) {
+                slots.insert(req.key, slot);
+                prop_assert_eq!(slot / sets.stride(), sets.set_of(req.key));
+            }
+        }
+        let sets = policy.placement_ref(tier).unwrap();
+        let mut taken: Vec<u32> = slots.values().copied().collect();
+        taken.sort_unstable();
+        taken.dedup();
+        prop_assert_eq!(taken.len(), slots.len(), "two keys in one slot");
+        for (key, slot) in &slots {
+            prop_assert_eq!(sets.slot_of(*key), Some(*slot));
+        }
+    }
+
     #[test]
     fn setassoc_conforms_alone_below_dram_and_in_write_back(
         reqs in stream(120),
@@ -112,7 +172,7 @@ proptest! {
         ways in 1u32..=16,
     ) {
         use tiercache_policy::cas::{CacheMode, CasConfig};
-        let config = PolicyConfig::Setassoc(SetAssocConfig { ways, order: Order::Lru });
+        let config = PolicyConfig::Setassoc(SetAssocConfig { ways, order: Order::Lru, spare: 0 });
         for admission in ["always", "second-hit:8"] {
             let admission = AdmissionConfig::parse_chain(admission).unwrap();
             let mut alone = AnyPolicy::from_config(&config, Capacity::objects(lower), &admission, 2).unwrap();
