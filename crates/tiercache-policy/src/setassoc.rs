@@ -8,9 +8,10 @@
 //! inside a bucket (Berg et al., "The CacheLib Caching Engine", OSDI'20, section 4.2), and
 //! Kangaroo's KSet is the same with a few bits of recency per object (McAllister et al.,
 //! SOSP'21). Here it is for the flash tier: the set and the way say where a block lies, so the
-//! membership of a set is the whole index. What it costs in DRAM per way is the key (8 bytes),
-//! its size (2 bytes, larger sizes in a side map) and its place in the set's order (1 byte),
-//! plus one byte per set: the engine can keep a flash tier's metadata within 16 bytes a block
+//! membership of a set is the whole index. What it costs in DRAM per way is the key (8 bytes)
+//! and its place in the set's order (1 byte), plus one byte per set; sizes cost nothing while
+//! every key has the same one (an engine's blocks), two bytes a way once they differ (larger
+//! sizes in a side map): the engine can keep a flash tier's metadata within 16 bytes a block
 //! where a per-key list and map take over 100 (`docs/DURABILITY.md`).
 //!
 //! What it gives up against a fully associative LRU of the same capacity: conflict misses, a
@@ -125,7 +126,10 @@ pub struct SetAssoc {
     sets: u32,
     /// Each slot's key (meaningful while the slot is occupied).
     keys: Vec<Key>,
-    /// Each slot's stored size, or [`SIZE_ESCAPE`].
+    /// The size every key inserted so far had, while they all had one (an engine's blocks
+    /// are all one size): then `sizes` stays empty.
+    uniform: Option<u32>,
+    /// Once sizes differ: each slot's stored size, or [`SIZE_ESCAPE`].
     sizes: Vec<u16>,
     /// Sizes of `SIZE_ESCAPE` bytes or more.
     large: KeyMap<u32>,
@@ -161,7 +165,8 @@ impl SetAssoc {
             capacity,
             sets,
             keys: vec![0; slots],
-            sizes: vec![0; slots],
+            uniform: None,
+            sizes: Vec::new(),
             large: KeyMap::default(),
             order,
             filled: vec![0; sets as usize],
@@ -254,7 +259,9 @@ impl SetAssoc {
         let from = self.slot_at(&found);
         let (to_way, from_way) = (self.order[start + to_rank], self.order[start + found.rank]);
         self.keys[to as usize] = key;
-        self.sizes[to as usize] = self.sizes[from];
+        if !self.sizes.is_empty() {
+            self.sizes[to as usize] = self.sizes[from];
+        }
         self.order[start + found.rank] = to_way;
         // The way left joins the free ways last.
         self.order.copy_within(start + to_rank + 1..start + physical, start + to_rank);
@@ -263,9 +270,44 @@ impl SetAssoc {
     }
 
     fn size_at(&self, slot: usize) -> u32 {
-        match self.sizes[slot] {
-            SIZE_ESCAPE => self.large[&self.keys[slot]],
-            size => size as u32,
+        match self.sizes.get(slot) {
+            None => self.uniform.expect("a resident key has a size"),
+            Some(&SIZE_ESCAPE) => self.large[&self.keys[slot]],
+            Some(&size) => size as u32,
+        }
+    }
+
+    /// Records `key`'s size in `slot`: nothing while every size is the same one.
+    fn set_size(&mut self, slot: usize, key: Key, size: u32) {
+        if self.sizes.is_empty() {
+            match self.uniform {
+                None => self.uniform = Some(size),
+                Some(same) if same == size => return,
+                Some(same) => {
+                    // The first size that differs: every slot gets its own from now on.
+                    self.sizes = vec![0; self.keys.len()];
+                    for set in 0..self.sets {
+                        let (start, _, _) = self.span(set);
+                        for rank in 0..self.filled[set as usize] as usize {
+                            let at = start + self.order[start + rank] as usize;
+                            self.store_size(at, self.keys[at], same);
+                        }
+                    }
+                }
+            }
+            if self.sizes.is_empty() {
+                return;
+            }
+        }
+        self.store_size(slot, key, size);
+    }
+
+    fn store_size(&mut self, slot: usize, key: Key, size: u32) {
+        if size >= SIZE_ESCAPE as u32 {
+            self.sizes[slot] = SIZE_ESCAPE;
+            self.large.insert(key, size);
+        } else {
+            self.sizes[slot] = size as u16;
         }
     }
 
@@ -287,7 +329,7 @@ impl SetAssoc {
         let slot = start + way as usize;
         let key = self.keys[slot];
         let size = self.size_at(slot);
-        if self.sizes[slot] == SIZE_ESCAPE {
+        if self.sizes.get(slot) == Some(&SIZE_ESCAPE) {
             self.large.remove(&key);
         }
         if let Some(log) = &mut self.vacated {
@@ -303,8 +345,9 @@ impl SetAssoc {
         (filled > 0).then(|| self.vacate(set as usize, start, filled - 1))
     }
 
-    /// Bytes of DRAM the policy keeps per slot (keys, sizes, order) and per set.
-    pub const BYTES_PER_SLOT: usize = 8 + 2 + 1;
+    /// Bytes of DRAM the policy keeps per slot (key and order; two more for sizes once they
+    /// differ) and per set.
+    pub const BYTES_PER_SLOT: usize = 8 + 1;
     pub const BYTES_PER_SET: usize = 1;
 }
 
@@ -351,12 +394,7 @@ impl Eviction for SetAssoc {
         assert!(filled < budget, "insert into a full set (prepare_insert makes room)");
         let slot = start + self.order[start + filled] as usize;
         self.keys[slot] = req.key;
-        if req.size >= SIZE_ESCAPE as u32 {
-            self.sizes[slot] = SIZE_ESCAPE;
-            self.large.insert(req.key, req.size);
-        } else {
-            self.sizes[slot] = req.size as u16;
-        }
+        self.set_size(slot, req.key, req.size);
         self.filled[set as usize] += 1;
         self.resident += 1;
         self.move_first(start, filled);
@@ -475,6 +513,28 @@ mod tests {
         policy.insert(&big);
         assert_eq!(policy.peek(7), Some(1 << 20));
         assert_eq!(policy.remove(7), Some(1 << 20));
+        assert!(policy.large.is_empty());
+    }
+
+    #[test]
+    fn sizes_cost_nothing_until_they_differ_and_stay_right_after() {
+        let mut policy = build(4, 64, Order::Lru);
+        let sized = |key: Key, size: u32| Request { size, ..read(key) };
+        let mut decision = Decision::new();
+        for key in 0..10 {
+            policy.prepare_insert(&read(key), &mut Sink::new(&mut decision, TierId(0)));
+            policy.insert(&read(key));
+        }
+        assert!(policy.sizes.is_empty());
+        for (key, size) in [(100, 7u32), (101, 1 << 20), (102, 4096)] {
+            policy.prepare_insert(&sized(key, size), &mut Sink::new(&mut decision, TierId(0)));
+            policy.insert(&sized(key, size));
+        }
+        assert!(!policy.sizes.is_empty());
+        assert!((0..10).all(|k| policy.peek(k) == Some(4096)));
+        assert_eq!(policy.peek(100), Some(7));
+        assert_eq!(policy.peek(101), Some(1 << 20));
+        assert_eq!(policy.remove(101), Some(1 << 20));
         assert!(policy.large.is_empty());
     }
 

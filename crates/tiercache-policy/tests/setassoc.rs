@@ -173,11 +173,18 @@ proptest! {
     ) {
         use tiercache_policy::cas::{CacheMode, CasConfig};
         let config = PolicyConfig::Setassoc(SetAssocConfig { ways, order: Order::Lru, spare: 0 });
+        // Sizes that differ by key, and now and then for one key (a resizing hit).
+        let sized: Vec<Request> = reqs.iter().enumerate().map(|(i, r)| {
+            let size = if i % 7 == 0 { 70_000 } else { 1 + (r.key as u32 * 7919) % 5000 };
+            Request { size, ..*r }
+        }).collect();
         for admission in ["always", "second-hit:8"] {
             let admission = AdmissionConfig::parse_chain(admission).unwrap();
-            let mut alone = AnyPolicy::from_config(&config, Capacity::objects(lower), &admission, 2).unwrap();
-            let result = check_stream(&mut alone, &reqs);
-            prop_assert!(result.is_ok(), "alone: {}", result.unwrap_err());
+            for stream in [&reqs, &sized] {
+                let mut alone = AnyPolicy::from_config(&config, Capacity::objects(lower), &admission, 2).unwrap();
+                let result = check_stream(&mut alone, stream);
+                prop_assert!(result.is_ok(), "alone: {}", result.unwrap_err());
+            }
         }
         for placement in ["dram-first", "scm-first:2", "bidirectional:4"] {
             let placement = Placement::parse(placement).unwrap();
