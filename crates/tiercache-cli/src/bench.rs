@@ -659,6 +659,7 @@ fn cached(
     let anon_before = rss_anon_bytes();
     // Hibachi and Hybrid-ARC place clean and dirty blocks themselves, in their own modes.
     let own = matches!(policy.base, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc);
+    let policy_base = policy.base.clone();
     let mut builder = CacheBuilder::new(policy.base)
         .admission(AdmissionConfig::parse_chain(&args.admission)?)
         .tier(tier.clone())
@@ -809,7 +810,13 @@ fn cached(
             grown_bytes,
             cached_blocks,
             bytes_per_block: grown_bytes as f64 / cached_blocks as f64,
-            estimated_bytes_per_block: tiercache_engine::footprint::slot_bytes(&tiers[0].0, 1),
+            estimated_bytes_per_block: match (&tiers[0].0, &policy_base) {
+                // A flash tier run by the set-associative policy keeps no map entry a block.
+                (TierKind::Flash { .. }, PolicyConfig::Setassoc(_)) => {
+                    tiercache_engine::footprint::PLACED_SLOT_BYTES
+                }
+                (kind, _) => tiercache_engine::footprint::slot_bytes(kind, 1),
+            },
         });
     }
     Ok(report)

@@ -531,7 +531,21 @@ impl CacheBuilder {
                 );
                 return Err(EngineError::config("policy", reason));
             }
-            let slots = tier.capacity_bytes / b as u64 / self.shards as u64;
+            let mut slots = tier.capacity_bytes / b as u64 / self.shards as u64;
+            if let Some(sets) = self.placed(tier) {
+                // A set-associative flash tier: whole sets of `ways` blocks and the spare
+                // slots the engine needs beside them (`Tier::placed`), within the size.
+                let stride = (sets.ways + sets.spare) as u64;
+                if slots < stride {
+                    let reason = format!(
+                        "{} bytes hold {slots} blocks per shard, less than one set of {} ways \
+                         and {} spare slots ({} shards)",
+                        tier.capacity_bytes, sets.ways, sets.spare, self.shards
+                    );
+                    return Err(EngineError::config(setting, reason));
+                }
+                slots = slots / stride * sets.ways as u64;
+            }
             if slots == 0 || slots > u32::MAX as u64 {
                 let reason = format!(
                     "{} bytes must hold between 1 and 2^32 {b}-byte blocks for each of {} shards",
@@ -552,9 +566,35 @@ impl CacheBuilder {
         Ok(per_shard)
     }
 
-    /// Slots of a tier's medium: each shard's `per_shard` and its slack.
+    /// Slots of a tier's medium: each shard's region times the shards.
     fn medium_slots(&self, tier: &TierSpec, per_shard: u64) -> u64 {
-        (per_shard + tier.kind.slack_slots()) * self.shards as u64
+        self.region_slots(tier, per_shard) * self.shards as u64
+    }
+
+    /// Slots of a shard's region of a tier whose policy keeps `per_shard` blocks: those and
+    /// the slack, or for a placed tier its sets whole, spare slots included.
+    fn region_slots(&self, tier: &TierSpec, per_shard: u64) -> u64 {
+        match self.placed(tier) {
+            Some(sets) => per_shard / sets.ways as u64 * (sets.ways + sets.spare) as u64,
+            None => per_shard + tier.kind.slack_slots(),
+        }
+    }
+
+    /// For a flash tier run by the set-associative policy (without size classes), its
+    /// configuration as the engine runs it: the policy places each block in a slot of its
+    /// key's set, with at least two spare slots a set (`Shard::can_pin`), and the shard keeps
+    /// no per-block metadata beside the policy's but a checksum and two bits
+    /// (`docs/DURABILITY.md`).
+    fn placed(&self, tier: &TierSpec) -> Option<tiercache_policy::setassoc::SetAssocConfig> {
+        match (&tier.kind, &tier.policy) {
+            (TierKind::Flash { .. }, PolicyConfig::Setassoc(c)) if self.size_classes == 1 => {
+                Some(tiercache_policy::setassoc::SetAssocConfig {
+                    spare: c.spare.max(2),
+                    ..c.clone()
+                })
+            }
+            _ => None,
+        }
     }
 
     /// Refuses a configuration whose DRAM (a DRAM tier's blocks and every tier's metadata)
@@ -567,7 +607,10 @@ impl CacheBuilder {
         let mut total = 0u64;
         for ((tier, n), setting) in self.tiers.iter().zip(per_shard).zip(names) {
             let slots = self.medium_slots(tier, *n);
-            let per_slot = crate::footprint::slot_bytes(&tier.kind, self.chunks());
+            let per_slot = match self.placed(tier) {
+                Some(_) => crate::footprint::PLACED_SLOT_BYTES,
+                None => crate::footprint::slot_bytes(&tier.kind, self.chunks()),
+            };
             let data = match tier.kind {
                 TierKind::Dram => tier.kind.slot_bytes(self.block_size, self.chunks()) as u64,
                 _ => 0,
@@ -603,7 +646,15 @@ impl CacheBuilder {
             })
             .collect();
         let stack = StackConfig {
-            tiers: self.tiers.iter().map(|t| t.policy.clone()).zip(capacities).collect(),
+            tiers: self
+                .tiers
+                .iter()
+                .map(|t| match self.placed(t) {
+                    Some(sets) => PolicyConfig::Setassoc(sets),
+                    None => t.policy.clone(),
+                })
+                .zip(capacities)
+                .collect(),
             placement: self.placement,
             admission: self.admission.clone(),
             nvcache: self.nvcache.clone(),
@@ -753,8 +804,8 @@ impl CacheBuilder {
                 .iter()
                 .zip(self.tiers.iter().zip(&per_shard))
                 .map(|(m, (tier, n))| {
-                    let slots = n + tier.kind.slack_slots();
-                    m.region(i * slots, slots)
+                    let slots = self.region_slots(tier, *n);
+                    m.region(i * slots, slots, self.placed(tier).is_some())
                 })
                 .collect::<Result<_, _>>()?;
             let mut shard =

@@ -788,7 +788,7 @@ impl CacheCore {
         shard.stats.puts += 1;
         let hit = shard.decision.hit.is_some();
         shard.apply(key, Some(value))?;
-        let place = shard.places.get(&key).filter(|p| !p.filling);
+        let place = shard.place(key).filter(|p| !p.filling);
         let (cached, absorbed) = (place.is_some(), place.is_some_and(|p| p.dirty));
         // A write replaces data that was lost: the key reads again.
         if shard.is_lost(key) {
@@ -850,7 +850,7 @@ impl CacheCore {
     /// Whether `key` is resident (in any tier). The answer may be stale by the time it is
     /// used unless the caller keeps the key from being loaded.
     pub fn contains(&self, key: Key) -> bool {
-        self.shard(key).places.contains_key(&key)
+        self.shard(key).contains(key)
     }
 
     /// What the user should know about how the tiers run (fallbacks taken, tiers not
@@ -975,7 +975,7 @@ impl CacheCore {
     /// classes, more small blocks than that may be resident: see `bytes_cached`).
     pub fn occupancy(&self) -> (u64, u64) {
         self.each_shard().fold((0, 0), |(used, total), shard| {
-            (used + shard.places.len() as u64, total + shard.slots())
+            (used + shard.resident_count(), total + shard.slots())
         })
     }
 }

@@ -107,6 +107,24 @@ pub fn record_pages(slots: u64) -> u64 {
 /// DRAM the metadata of one flash slot takes: its record and whether it may be read.
 pub(crate) const SLOT_META_BYTES: usize = RECORD_BYTES + 1;
 
+/// DRAM the metadata of one slot of a compact flash tier takes, rounded up: the check of its
+/// value (4 bytes), whether it may be read and whether its record changed (two bits). A value
+/// shorter than the block adds an entry to a map of lengths.
+pub(crate) const COMPACT_SLOT_META_BYTES: usize = 5;
+
+/// What a compact tier's shard says a slot holds, when its record is written: the slot's key
+/// is not kept beside the policy's.
+pub enum SlotState {
+    /// A block of `key`, whose bytes are down.
+    Block { key: u64, dirty: bool },
+    /// Nothing.
+    Free,
+    /// An older copy of `key`, dirty, held until a sync makes its newer copy durable.
+    Held { key: u64 },
+    /// A write not landed yet: its record waits for the next flush.
+    InFlight,
+}
+
 /// One shard's run of blocks on the flash tier. Blocks are headerless (direct I/O writes whole
 /// aligned blocks), so each slot has a 32-byte record on the tier instead, on pages between the
 /// superblock and the blocks:
@@ -120,26 +138,42 @@ pub(crate) const SLOT_META_BYTES: usize = RECORD_BYTES + 1;
 /// | 20..24 | CRC32C of the value |
 /// | 24..32 | sequence number << 1, dirty in bit 0 |
 ///
-/// DRAM holds every record as on the tier (an aligned copy, written a page at a time) and
-/// whether each slot may be read. Records change in DRAM as blocks are written and slots
-/// freed; the pages that changed are written at the next sync, before the device syncs
-/// ([`flush`](DirectSlots::flush)), so a sync makes blocks and their records durable
-/// together. Between syncs the tier's records may lag its blocks, which is safe: a record
-/// whose slot now holds other bytes fails the value's checksum and is dropped at recovery,
-/// the shard holds a rewritten dirty block's old slot until the sync (so it is not
-/// overwritten while its record is the durable one), and a written-back block's slot is
-/// freed only after the backing device has its copy.
+/// Records change as blocks are written and slots freed; the pages that changed are written at
+/// the next sync, before the device syncs ([`flush`](DirectSlots::flush)), so a sync makes
+/// blocks and their records durable together. Between syncs the tier's records may lag its
+/// blocks, which is safe: a record whose slot now holds other bytes fails the value's checksum
+/// and is dropped at recovery, the shard holds a rewritten dirty block's old slot until the
+/// sync (so it is not overwritten while its record is the durable one), and a written-back
+/// block's slot is freed only after the backing device has its copy.
+///
+/// What DRAM keeps of them ([`Records`]): every record as on the tier (33 bytes a slot), or,
+/// for a compact tier (a set-associative policy's, which knows each slot's key), only what a
+/// read checks, 4 bytes and two bits a slot; the records of the slots changed since the last
+/// flush are made again from what the shard knows of them when they are written.
 pub struct DirectSlots {
     buf: AlignedBuf,
-    records: AlignedBuf,
     /// Where the records start on the device.
     records_at: u64,
-    readable: Vec<bool>,
-    /// Pages of records changed since they were last written.
-    changed: Vec<bool>,
+    records: Records,
+    /// Per slot, a bit: whether it may be read.
+    readable: Vec<u64>,
+    /// Bytes of a block.
+    block: usize,
+}
+
+/// What DRAM keeps of a shard's flash records.
+enum Records {
+    /// Every record, as on the tier, and which pages changed since they were last written.
+    Mirror { all: AlignedBuf, changed: Vec<bool> },
+    /// Per slot the CRC32C of its value XOR a hash of its key, which a read for another key
+    /// fails; the lengths of values shorter than a block; and a bit per slot whose record
+    /// changed since the last flush, which writes it by reading its page, patching it and
+    /// writing it back.
+    Compact { checks: Vec<u32>, short: std::collections::HashMap<u32, u32>, changed: Vec<u64> },
 }
 
 /// A record's fields.
+#[derive(Clone, Copy)]
 struct Record {
     key: u64,
     len: u32,
@@ -147,79 +181,193 @@ struct Record {
     stamp: Stamp,
 }
 
+/// The record in `r` (32 bytes), if it is a whole one of a block.
+fn parse_record(r: &[u8]) -> Result<Option<Record>, BlockFault> {
+    let magic: [u8; 4] = r[..4].try_into().expect("4 bytes");
+    if magic == [0; 4] || magic == FREED {
+        return Ok(None);
+    }
+    let u32_at = |at: usize| u32::from_le_bytes(r[at..at + 4].try_into().expect("4 bytes"));
+    let u64_at = |at: usize| u64::from_le_bytes(r[at..at + 8].try_into().expect("8 bytes"));
+    if magic != LIVE {
+        return Err(BlockFault::Magic);
+    }
+    if u32_at(4) != crate::block::crc32c(&r[8..]) {
+        return Err(BlockFault::Checksum);
+    }
+    let seq = u64_at(24);
+    Ok(Some(Record {
+        key: u64_at(8),
+        len: u32_at(16),
+        crc: u32_at(20),
+        stamp: Stamp { seq: seq >> 1, dirty: seq & 1 == 1 },
+    }))
+}
+
+/// Writes `record` (a block's, or freed) into `r` (32 bytes).
+fn encode_record(r: &mut [u8], record: Option<Record>) {
+    r.fill(0);
+    match record {
+        None => r[..4].copy_from_slice(&FREED),
+        Some(Record { key, len, crc, stamp }) => {
+            r[8..16].copy_from_slice(&key.to_le_bytes());
+            r[16..20].copy_from_slice(&len.to_le_bytes());
+            r[20..24].copy_from_slice(&crc.to_le_bytes());
+            let seq = stamp.seq << 1 | stamp.dirty as u64;
+            r[24..32].copy_from_slice(&seq.to_le_bytes());
+            let check = crate::block::crc32c(&r[8..]);
+            r[4..8].copy_from_slice(&check.to_le_bytes());
+            r[..4].copy_from_slice(&LIVE);
+        }
+    }
+}
+
+/// What a compact tier keeps to check a read: the value's CRC32C XOR a hash of the key, so a
+/// slot read for a key other than the one written there fails as a checksum would.
+fn key_check(key: u64, crc: u32) -> u32 {
+    let mixed = (key ^ 0x2545_F491_4F6C_DD1D).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    crc ^ (mixed >> 32) as u32
+}
+
 impl DirectSlots {
-    pub fn new(slots: u64, block: usize, records_at: u64) -> DirectSlots {
+    /// The metadata of `slots` slots of `block` bytes whose records start at `records_at`;
+    /// `compact` keeps only what reads check in DRAM (see [`Records`]).
+    pub fn new(slots: u64, block: usize, records_at: u64, compact: bool) -> DirectSlots {
         let pages = record_pages(slots).max(1) as usize;
+        let records = match compact {
+            false => Records::Mirror {
+                all: AlignedBuf::new(pages * DIRECT_ALIGN),
+                changed: vec![false; pages],
+            },
+            true => Records::Compact {
+                checks: vec![0; slots as usize],
+                short: Default::default(),
+                changed: vec![0; (slots as usize).div_ceil(64)],
+            },
+        };
         DirectSlots {
             buf: AlignedBuf::new(block),
-            records: AlignedBuf::new(pages * DIRECT_ALIGN),
             records_at,
-            readable: vec![false; slots as usize],
-            changed: vec![false; pages],
+            records,
+            readable: vec![0; (slots as usize).div_ceil(64)],
+            block,
         }
     }
 
-    fn record_bytes(&self, slot: u32) -> &[u8] {
-        let at = slot as usize * RECORD_BYTES;
-        &self.records.as_slice()[at..at + RECORD_BYTES]
+    fn is_readable(&self, slot: u32) -> bool {
+        self.readable[slot as usize / 64] & (1 << (slot % 64)) != 0
     }
 
-    /// The block `slot`'s record names, if the record is a whole one of a block.
-    fn record(&self, slot: u32) -> Result<Option<Record>, BlockFault> {
-        let r = self.record_bytes(slot);
-        let magic: [u8; 4] = r[..4].try_into().expect("4 bytes");
-        if magic == [0; 4] || magic == FREED {
-            return Ok(None);
+    fn set_readable(&mut self, slot: u32, readable: bool) {
+        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+        match readable {
+            true => self.readable[word] |= bit,
+            false => self.readable[word] &= !bit,
         }
-        let u32_at = |at: usize| u32::from_le_bytes(r[at..at + 4].try_into().expect("4 bytes"));
-        let u64_at = |at: usize| u64::from_le_bytes(r[at..at + 8].try_into().expect("8 bytes"));
-        if magic != LIVE {
-            return Err(BlockFault::Magic);
-        }
-        if u32_at(4) != crate::block::crc32c(&r[8..]) {
-            return Err(BlockFault::Checksum);
-        }
-        let seq = u64_at(24);
-        Ok(Some(Record {
-            key: u64_at(8),
-            len: u32_at(16),
-            crc: u32_at(20),
-            stamp: Stamp { seq: seq >> 1, dirty: seq & 1 == 1 },
-        }))
     }
 
-    /// Sets `slot`'s record in DRAM: a block's, or freed (`None`); its page is written at the
-    /// next [`flush`](Self::flush).
+    /// Sets `slot`'s record: a block's, or freed (`None`); on the tier at the next
+    /// [`flush`](Self::flush).
     fn set_record(&mut self, slot: u32, record: Option<Record>) {
-        self.changed[slot as usize * RECORD_BYTES / DIRECT_ALIGN] = true;
-        let at = slot as usize * RECORD_BYTES;
-        let r = &mut self.records.as_mut_slice()[at..at + RECORD_BYTES];
-        r.fill(0);
-        match record {
-            None => r[..4].copy_from_slice(&FREED),
-            Some(Record { key, len, crc, stamp }) => {
-                r[8..16].copy_from_slice(&key.to_le_bytes());
-                r[16..20].copy_from_slice(&len.to_le_bytes());
-                r[20..24].copy_from_slice(&crc.to_le_bytes());
-                let seq = stamp.seq << 1 | stamp.dirty as u64;
-                r[24..32].copy_from_slice(&seq.to_le_bytes());
-                let check = crate::block::crc32c(&r[8..]);
-                r[4..8].copy_from_slice(&check.to_le_bytes());
-                r[..4].copy_from_slice(&LIVE);
+        match &mut self.records {
+            Records::Mirror { all, changed } => {
+                changed[slot as usize * RECORD_BYTES / DIRECT_ALIGN] = true;
+                let at = slot as usize * RECORD_BYTES;
+                encode_record(&mut all.as_mut_slice()[at..at + RECORD_BYTES], record);
+            }
+            Records::Compact { checks, short, changed } => {
+                changed[slot as usize / 64] |= 1 << (slot % 64);
+                match record {
+                    Some(r) => {
+                        checks[slot as usize] = key_check(r.key, r.crc);
+                        match r.len as usize == self.block {
+                            true => short.remove(&slot),
+                            false => short.insert(slot, r.len),
+                        };
+                    }
+                    None => {
+                        short.remove(&slot);
+                    }
+                }
             }
         }
     }
 
-    /// Writes the pages of records changed since they were last written (a sync does, before
-    /// the device syncs).
-    pub fn flush(&mut self, device: &dyn Device) -> std::io::Result<()> {
-        for page in 0..self.changed.len() {
-            if !self.changed[page] {
-                continue;
+    /// Writes the records changed since they were last written (a sync does, before the
+    /// device syncs): whole pages of the mirror, or, compact, each changed page read, patched
+    /// with the records `state` and `seq` make (see [`SlotState`]) and written back.
+    pub fn flush(
+        &mut self,
+        device: &dyn Device,
+        state: &dyn Fn(u32) -> SlotState,
+        seq: &mut u64,
+    ) -> std::io::Result<()> {
+        let (records_at, block, readable) = (self.records_at, self.block, &self.readable);
+        match &mut self.records {
+            Records::Mirror { all, changed } => {
+                for (page, changed) in changed.iter_mut().enumerate().filter(|(_, c)| **c) {
+                    let bytes = &all.as_slice()[page * DIRECT_ALIGN..(page + 1) * DIRECT_ALIGN];
+                    device.write_at(bytes, records_at + (page * DIRECT_ALIGN) as u64)?;
+                    *changed = false;
+                }
             }
-            let bytes = &self.records.as_slice()[page * DIRECT_ALIGN..(page + 1) * DIRECT_ALIGN];
-            device.write_at(bytes, self.records_at + (page * DIRECT_ALIGN) as u64)?;
-            self.changed[page] = false;
+            Records::Compact { checks, short, changed } => {
+                // What each changed slot holds, numbered: copies held for a sync (older than
+                // their key's current copy, whatever their slots) before current blocks, so
+                // the newest copy of a key is the current one.
+                let mut records: Vec<(u32, Option<Record>)> = Vec::new();
+                for held_first in [true, false] {
+                    for (word, bits) in changed.iter().enumerate().filter(|(_, b)| **b != 0) {
+                        for bit in (0..64).filter(|b| bits & (1 << b) != 0) {
+                            let slot = (word * 64 + bit) as u32;
+                            let down = readable[slot as usize / 64] & (1 << (slot % 64)) != 0;
+                            let (key, dirty) = match state(slot) {
+                                // A block not down yet (its slot given to a key whose write
+                                // has not run) waits, as one in flight does.
+                                SlotState::InFlight => continue,
+                                SlotState::Block { .. } | SlotState::Held { .. } if !down => {
+                                    continue
+                                }
+                                SlotState::Free if held_first => {
+                                    records.push((slot, None));
+                                    continue;
+                                }
+                                SlotState::Held { key } if held_first => (key, true),
+                                SlotState::Block { key, dirty } if !held_first => (key, dirty),
+                                _ => continue,
+                            };
+                            *seq += 1;
+                            let record = Record {
+                                key,
+                                len: short.get(&slot).copied().unwrap_or(block as u32),
+                                crc: key_check(key, checks[slot as usize]),
+                                stamp: Stamp { seq: *seq, dirty },
+                            };
+                            records.push((slot, Some(record)));
+                        }
+                    }
+                }
+                records.sort_unstable_by_key(|(slot, _)| *slot);
+                let per_page = (DIRECT_ALIGN / RECORD_BYTES) as u32;
+                let mut page_buf = AlignedBuf::new(DIRECT_ALIGN);
+                for page_records in records.chunk_by(|a, b| a.0 / per_page == b.0 / per_page) {
+                    let page = page_records[0].0 / per_page;
+                    let at = records_at + page as u64 * DIRECT_ALIGN as u64;
+                    read_exact_at(device, page_buf.as_mut_slice(), at)?;
+                    for &(slot, record) in page_records {
+                        let offset = (slot % per_page) as usize * RECORD_BYTES;
+                        encode_record(
+                            &mut page_buf.as_mut_slice()[offset..offset + RECORD_BYTES],
+                            record,
+                        );
+                    }
+                    device.write_at(page_buf.as_slice(), at)?;
+                    // Only once the page is down: a failed write leaves them to try again.
+                    for &(slot, _) in page_records {
+                        changed[slot as usize / 64] &= !(1 << (slot % 64));
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -236,17 +384,17 @@ impl DirectSlots {
     ) -> std::io::Result<()> {
         let crc = fill(&mut self.buf, value);
         // Until the new bytes are down, the slot holds nothing a read may trust.
-        self.readable[slot as usize] = false;
+        self.set_readable(slot, false);
         device.write_at(self.buf.as_slice(), at)?;
         self.set_record(slot, Some(Record { key, len: value.len() as u32, crc, stamp }));
-        self.readable[slot as usize] = true;
+        self.set_readable(slot, true);
         Ok(())
     }
 
     /// Fills `buf` with `value` for a write done elsewhere (with the shard unlocked), marking
     /// the slot unreadable until [`landed`](Self::landed); returns the value's CRC32C.
     pub fn stage(&mut self, slot: u32, value: &[u8], buf: &mut AlignedBuf) -> u32 {
-        self.readable[slot as usize] = false;
+        self.set_readable(slot, false);
         fill(buf, value)
     }
 
@@ -256,25 +404,35 @@ impl DirectSlots {
         if ok {
             self.set_record(slot, Some(Record { key, len, crc, stamp }));
         }
-        self.readable[slot as usize] = ok;
+        self.set_readable(slot, ok);
     }
 
     /// Marks `slot` freed; on the tier at the next flush, so that a recovery after that sync
     /// never brings its block back.
     pub fn erase(&mut self, slot: u32) {
-        self.readable[slot as usize] = false;
+        self.set_readable(slot, false);
         self.set_record(slot, None);
     }
 
     /// What a written block for `key` in `slot` must check out as: (length, CRC32C); `None` if
-    /// the slot holds no block for `key`.
+    /// the slot holds no block for `key` (a compact tier trusts its caller for the key, and
+    /// gives a CRC that another key's block fails).
     pub fn expect(&self, slot: u32, key: u64) -> Option<(u32, u32)> {
-        if !self.readable[slot as usize] {
+        if !self.is_readable(slot) {
             return None;
         }
-        match self.record(slot) {
-            Ok(Some(r)) if r.key == key => Some((r.len, r.crc)),
-            _ => None,
+        match &self.records {
+            Records::Mirror { all, .. } => {
+                let at = slot as usize * RECORD_BYTES;
+                match parse_record(&all.as_slice()[at..at + RECORD_BYTES]) {
+                    Ok(Some(r)) if r.key == key => Some((r.len, r.crc)),
+                    _ => None,
+                }
+            }
+            Records::Compact { checks, short, .. } => {
+                let len = short.get(&slot).copied().unwrap_or(self.block as u32);
+                Some((len, key_check(key, checks[slot as usize])))
+            }
         }
     }
 
@@ -288,54 +446,72 @@ impl DirectSlots {
         mut found: impl FnMut(u32, crate::block::Found),
     ) -> std::io::Result<()> {
         use crate::block::Found;
-        let records_at = self.records_at;
-        read_exact_at(device, self.records.as_mut_slice(), records_at)?;
+        let mut read = AlignedBuf::new(record_pages(count).max(1) as usize * DIRECT_ALIGN);
+        read_exact_at(device, read.as_mut_slice(), self.records_at)?;
+        let record = |slot: u32| {
+            let at = slot as usize * RECORD_BYTES;
+            parse_record(&read.as_slice()[at..at + RECORD_BYTES])
+        };
+        let mut whole = Vec::new();
         if records_only {
             // The records of a clean stop, unchanged since: the blocks are taken as they say,
             // each checked against its record's checksum when first read.
             for slot in 0..count as u32 {
-                match self.record(slot) {
+                match record(slot) {
                     Ok(None) => {}
                     Err(fault) => found(slot, Found::Damaged(fault)),
                     Ok(Some(r)) if r.len as usize > slot_bytes => {
                         found(slot, Found::Damaged(BlockFault::Length))
                     }
-                    Ok(Some(r)) => {
-                        self.readable[slot as usize] = true;
-                        found(slot, Found::Block { key: r.key, len: r.len, stamp: r.stamp });
+                    Ok(Some(r)) => whole.push((slot, r)),
+                }
+            }
+        } else {
+            const BATCH: usize = 256;
+            let mut blocks = AlignedBuf::new(BATCH * slot_bytes);
+            for first in (0..count as usize).step_by(BATCH) {
+                let n = BATCH.min(count as usize - first);
+                let live: Vec<(u32, Result<Option<Record>, BlockFault>)> =
+                    (first..first + n).map(|s| (s as u32, record(s as u32))).collect();
+                if !live.iter().any(|(_, r)| !matches!(r, Ok(None))) {
+                    continue;
+                }
+                let bytes = &mut blocks.as_mut_slice()[..n * slot_bytes];
+                read_exact_at(device, bytes, offset + (first * slot_bytes) as u64)?;
+                for (slot, record) in live {
+                    let block = &bytes[(slot as usize - first) * slot_bytes..][..slot_bytes];
+                    match record {
+                        Ok(None) => {}
+                        Err(fault) => found(slot, Found::Damaged(fault)),
+                        Ok(Some(r)) if r.len as usize > slot_bytes => {
+                            found(slot, Found::Damaged(BlockFault::Length))
+                        }
+                        Ok(Some(r)) if crate::block::crc32c(&block[..r.len as usize]) != r.crc => {
+                            found(slot, Found::Damaged(BlockFault::Checksum))
+                        }
+                        Ok(Some(r)) => whole.push((slot, r)),
                     }
                 }
             }
-            return Ok(());
         }
-        const BATCH: usize = 256;
-        let mut blocks = AlignedBuf::new(BATCH * slot_bytes);
-        for first in (0..count as usize).step_by(BATCH) {
-            let n = BATCH.min(count as usize - first);
-            let live: Vec<(u32, Result<Option<Record>, BlockFault>)> =
-                (first..first + n).map(|s| (s as u32, self.record(s as u32))).collect();
-            if !live.iter().any(|(_, r)| !matches!(r, Ok(None))) {
-                continue;
+        // DRAM takes the records as read: the mirror whole, a compact tier what reads check.
+        match &mut self.records {
+            Records::Mirror { all, .. } => {
+                all.as_mut_slice().copy_from_slice(read.as_slice());
             }
-            let bytes = &mut blocks.as_mut_slice()[..n * slot_bytes];
-            read_exact_at(device, bytes, offset + (first * slot_bytes) as u64)?;
-            for (slot, record) in live {
-                let block = &bytes[(slot as usize - first) * slot_bytes..][..slot_bytes];
-                match record {
-                    Ok(None) => {}
-                    Err(fault) => found(slot, Found::Damaged(fault)),
-                    Ok(Some(r)) if r.len as usize > slot_bytes => {
-                        found(slot, Found::Damaged(BlockFault::Length))
-                    }
-                    Ok(Some(r)) if crate::block::crc32c(&block[..r.len as usize]) != r.crc => {
-                        found(slot, Found::Damaged(BlockFault::Checksum))
-                    }
-                    Ok(Some(r)) => {
-                        self.readable[slot as usize] = true;
-                        found(slot, Found::Block { key: r.key, len: r.len, stamp: r.stamp });
+            Records::Compact { checks, short, changed } => {
+                changed.fill(0);
+                for &(slot, r) in &whole {
+                    checks[slot as usize] = key_check(r.key, r.crc);
+                    if r.len as usize != self.block {
+                        short.insert(slot, r.len);
                     }
                 }
             }
+        }
+        for (slot, r) in whole {
+            self.set_readable(slot, true);
+            found(slot, Found::Block { key: r.key, len: r.len, stamp: r.stamp });
         }
         Ok(())
     }

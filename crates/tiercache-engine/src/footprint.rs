@@ -16,6 +16,13 @@ use crate::store::TierKind;
 /// ARC and S3-FIFO come within the same bound per block.
 pub const POLICY_ENTRY_BYTES: u64 = 64;
 
+/// DRAM one slot of a placed flash tier costs (a set-associative policy's, which places the
+/// blocks): the policy's key and order byte, the value's check, the readable and dirty bits
+/// and the pin count, rounded up; its sets' bytes besides.
+pub const PLACED_SLOT_BYTES: u64 = tiercache_policy::setassoc::SetAssoc::BYTES_PER_SLOT as u64
+    + crate::direct::COMPACT_SLOT_META_BYTES as u64
+    + 1;
+
 /// DRAM one slot of `kind` costs beside its bytes, once the cache is full, for pages of
 /// `chunks` size-class blocks.
 pub fn slot_bytes(kind: &TierKind, chunks: u32) -> u64 {

@@ -106,18 +106,21 @@ pub struct Region {
     spare: Vec<IoBuf>,
     /// The slots as readers without the lock see them, when hits are served that way.
     published: Option<SlotTable>,
+    /// A compact flash region (see [`Region::new`]).
+    compact: bool,
 }
 
 impl Region {
     /// The region of `count` pages of `slot_bytes` at `offset` on `device`, a tier of `kind`
     /// whose headers (mapped) or records (flash) start at `records_at`, pages split into at
-    /// most `chunks` blocks.
+    /// most `chunks` blocks. A `compact` flash region keeps only what reads check in DRAM
+    /// (its policy knows each slot's key: `DirectSlots`).
     pub fn new(
         kind: &TierKind,
         device: Arc<dyn Device>,
         (offset, records_at, count): (u64, u64, u64),
-        slot_bytes: usize,
-        chunks: u32,
+        (slot_bytes, chunks): (usize, u32),
+        compact: bool,
     ) -> Region {
         let memory = device.memory().cloned();
         if let Some(mapping) = &memory {
@@ -129,7 +132,7 @@ impl Region {
             TierKind::Mapped { .. } => Format::Apart { headers_at: records_at },
             TierKind::File { .. } => Format::Headed,
             TierKind::Flash { .. } => {
-                Format::Aligned(DirectSlots::new(count, slot_bytes, records_at))
+                Format::Aligned(DirectSlots::new(count, slot_bytes, records_at, compact))
             }
         };
         Region {
@@ -142,11 +145,18 @@ impl Region {
             slot_bytes,
             count,
             chunks,
-            page_class: vec![0; count as usize],
+            // Without size classes every page is of class 0, kept by nothing.
+            page_class: if chunks > 1 { vec![0; count as usize] } else { Vec::new() },
             slack: kind.slack_slots(),
             spare: Vec::new(),
             published: None,
+            compact: compact && matches!(kind, TierKind::Flash { .. }),
         }
+    }
+
+    /// Whether this is a compact flash region, for a policy that places its blocks.
+    pub fn is_compact(&self) -> bool {
+        self.compact
     }
 
     /// Whether reads of this region are I/O, done with the shard unlocked.
@@ -282,9 +292,15 @@ impl Region {
 
     /// Writes what this region keeps in DRAM for the medium and has not written yet (a flash
     /// region's changed slot records); a sync does this before the device syncs.
-    pub fn flush_records(&mut self) -> Result<(), EngineError> {
+    /// A compact region's records are made from what `state` says each changed slot holds,
+    /// numbered from `seq` on (see `DirectSlots::flush`).
+    pub fn flush_records(
+        &mut self,
+        state: &dyn Fn(u32) -> crate::direct::SlotState,
+        seq: &mut u64,
+    ) -> Result<(), EngineError> {
         let Format::Aligned(direct) = &mut self.format else { return Ok(()) };
-        direct.flush(&*self.device).map_err(|source| EngineError::Io {
+        direct.flush(&*self.device, state, seq).map_err(|source| EngineError::Io {
             path: self.device.path().to_path_buf(),
             action: "cannot write the flash tier's slot records",
             source,
@@ -319,13 +335,15 @@ impl Region {
     }
 
     pub fn page_class(&self, page: u32) -> u8 {
-        self.page_class[page as usize]
+        self.page_class.get(page as usize).copied().unwrap_or(0)
     }
 
     /// Splits `page` (holding no blocks) into blocks of `class`.
     pub fn set_page_class(&mut self, page: u32, class: u8) {
         debug_assert!(1u32 << class <= self.chunks, "class {class} splits a page too finely");
-        self.page_class[page as usize] = class;
+        if let Some(kept) = self.page_class.get_mut(page as usize) {
+            *kept = class;
+        }
     }
 
     /// Where `slot` lies in the region and its bytes.

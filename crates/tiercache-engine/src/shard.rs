@@ -16,7 +16,10 @@ use crate::stats::Stats;
 use crate::store::{PinnedRead, ReadFault, Staged};
 
 /// A slot freed while a read holds it: it returns to the free list when the last read ends.
-const ZOMBIE: u32 = 1 << 31;
+const ZOMBIE: u8 = 1 << 7;
+/// Pins one slot may have at once (the bits below `ZOMBIE`); past that, reads are copies or
+/// run under the lock.
+const MAX_PINS: u8 = ZOMBIE - 1;
 
 /// Slots a file or flash region has beyond what its policy may fill: room for the slots reads
 /// and staged writes hold after they were freed, and for an overwrite's new copy. Reads and
@@ -40,6 +43,12 @@ struct Space {
 }
 
 impl Space {
+    /// No free space to hand out: a tier whose policy places its blocks (`Tier::placed`).
+    fn none(region: &Region) -> Space {
+        let classes = region.chunks().trailing_zeros() as usize + 1;
+        Space { free: vec![Vec::new(); classes], pages: Vec::new(), live: Vec::new() }
+    }
+
     fn new(region: &Region) -> Space {
         let classes = region.chunks().trailing_zeros() as usize + 1;
         Space {
@@ -103,16 +112,58 @@ struct Tier {
     /// another class). Empty without size classes.
     owners: Vec<Key>,
     /// Per slot: reads running on it with the shard unlocked, and the zombie bit.
-    pins: Vec<u32>,
+    pins: Vec<u8>,
     /// Slots with reads running on them.
     pinned: u64,
+    /// The tier's policy places its blocks (set-associative): a block's slot is the one the
+    /// policy gives its key, the shard keeps no free lists, and resident blocks are not in the
+    /// place map, only their dirty bits here. `None` for other tiers.
+    placed: Option<Placed>,
+}
+
+/// What a shard keeps of a tier whose policy places its blocks.
+struct Placed {
+    /// Slots per set, and how many of them the policy never fills.
+    stride: u32,
+    spare: u32,
+    /// Per slot, a bit: the block there is dirty.
+    dirty: Vec<u64>,
+}
+
+impl Placed {
+    fn is_dirty(&self, slot: u32) -> bool {
+        self.dirty[slot as usize / 64] & (1 << (slot % 64)) != 0
+    }
+
+    fn set_dirty(&mut self, slot: u32, dirty: bool) {
+        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+        match dirty {
+            true => self.dirty[word] |= bit,
+            false => self.dirty[word] &= !bit,
+        }
+    }
+
+    /// The slots of `slot`'s set.
+    fn set_of(&self, slot: u32) -> std::ops::Range<u32> {
+        let first = slot - slot % self.stride;
+        first..first + self.stride
+    }
 }
 
 impl Tier {
-    fn new(region: Region) -> Tier {
+    fn new(region: Region, placed: Option<(u32, u32)>) -> Tier {
         let slots = region.slots() as usize;
         let owners = if region.chunks() > 1 { vec![0; slots] } else { Vec::new() };
-        Tier { space: Space::new(&region), owners, pins: vec![0; slots], pinned: 0, region }
+        let placed = placed.map(|(stride, spare)| Placed {
+            stride,
+            spare,
+            dirty: vec![0; slots.div_ceil(64)],
+        });
+        let space = match placed {
+            Some(_) => Space::none(&region),
+            None => Space::new(&region),
+        };
+        Tier { space, owners, pins: vec![0; slots], pinned: 0, placed, region }
     }
 
     /// A free slot of `class` for `key`, if there is one.
@@ -144,16 +195,21 @@ impl Tier {
         }
     }
 
-    /// Marks a slot free on the medium and returns it to the free list.
+    /// Marks a slot free on the medium and returns it to the free list (a placed tier's
+    /// policy keeps its own).
     fn give_back(&mut self, slot: u32, stats: &mut Stats) {
         self.mark_free(slot, stats);
-        self.space.give_back(&self.region, slot);
+        if self.placed.is_none() {
+            self.space.give_back(&self.region, slot);
+        }
     }
 
-    /// Whether one more slot may be pinned: every pinned slot may be freed while pinned, and
-    /// two slots must stay free for a promotion's swap and an overwrite's copy.
-    fn has_room_to_pin(&self) -> bool {
-        self.pinned + 2 <= self.region.slack()
+    /// Whether `slot` may be pinned once more: every pinned slot may be freed while pinned,
+    /// and two slots must stay free for a promotion's swap and an overwrite's copy (on a
+    /// placed tier, in the slot's set as well: see `Shard::can_pin`). This also bounds the
+    /// reads and writes a shard has in flight, and the buffers they hold.
+    fn has_room_to_pin(&self, slot: u32) -> bool {
+        self.pinned + 2 <= self.region.slack() && self.pins[slot as usize] & MAX_PINS < MAX_PINS
     }
 
     fn pin(&mut self, slot: u32) {
@@ -259,7 +315,7 @@ pub struct Shard {
     now_us: u64,
     pub stats: Stats,
     pub policy: AnyPolicy,
-    pub places: KeyMap<Place>,
+    places: KeyMap<Place>,
     /// The read-through load each filling slot waits for (`Place::filling`): apart from the
     /// places, which it would make three times larger, and nearly always empty.
     fills: KeyMap<u64>,
@@ -296,14 +352,40 @@ pub struct Shard {
     /// The mark is not durable yet, so a crash could bring that older copy back; the key's
     /// current copy must survive until it is (see `settle_erasures`).
     released: Vec<KeySet>,
+    /// Blocks of placed tiers the policy has dropped or moved and the shard not yet (tier,
+    /// key, slot): by the time a decision is applied, the policy no longer knows where they
+    /// were, and may have given their slots to other keys.
+    pending: Vec<(usize, Key, u32)>,
+    /// Whether any tier is placed (see `Tier::placed`).
+    any_placed: bool,
 }
 
 impl Shard {
-    pub fn new(policy: AnyPolicy, regions: Vec<Region>, block_size: usize) -> Shard {
+    pub fn new(mut policy: AnyPolicy, regions: Vec<Region>, block_size: usize) -> Shard {
         let classes = regions.iter().any(|r| r.chunks() > 1);
         let released = regions.iter().map(|_| KeySet::default()).collect();
-        let tiers = regions.into_iter().map(Tier::new).collect();
+        let mut any_placed = false;
+        let tiers = regions
+            .into_iter()
+            .enumerate()
+            .map(|(t, region)| {
+                let sets = policy.placement(TierId(t as u8)).filter(|_| region.is_compact());
+                let placed = sets.map(|sets| {
+                    sets.track_vacated(true);
+                    assert_eq!(
+                        sets.slots() as u64,
+                        region.slots(),
+                        "a placed region is the policy's slots"
+                    );
+                    (sets.stride(), sets.spare())
+                });
+                any_placed |= placed.is_some();
+                Tier::new(region, placed)
+            })
+            .collect();
         Shard {
+            pending: Vec::new(),
+            any_placed,
             policy,
             decision: Decision::new(),
             places: KeyMap::default(),
@@ -357,7 +439,9 @@ impl Shard {
     /// Bytes the resident blocks take: each a whole block, or with size classes its class's
     /// size.
     pub fn resident_bytes(&self) -> u64 {
-        self.places.keys().map(|k| self.stored_size(*k).unwrap_or(0) as u64).sum()
+        let mapped: u64 =
+            self.places.keys().map(|k| self.stored_size(*k).unwrap_or(0) as u64).sum();
+        mapped + self.at_rest_on_placed_tiers() * self.block_size as u64
     }
 
     /// Periodic work due at `now_us`, applied like any decision (it only drops blocks).
@@ -402,7 +486,7 @@ impl Shard {
     }
 
     fn release(&mut self, key: Key, tier: TierId) {
-        let place = self.places.remove(&key).expect("the policy drops only resident keys");
+        let place = self.take_place(key).expect("the policy drops only resident keys");
         debug_assert_eq!(place.tier, tier.0, "key {key} dropped from the wrong tier");
         if place.staged {
             self.staging.remove(&key);
@@ -431,8 +515,7 @@ impl Shard {
             if self.released[t].is_empty() || !self.released[t].contains(&key) {
                 continue;
             }
-            let region = &mut self.tiers[t].region;
-            if region.flush_records().and_then(|()| region.sync()).is_err() {
+            if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
                 self.stats.io_errors += 1;
             }
             self.stats.erase_syncs += 1;
@@ -443,7 +526,42 @@ impl Shard {
     /// Writes what the shard's regions keep in DRAM for their media (flash slot records),
     /// before the tiers sync.
     pub fn flush_records(&mut self) -> Result<(), EngineError> {
-        self.tiers.iter_mut().try_for_each(|tier| tier.region.flush_records())
+        (0..self.tiers.len()).try_for_each(|t| self.flush_tier(t))
+    }
+
+    /// Writes tier `t`'s records not yet written (see `flush_records`). A placed tier's are
+    /// made from what the shard knows of each changed slot: the policy's key there, or the
+    /// block the decision being applied has yet to take out, or one held for a sync.
+    fn flush_tier(&mut self, t: usize) -> Result<(), EngineError> {
+        use crate::direct::SlotState;
+        let Tier { region, placed, .. } = &mut self.tiers[t];
+        let Some(placed) = placed.as_ref() else {
+            return region.flush_records(&|_| SlotState::Free, &mut self.seq);
+        };
+        let (policy, places, pending, limbo) =
+            (&self.policy, &self.places, &self.pending, &self.limbo);
+        let sets = policy.placement_ref(TierId(t as u8)).expect("a placed tier");
+        let state = |slot: u32| {
+            let in_flight = |key: Key| {
+                places.get(&key).is_some_and(|p| {
+                    p.tier as usize == t && p.slot == slot && (p.staged || p.filling)
+                })
+            };
+            let dirty = placed.is_dirty(slot);
+            let held = pending.iter().find(|&&(pt, _, ps)| pt == t && ps == slot).map(|p| p.1);
+            let key = sets.key_at(slot).or(held);
+            if let Some(key) = key {
+                return match in_flight(key) {
+                    true => SlotState::InFlight,
+                    false => SlotState::Block { key, dirty },
+                };
+            }
+            match limbo.iter().find(|&&(lt, ls, _)| lt == t && ls == slot) {
+                Some(&(_, _, key)) => SlotState::Held { key },
+                None => SlotState::Free,
+            }
+        };
+        region.flush_records(&state, &mut self.seq)
     }
 
     /// Frees the slots held since the last sync (of tier `only`, or all): the caller has just
@@ -489,7 +607,7 @@ impl Shard {
     /// dirty, to be tried again before it is dropped. Without a backing device attached yet,
     /// the block stays dirty.
     fn write_back(&mut self, key: Key) -> bool {
-        let Some(place) = self.places.get(&key).copied() else { return true };
+        let Some(place) = self.place(key) else { return true };
         if !place.dirty || place.filling {
             return true;
         }
@@ -501,7 +619,7 @@ impl Shard {
                 let at = key * self.block_size as u64;
                 match backing.write_at(&scratch[..len], at) {
                     Ok(()) => {
-                        self.places.insert(key, Place { dirty: false, ..place });
+                        self.set_place(key, Place { dirty: false, ..place });
                         self.backing_unsynced = true;
                         self.stats.write_backs += 1;
                         self.stats.bytes_written_back += len as u64;
@@ -538,7 +656,7 @@ impl Shard {
         let mut run = vec![0u8; bs * count as usize];
         let mut places = Vec::with_capacity(count as usize);
         for (key, chunk) in (first..first + count).zip(run.chunks_mut(bs)) {
-            let Some(place) = self.places.get(&key).copied() else { return false };
+            let Some(place) = self.place(key) else { return false };
             if !place.dirty || place.filling {
                 return false;
             }
@@ -551,7 +669,7 @@ impl Shard {
             return false;
         }
         for (key, place) in places {
-            self.places.insert(key, Place { dirty: false, ..place });
+            self.set_place(key, Place { dirty: false, ..place });
         }
         self.backing_unsynced = true;
         self.stats.write_backs += count;
@@ -570,12 +688,10 @@ impl Shard {
     /// Records that `key`'s dirty data is lost (its block is about to be dropped): reads of it
     /// fail until it is written again.
     fn lose(&mut self, key: Key) {
-        if let Some(place) = self.places.get_mut(&key) {
-            if place.dirty {
-                place.dirty = false;
-                self.stats.dirty_lost += 1;
-                self.lost.insert(key);
-            }
+        if let Some(place) = self.place(key).filter(|p| p.dirty) {
+            self.set_place(key, Place { dirty: false, ..place });
+            self.stats.dirty_lost += 1;
+            self.lost.insert(key);
         }
     }
 
@@ -607,12 +723,7 @@ impl Shard {
         let result = self.apply(u64::MAX, None);
         self.decision = saved;
         result?;
-        let stragglers: Vec<Key> = self
-            .places
-            .iter()
-            .filter(|(_, p)| p.dirty && tier.is_none_or(|t| t.0 == p.tier))
-            .map(|(k, _)| *k)
-            .collect();
+        let stragglers = self.dirty_keys(tier);
         for key in stragglers {
             if !self.write_back(key) {
                 self.drop_key(key);
@@ -624,7 +735,213 @@ impl Shard {
 
     /// Dirty blocks now, and whether any failed to be written back.
     pub fn dirty_blocks(&self) -> usize {
-        self.places.values().filter(|p| p.dirty).count()
+        self.dirty_keys(None).len()
+    }
+
+    /// The keys of the dirty blocks on `tier` (or all tiers).
+    fn dirty_keys(&self, tier: Option<TierId>) -> Vec<Key> {
+        let on = |t: u8| tier.is_none_or(|tier| tier.0 == t);
+        let mut keys: Vec<Key> =
+            self.places.iter().filter(|(_, p)| p.dirty && on(p.tier)).map(|(k, _)| *k).collect();
+        for (t, placed) in self.placed_tiers() {
+            if !on(t as u8) {
+                continue;
+            }
+            let sets = self.policy.placement_ref(TierId(t as u8)).expect("a placed tier");
+            for (word, bits) in placed.dirty.iter().enumerate().filter(|(_, b)| **b != 0) {
+                for bit in (0..64).filter(|b| bits & (1 << b) != 0) {
+                    let key = sets.key_at((word * 64 + bit) as u32);
+                    // Blocks in passing (staged, filling) are in the place map, counted there.
+                    keys.extend(key.filter(|k| !self.places.contains_key(k)));
+                }
+            }
+        }
+        keys
+    }
+
+    /// The placed tiers (see `Tier::placed`).
+    fn placed_tiers(&self) -> impl Iterator<Item = (usize, &Placed)> {
+        self.tiers.iter().enumerate().filter_map(|(t, tier)| Some((t, tier.placed.as_ref()?)))
+    }
+
+    /// Blocks at rest on placed tiers: resident in their policy, not in the place map.
+    fn at_rest_on_placed_tiers(&self) -> u64 {
+        if !self.any_placed {
+            return 0;
+        }
+        let in_passing =
+            self.places.values().filter(|p| self.tiers[p.tier as usize].placed.is_some()).count();
+        let resident: u64 =
+            self.placed_tiers().map(|(t, _)| self.policy.resident(TierId(t as u8))).sum();
+        resident - in_passing as u64
+    }
+
+    /// Blocks resident, in every tier.
+    pub fn resident_count(&self) -> u64 {
+        self.places.len() as u64 + self.at_rest_on_placed_tiers()
+    }
+
+    /// Whether `key` is resident.
+    pub fn contains(&self, key: Key) -> bool {
+        self.place(key).is_some()
+    }
+
+    /// Where `key`'s block is, if resident: in the place map, or, for a block at rest on a
+    /// placed tier, the slot its policy gives it, or gave it if the decision being applied
+    /// has just dropped or moved it (`pending`).
+    pub fn place(&self, key: Key) -> Option<Place> {
+        if let Some(place) = self.places.get(&key) {
+            return Some(*place);
+        }
+        if !self.any_placed {
+            return None;
+        }
+        if let Some(&(t, _, slot)) = self.pending.iter().find(|(_, k, _)| *k == key) {
+            return Some(self.at_rest(t, slot));
+        }
+        self.placed_tiers().find_map(|(t, _)| {
+            let slot = self.policy.placement_ref(TierId(t as u8))?.slot_of(key)?;
+            Some(self.at_rest(t, slot))
+        })
+    }
+
+    /// The place of the block at rest in `slot` of placed tier `t`.
+    fn at_rest(&self, t: usize, slot: u32) -> Place {
+        let dirty = self.tiers[t].placed.as_ref().expect("a placed tier").is_dirty(slot);
+        Place { dirty, ..Place::new(t as u8, slot) }
+    }
+
+    /// Records where `key`'s block is: for a block at rest on a placed tier only its dirty
+    /// bit (its policy knows the slot), for any other in the place map.
+    fn set_place(&mut self, key: Key, place: Place) {
+        if let Some(placed) = self.tiers[place.tier as usize].placed.as_mut() {
+            placed.set_dirty(place.slot, place.dirty);
+            if !place.filling && !place.staged {
+                self.places.remove(&key);
+                return;
+            }
+        }
+        self.places.insert(key, place);
+    }
+
+    /// Forgets where `key`'s block is and returns it: the block leaves its slot.
+    fn take_place(&mut self, key: Key) -> Option<Place> {
+        let pending = match self.pending.iter().position(|(_, k, _)| *k == key) {
+            Some(i) => Some(self.pending.remove(i)),
+            None => None,
+        };
+        let place = match (self.places.remove(&key), pending) {
+            (Some(place), _) => Some(place),
+            (None, Some((t, _, slot))) => Some(self.at_rest(t, slot)),
+            (None, None) => self.place(key),
+        }?;
+        if let Some(placed) = self.tiers[place.tier as usize].placed.as_mut() {
+            placed.set_dirty(place.slot, false);
+        }
+        Some(place)
+    }
+
+    /// Takes what the placed tiers' policies dropped or moved since last asked (`pending`).
+    fn collect_vacated(&mut self) {
+        if !self.any_placed {
+            return;
+        }
+        for t in 0..self.tiers.len() {
+            if self.tiers[t].placed.is_none() {
+                continue;
+            }
+            let sets = self.policy.placement(TierId(t as u8)).expect("a placed tier");
+            self.pending.extend(sets.take_vacated().into_iter().map(|(k, slot)| (t, k, slot)));
+        }
+    }
+
+    /// Whether `key`'s set on placed tier `t` has a slot for a new copy of its block, other
+    /// than `old`, the current one's; slots held for a sync are freed (the tier synced) if
+    /// that makes one.
+    fn has_fresh_slot(&mut self, t: usize, key: Key, old: u32) -> bool {
+        loop {
+            let sets = self.policy.placement_ref(TierId(t as u8)).expect("a placed tier");
+            if sets.free_slots(key).any(|s| s != old && !self.busy(t, s)) {
+                return true;
+            }
+            if !self.limbo.iter().any(|(lt, _, _)| *lt == t) {
+                return false;
+            }
+            if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
+                self.stats.io_errors += 1;
+            }
+            self.stats.limbo_syncs += 1;
+            self.release_limbo(Some(t));
+        }
+    }
+
+    /// Whether `slot` of placed tier `t` may not take a block now: a read or a write runs on
+    /// it, it holds the only durable copy of a block until the next sync (`limbo`), or the
+    /// decision being applied has yet to take its block out (`pending`).
+    fn busy(&self, t: usize, slot: u32) -> bool {
+        self.tiers[t].pins[slot as usize] != 0
+            || self.limbo.iter().any(|&(lt, ls, _)| lt == t && ls == slot)
+            || self.pending.iter().any(|&(pt, _, ps)| pt == t && ps == slot)
+    }
+
+    /// Whether `slot` of `tier` may be pinned once more (see `Tier::has_room_to_pin`). On a
+    /// placed tier the slot's set must keep a free slot that is not busy for any insert or
+    /// overwrite: of the set's spare slots, all but one may be busy.
+    fn can_pin(&self, t: usize, slot: u32) -> bool {
+        let tier = &self.tiers[t];
+        if !tier.has_room_to_pin(slot) {
+            return false;
+        }
+        let Some(placed) = &tier.placed else { return true };
+        if tier.pins[slot as usize] != 0 {
+            return true;
+        }
+        let set = placed.set_of(slot);
+        let busy = set.clone().filter(|&s| self.busy(t, s)).count() as u32;
+        busy + 1 < placed.spare
+    }
+
+    /// The slot of placed tier `t` for `key`, which its policy has just placed there: the
+    /// policy's choice, or, if that one is busy, another free slot of the set, the policy
+    /// told (a choice of slot changes no decision). With `fresh`, a slot other than that
+    /// one, the key's current copy's (an overwrite's new copy).
+    fn placed_slot(&mut self, t: usize, key: Key, fresh: Option<u32>) -> u32 {
+        let tier = TierId(t as u8);
+        loop {
+            let sets = self.policy.placement_ref(tier).expect("a placed tier");
+            let chosen = sets.slot_of(key);
+            if let Some(chosen) = chosen.filter(|&slot| fresh.is_none() && !self.busy(t, slot)) {
+                return chosen;
+            }
+            let free = sets.free_slots(key).find(|&s| Some(s) != fresh && !self.busy(t, s));
+            match (free, chosen) {
+                (Some(to), Some(_)) => {
+                    let sets = self.policy.placement(tier).expect("a placed tier");
+                    sets.relocate(key, to).expect("a free slot of the key's set");
+                    return to;
+                }
+                (Some(to), None) => {
+                    // An overwrite of a block the same decision moves or drops next (the
+                    // policy has let it go): its new copy waits in a free slot the policy
+                    // does not know, as the old one did, for the action that takes it.
+                    assert!(fresh.is_some(), "the policy placed key {key} it stores");
+                    self.pending.push((t, key, to));
+                    return to;
+                }
+                (None, _) => {}
+            }
+            assert!(
+                self.limbo.iter().any(|(lt, _, _)| *lt == t),
+                "every free slot of key {key}'s set is busy, none held for a sync: pins are \
+                 limited to leave one"
+            );
+            // The free slots are held for a sync: sync the tier now, then free them.
+            if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
+                self.stats.io_errors += 1;
+            }
+            self.stats.limbo_syncs += 1;
+            self.release_limbo(Some(t));
+        }
     }
 
     /// Releases a pin (of an unlocked read or write, or a read handle).
@@ -637,7 +954,19 @@ impl Shard {
     /// the slot or the value changed size class.
     /// False if the write failed (see `store_or_fail`): the caller drops the key.
     fn overwrite(&mut self, key: Key, data: &[u8], dirty: bool) -> bool {
-        let old = self.places[&key];
+        // On a placed tier, a block whose set has no slot for a new copy (the spare ones busy,
+        // or taken by a block this decision moved in while it let this one go) is written in
+        // place, made clean first: a crash that tears it then loses nothing synced.
+        let in_place = match self.place(key) {
+            Some(p) if self.tiers[p.tier as usize].placed.is_some() => {
+                !self.has_fresh_slot(p.tier as usize, key, p.slot)
+            }
+            _ => false,
+        };
+        if in_place && self.place(key).is_some_and(|p| p.dirty) {
+            self.write_back(key);
+        }
+        let old = self.take_place(key).expect("an overwrite of a resident key");
         let tier = old.tier as usize;
         let mut place = Place { dirty, ..Place::new(old.tier, old.slot) };
         let class = self.class_of(data.len() as u32);
@@ -645,12 +974,20 @@ impl Shard {
         // A dirty block is the only copy of its data: it is never overwritten in place, where
         // a crash could tear it, but copied, and its slot freed once the copy is written (a
         // process killed between the two leaves the old copy, never neither).
-        let copy = self.tiers[tier].region.is_io()
-            || self.tiers[tier].pins[old.slot as usize] > 0
-            || !same_class
-            || old.dirty;
+        let copy = match self.tiers[tier].placed {
+            Some(_) => !in_place,
+            None => {
+                self.tiers[tier].region.is_io()
+                    || self.tiers[tier].pins[old.slot as usize] > 0
+                    || !same_class
+                    || old.dirty
+            }
+        };
         if copy {
-            place.slot = self.allocate(TierId(old.tier), class, key);
+            place.slot = match self.tiers[tier].placed {
+                Some(_) => self.placed_slot(tier, key, Some(old.slot)),
+                None => self.allocate(TierId(old.tier), class, key),
+            };
             // Readers without the lock stop finding the old copy before the new one is found.
             self.tiers[tier].region.vacate(old.slot, key);
         } else {
@@ -658,6 +995,13 @@ impl Shard {
             // durable on the backing device first, and no older copy may be left to come back.
             self.sync_backing();
             self.settle_erasures(key);
+            assert_eq!(self.tiers[tier].pins[old.slot as usize], 0, "a pinned block in place");
+            let placed = self.policy.placement_ref(TierId(old.tier));
+            if placed.is_some_and(|sets| sets.slot_of(key).is_none()) {
+                // Let go by the policy in this decision: the block stays where the action
+                // that takes it will look.
+                self.pending.push((tier, key, old.slot));
+            }
         }
         if old.staged {
             self.staging.remove(&key);
@@ -680,13 +1024,13 @@ impl Shard {
     fn store_or_fail(&mut self, place: Place, key: Key, data: &[u8]) -> bool {
         match self.store(place, key, data) {
             Ok(stored) => {
-                self.places.insert(key, stored);
+                self.set_place(key, stored);
                 self.fills_done(key);
                 true
             }
             Err(_) => {
                 self.stats.io_errors += 1;
-                self.places.insert(key, place);
+                self.set_place(key, place);
                 self.fills_done(key);
                 false
             }
@@ -718,7 +1062,7 @@ impl Shard {
 
     /// The size a policy counts for a resident key (its class's size), if resident.
     pub fn stored_size(&self, key: Key) -> Option<u32> {
-        let place = self.places.get(&key)?;
+        let place = self.place(key)?;
         Some(self.block_size >> self.class_at(place.tier as usize, place.slot))
     }
 
@@ -727,14 +1071,16 @@ impl Shard {
     /// the current decision moves) is emptied first: its blocks are dropped and the policy told.
     fn allocate(&mut self, tier: TierId, class: u8, key: Key) -> u32 {
         let t = tier.index();
+        if self.tiers[t].placed.is_some() {
+            return self.placed_slot(t, key, None);
+        }
         loop {
             if let Some(slot) = self.tiers[t].take(class, key) {
                 return slot;
             }
             if self.limbo.iter().any(|(lt, _, _)| *lt == t) {
                 // The free slots are all held for a sync: sync the tier now, then free them.
-                let region = &mut self.tiers[t].region;
-                if region.flush_records().and_then(|()| region.sync()).is_err() {
+                if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
                     self.stats.io_errors += 1;
                 }
                 self.stats.limbo_syncs += 1;
@@ -794,6 +1140,7 @@ impl Shard {
     /// Applies the decision in `self.decision`. `value` is the data of a write; a read-through
     /// miss has none yet, and its insert reserves the slot for the load returned.
     pub fn apply(&mut self, key: Key, value: Option<&[u8]>) -> Result<Option<u64>, EngineError> {
+        self.collect_vacated();
         let mut load = None;
         let mut lost = Vec::new();
         let mut i = 0;
@@ -804,10 +1151,10 @@ impl Shard {
                 Action::Evict { tier, key, .. } => {
                     // The policy wrote a dirty block back first; if it did not (or that
                     // failed), the block is written back now, never dropped dirty.
-                    if self.places.get(&key).is_some_and(|p| p.dirty) {
+                    if self.place(key).is_some_and(|p| p.dirty) {
                         self.write_back(key);
                     }
-                    if self.places.get(&key).is_some_and(|p| p.dirty) {
+                    if self.place(key).is_some_and(|p| p.dirty) {
                         self.lose(key);
                     }
                     self.release(key, tier);
@@ -836,7 +1183,7 @@ impl Shard {
                             load = Some(self.loads);
                             place.filling = true;
                             self.fills.insert(key, self.loads);
-                            self.places.insert(key, place);
+                            self.set_place(key, place);
                         }
                     }
                 }
@@ -888,7 +1235,7 @@ impl Shard {
         to: TierId,
         size: u32,
     ) -> Result<bool, EngineError> {
-        let old = self.places[&key];
+        let old = self.take_place(key).expect("a move of a resident key");
         debug_assert_eq!(old.tier, from.0);
         // The block keeps its class (the policy's size is that class's).
         let class = self.class_at(from.index(), old.slot);
@@ -934,7 +1281,7 @@ impl Shard {
         } else {
             self.free_slot(from.index(), old.slot, key);
         }
-        self.places.insert(key, new);
+        self.set_place(key, new);
         Ok(good)
     }
 
@@ -958,7 +1305,7 @@ impl Shard {
         if let Some((behind, shard)) = self.behind.clone() {
             // The same room rule as unlocked reads: pinned slots may all be freed meanwhile,
             // and an overwrite's copy must still find a slot.
-            if self.tiers[tier].has_room_to_pin() {
+            if self.can_pin(tier, place.slot) {
                 if let Some(staged) =
                     self.tiers[tier].region.begin_write(place.slot, key, data, stamp)
                 {
@@ -995,7 +1342,7 @@ impl Shard {
         let current = now.is_some();
         match result {
             Ok(()) if current => {
-                self.places.insert(key, Place { staged: false, ..now.expect("current") });
+                self.set_place(key, Place { staged: false, ..now.expect("current") });
             }
             Ok(()) => {}
             Err(_) => {
@@ -1017,9 +1364,9 @@ impl Shard {
 
     /// Fills a slot reserved by read-through `load`, if it is still waiting for it.
     pub fn fill(&mut self, key: Key, load: u64, data: &[u8]) -> Result<(), EngineError> {
-        match self.places.get(&key) {
+        match self.places.get(&key).copied() {
             Some(place) if self.is_filling(key, load) => {
-                if !self.store_or_fail(Place { filling: false, ..*place }, key, data) {
+                if !self.store_or_fail(Place { filling: false, ..place }, key, data) {
                     self.drop_key(key);
                 }
                 Ok(())
@@ -1062,10 +1409,10 @@ impl Shard {
     /// Starts serving a hit: memory tiers copy now; file and flash tiers pin the slot and hand
     /// back a read to run with the shard unlocked.
     pub fn begin_copy(&mut self, key: Key, buf: &mut [u8]) -> Served {
-        let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
+        let place = self.place(key).expect("the policy reported a hit with no slot");
         let tier = place.tier as usize;
         // Keep one slack slot for an overwrite's copy; past that, read under the lock.
-        let room = self.tiers[tier].has_room_to_pin();
+        let room = self.can_pin(tier, place.slot);
         if place.filling || place.staged || !self.tiers[tier].region.is_io() || !room {
             return Served::Now(self.copy_out(key, buf));
         }
@@ -1102,7 +1449,7 @@ impl Shard {
             }
             Err(fault) => {
                 self.count_fault(&fault);
-                if self.places.get(&key).is_some_and(|p| p.same_slot(&place)) {
+                if self.place(key).is_some_and(|p| p.same_slot(&place)) {
                     self.drop_key(key);
                 }
                 None
@@ -1113,12 +1460,12 @@ impl Shard {
     /// Whether `hold` would keep a resident key's block in place (a memory tier read in
     /// place, data there, not staged, and a spare slot to pin).
     pub fn holds_in_place(&self, key: Key) -> bool {
-        self.places.get(&key).is_some_and(|place| {
+        self.place(key).is_some_and(|place| {
             let tier = place.tier as usize;
             !place.filling
                 && !place.staged
                 && self.tiers[tier].region.in_place()
-                && self.tiers[tier].has_room_to_pin()
+                && self.can_pin(tier, place.slot)
         })
     }
 
@@ -1126,7 +1473,7 @@ impl Shard {
     /// pinned (release it with `unpin`). `None` if the block did not check out (then dropped).
     pub fn hold(&mut self, key: Key) -> Option<Held> {
         debug_assert!(self.holds_in_place(key), "key {key} cannot be held in place");
-        let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
+        let place = self.place(key).expect("the policy reported a hit with no slot");
         let tier = place.tier as usize;
         match self.tiers[tier].region.locate(place.slot, key) {
             Ok(value) => {
@@ -1209,6 +1556,9 @@ impl Shard {
         });
         copies.reverse();
         for t in 0..self.tiers.len() {
+            if self.tiers[t].placed.is_some() {
+                continue;
+            }
             let held: Vec<u32> = copies.iter().filter(|c| c.tier == t).map(|c| c.slot).collect();
             self.tiers[t].space.claim(&held);
         }
@@ -1233,8 +1583,28 @@ impl Shard {
                 self.tiers[copy.tier].give_back(copy.slot, &mut self.stats);
                 continue;
             }
+            if self.tiers[copy.tier].placed.is_some() {
+                // Kept in the slot it lies in, which the policy is told (no decision changes);
+                // a slot outside the key's set (a tier laid out for other ways) is dropped.
+                let sets = self.policy.placement(tier).expect("a placed tier");
+                if sets.slot_of(copy.key) != Some(copy.slot)
+                    && sets.relocate(copy.key, copy.slot).is_none()
+                {
+                    // What the policy evicted to make room goes; then the key is forgotten
+                    // without touching the slot the policy had chosen for it, which may hold
+                    // a block still to be restored.
+                    self.apply(copy.key, None)?;
+                    self.decide_sized(&Request::new(self.now_us, copy.key, 0, Op::Delete));
+                    self.decision.clear();
+                    self.collect_vacated();
+                    self.pending.retain(|(_, k, _)| *k != copy.key);
+                    self.stats.recovery_declined += 1;
+                    self.tiers[copy.tier].give_back(copy.slot, &mut self.stats);
+                    continue;
+                }
+            }
             let place = Place { dirty: copy.dirty, ..Place::new(copy.tier as u8, copy.slot) };
-            self.places.insert(copy.key, place);
+            self.set_place(copy.key, place);
             self.tiers[copy.tier].region.republish(copy.slot, copy.key, copy.len as usize);
             // Room the policy made (a policy whose capacity is less than its tier's slots):
             // earlier blocks go.
@@ -1242,7 +1612,7 @@ impl Shard {
         }
         // Nothing else has run on the shard: what it holds was recovered, and what the policy
         // evicted to make room was not kept.
-        self.stats.recovered = self.places.len() as u64;
+        self.stats.recovered = self.resident_count();
         self.stats.recovery_declined += std::mem::take(&mut self.stats.evictions);
         Ok(())
     }
@@ -1294,7 +1664,7 @@ impl Shard {
     /// Copies a resident key's value out under the lock; a bad block is dropped and reported
     /// as a miss.
     pub fn copy_out(&mut self, key: Key, buf: &mut [u8]) -> Option<usize> {
-        let place = *self.places.get(&key).expect("the policy reported a hit with no slot");
+        let place = self.place(key).expect("the policy reported a hit with no slot");
         if place.filling {
             self.stats.fill_misses += 1;
             return None;

@@ -301,9 +301,10 @@ impl Medium {
         self.device = wrapper(self.device.clone());
     }
 
-    /// The region of slots `first..first + count` for one shard. Regions of one medium must be
-    /// disjoint: the cache hands each slot range out once.
-    pub fn region(&self, first: u64, count: u64) -> Result<Region, EngineError> {
+    /// The region of slots `first..first + count` for one shard (`compact`: see
+    /// [`Region::new`]). Regions of one medium must be disjoint: the cache hands each slot
+    /// range out once.
+    pub fn region(&self, first: u64, count: u64, compact: bool) -> Result<Region, EngineError> {
         // Each shard's slots, and its records (flash) or headers (mapped) on pages of their
         // own, in shard order.
         let shard = (first / count.max(1)) as u32;
@@ -315,7 +316,8 @@ impl Medium {
             None => (first * self.slot_bytes as u64, 0),
         };
         let placed = (offset, records_at, count);
-        Ok(Region::new(&self.kind, self.device.clone(), placed, self.slot_bytes, self.chunks))
+        let format = (self.slot_bytes, self.chunks);
+        Ok(Region::new(&self.kind, self.device.clone(), placed, format, compact))
     }
 }
 

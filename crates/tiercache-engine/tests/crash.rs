@@ -33,7 +33,7 @@ fn file_device(path: &Path) -> Arc<dyn Device> {
 fn tier(kind: &str, path: &Path) -> TierKind {
     match kind {
         "mapped" => TierKind::Mapped { path: path.to_path_buf() },
-        "flash" => TierKind::Flash { path: path.to_path_buf() },
+        "flash" | "flash-sets" => TierKind::Flash { path: path.to_path_buf() },
         _ => TierKind::File { path: path.to_path_buf() },
     }
 }
@@ -54,15 +54,20 @@ fn builder(kind: &str, path: &Path, mode: CacheMode, cleaner: bool) -> CacheBuil
         };
     }
     let blocks = if cleaner { BLOCKS } else { 16 } * BLOCK as u64;
-    let cache = CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).shards(2);
-    let cache = match kind.strip_prefix("dram+") {
-        Some(lower) => cache.tier(TierKind::Dram).capacity_bytes(4 * BLOCK as u64).lower_tier(
-            tier(lower, path),
-            blocks,
-            PolicyConfig::Lru,
-        ),
-        None => cache.tier(tier(kind, path)).capacity_bytes(blocks),
+    // "flash-sets": a flash tier run by the set-associative policy, whose blocks lie where it
+    // places them (`docs/DURABILITY.md`).
+    let policy = |kind: &str| match kind {
+        "flash-sets" => PolicyConfig::parse("setassoc:ways=4").unwrap(),
+        _ => PolicyConfig::Lru,
     };
+    let cache = match kind.strip_prefix("dram+") {
+        Some(lower) => CacheBuilder::new(PolicyConfig::Lru)
+            .tier(TierKind::Dram)
+            .capacity_bytes(4 * BLOCK as u64)
+            .lower_tier(tier(lower, path), blocks, policy(lower)),
+        None => CacheBuilder::new(policy(kind)).tier(tier(kind, path)).capacity_bytes(blocks),
+    };
+    let cache = cache.block_size(BLOCK).shards(2);
     cache.mode(config).without_worker()
 }
 
@@ -225,7 +230,7 @@ fn crash_after(
 fn every_sync_point_survives_a_crash_with_nothing_stale() {
     let tears = [Tear::None, Tear::Keep { sector: 512, sectors: 1 }];
     let mut recovered = 0;
-    for kind in ["file", "mapped", "flash"] {
+    for kind in ["file", "mapped", "flash", "flash-sets"] {
         for (mode, cleaner) in [
             (CacheMode::WriteThrough, false),
             (CacheMode::WriteInvalidate, false),
@@ -252,7 +257,7 @@ fn every_sync_point_survives_a_crash_with_nothing_stale() {
 fn write_back_under_dram_survives_a_crash_at_every_sync_point() {
     let tears = [Tear::None, Tear::Keep { sector: 512, sectors: 1 }];
     let mut recovered = 0;
-    for kind in ["dram+file", "dram+mapped", "dram+flash"] {
+    for kind in ["dram+file", "dram+mapped", "dram+flash", "dram+flash-sets"] {
         for cleaner in [false, true] {
             for syncs in 0..=SYNC_POINTS {
                 for (i, tear) in tears.into_iter().enumerate() {
@@ -273,7 +278,7 @@ fn write_back_under_dram_survives_a_crash_at_every_sync_point() {
 fn discards_survive_a_crash_at_every_sync_point() {
     let tears = [Tear::None, Tear::Keep { sector: 512, sectors: 1 }];
     let mut recovered = 0;
-    for kind in ["file", "mapped", "flash"] {
+    for kind in ["file", "mapped", "flash", "flash-sets"] {
         for (mode, cleaner) in [
             (CacheMode::WriteThrough, false),
             (CacheMode::WriteBack, false),
@@ -422,10 +427,10 @@ fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
 #[test]
 fn a_kill_at_every_write_loses_no_synced_write() {
     let mut kills = 0;
-    for kind in ["file", "mapped", "flash"] {
+    for kind in ["file", "mapped", "flash", "flash-sets"] {
         // Flash (direct I/O and a record page beside every block) without the cleaner only,
         // to keep the test short.
-        for cleaner in [false, true].into_iter().filter(|c| !c || kind != "flash") {
+        for cleaner in [false, true].into_iter().filter(|c| !c || !kind.starts_with("flash")) {
             for tear in [false, true] {
                 for budget in 1.. {
                     if !killed_after(kind, cleaner, budget, tear) {

@@ -552,3 +552,69 @@ fn a_sharded_engine_decides_as_the_sharded_model() {
         assert_ne!(model(None), engine, "{name}: one stack over the cache decides otherwise");
     }
 }
+
+/// A flash tier run by the set-associative policy keeps its blocks where the policy places
+/// them, outside the shard's map (`docs/DURABILITY.md`): alone and under DRAM, with writes
+/// staged behind the callers or not, it decides as the simulator's policy of the same
+/// capacity (the spare slots the engine adds change no decision), and every hit returns its
+/// key's bytes.
+#[test]
+fn a_set_associative_flash_tier_decides_as_the_simulator() {
+    let reqs: Vec<Request> = trace().into_iter().take(60_000).collect();
+    let dir = std::env::temp_dir().join(format!("tiercache-eq-sa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = PolicyConfig::parse("setassoc:ways=8").unwrap();
+    // 1,000 slots: 100 sets of 8 ways and 2 spare slots, so the policy keeps 800 blocks.
+    let (sim, _, _) = simulated_hits(&config, &[], 800, &reqs);
+    for writers in [0, 2] {
+        let path = dir.join(format!("alone-{writers}.flash"));
+        let cache = CacheBuilder::new(config.clone())
+            .tier(TierKind::Flash { path })
+            .shards(1)
+            .block_size(BLOCK)
+            .capacity_bytes(1000 * BLOCK as u64)
+            .write_behind(writers)
+            .without_worker()
+            .build()
+            .unwrap();
+        let mut buf = vec![0u8; BLOCK];
+        let engine: Vec<bool> = reqs.iter().map(|r| replay(&cache, r, &mut buf)).collect();
+        let first_difference = sim.iter().zip(&engine).position(|(a, b)| a != b);
+        assert_eq!(first_difference, None, "writers {writers}");
+        let stats = cache.stats();
+        assert_eq!(stats.checksum_failures, 0, "{stats:?}");
+        assert!(stats.evictions > 1000, "{stats:?}");
+        let (used, slots) = cache.occupancy();
+        assert!(used <= 800 && slots == 800, "{used} of {slots}");
+    }
+    for placement in ["dram-first", "scm-first:2"] {
+        let placement = Placement::parse(placement).unwrap();
+        let sim = simulated_tiers(placement, "lru", "setassoc:ways=8", [300, 800], &reqs);
+        let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .placement(placement)
+            .capacity_bytes(300 * BLOCK as u64)
+            .lower_tier(
+                TierKind::Flash { path: dir.join(format!("{placement:?}.flash")) },
+                1000 * BLOCK as u64,
+                config.clone(),
+            )
+            .shards(1)
+            .block_size(BLOCK)
+            .build()
+            .unwrap();
+        let mut buf = vec![0u8; BLOCK];
+        for (i, r) in reqs.iter().enumerate() {
+            let hit = replay(&cache, r, &mut buf);
+            assert_eq!(
+                hit,
+                sim[i].is_some(),
+                "{placement:?}: request {i} {r:?}: {:?}",
+                cache.stats()
+            );
+        }
+        let stats = cache.stats();
+        assert!(stats.lower_hits > 0 && stats.demotions > 0, "{placement:?}: {stats:?}");
+        assert_eq!(stats.checksum_failures, 0);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

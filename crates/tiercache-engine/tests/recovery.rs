@@ -25,7 +25,7 @@ fn scratch(name: &str) -> PathBuf {
 fn tier(kind: &str, path: &Path) -> TierKind {
     match kind {
         "mapped" => TierKind::Mapped { path: path.to_path_buf() },
-        "flash" => TierKind::Flash { path: path.to_path_buf() },
+        "flash" | "flash-sets" => TierKind::Flash { path: path.to_path_buf() },
         _ => TierKind::File { path: path.to_path_buf() },
     }
 }
@@ -42,7 +42,13 @@ fn try_open(
     shards: usize,
     recover: Recover,
 ) -> Result<Cache, String> {
-    CacheBuilder::new(PolicyConfig::Lru)
+    // "flash-sets": a flash tier run by the set-associative policy, whose blocks lie where it
+    // places them (`docs/DURABILITY.md`).
+    let policy = match kind {
+        "flash-sets" => PolicyConfig::parse("setassoc:ways=8").unwrap(),
+        _ => PolicyConfig::Lru,
+    };
+    CacheBuilder::new(policy)
         .tier(tier(kind, path))
         .block_size(BLOCK)
         .shards(shards)
@@ -87,7 +93,7 @@ fn replay(cache: &Cache, keys: &[u64]) -> f64 {
 #[test]
 fn a_clean_restart_is_warm_on_mapped_file_and_flash_tiers() {
     let keys = stream();
-    for kind in ["mapped", "file", "flash"] {
+    for kind in ["mapped", "file", "flash", "flash-sets"] {
         let path = scratch(&format!("warm.{kind}"));
         let cache = open(kind, &path, 1000, 4, Recover::Quiet);
         assert!(cache.recovery().is_none(), "a new file holds nothing");
@@ -140,7 +146,7 @@ fn a_restart_after_kill_9_is_warm_and_correct() {
             std::thread::sleep(std::time::Duration::from_secs(1));
         }
     }
-    for kind in ["mapped", "file", "flash"] {
+    for kind in ["mapped", "file", "flash", "flash-sets"] {
         let path = scratch(&format!("killed.{kind}"));
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "a_restart_after_kill_9_is_warm_and_correct", "--nocapture"])

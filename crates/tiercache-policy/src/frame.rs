@@ -60,6 +60,10 @@ pub trait Eviction {
     /// blocks through `sink`.
     fn prepare_insert(&mut self, _req: &Request, _sink: &mut Sink) {}
 
+    /// Room for a restored key that the capacity alone does not make (a set-associative
+    /// policy's full set). May drop blocks through `sink`.
+    fn prepare_restore(&mut self, _req: &Request, _sink: &mut Sink) {}
+
     /// Chooses one victim, removes it and returns it; `None` only when empty.
     fn evict(&mut self, incoming: &Request) -> Option<(Key, u32)>;
 
@@ -216,6 +220,7 @@ impl<E: Eviction> Policy for SingleTier<E> {
         {
             return false;
         }
+        self.eviction.prepare_restore(&req, &mut self.sink(out));
         self.make_room(&req, out);
         self.eviction.insert(&req);
         true

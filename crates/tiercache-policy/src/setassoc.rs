@@ -197,6 +197,32 @@ impl SetAssoc {
         self.stride
     }
 
+    /// Slots per set the policy never fills.
+    pub fn spare(&self) -> u32 {
+        self.stride - self.ways
+    }
+
+    /// The key whose block lies in `slot`, if one does.
+    pub fn key_at(&self, slot: u32) -> Option<Key> {
+        let set = slot / self.stride;
+        let (start, _, _) = self.span(set);
+        let filled = self.filled.get(set as usize).copied()? as usize;
+        (0..filled)
+            .any(|rank| start + self.order[start + rank] as usize == slot as usize)
+            .then(|| self.keys[slot as usize])
+    }
+
+    /// Every resident key and its slot.
+    pub fn residents(&self) -> impl Iterator<Item = (Key, u32)> + '_ {
+        (0..self.sets).flat_map(move |set| {
+            let (start, _, _) = self.span(set);
+            (0..self.filled[set as usize] as usize).map(move |rank| {
+                let slot = start + self.order[start + rank] as usize;
+                (self.keys[slot], slot as u32)
+            })
+        })
+    }
+
     /// Set `set`'s first slot, its budget, and its ways in all (budget and spare).
     #[inline]
     fn span(&self, set: u32) -> (usize, usize, usize) {
@@ -378,6 +404,10 @@ impl Eviction for SetAssoc {
             let (key, size) = self.evict_from(set).expect("a full set has a victim");
             sink.evicted(key, size);
         }
+    }
+
+    fn prepare_restore(&mut self, req: &Request, sink: &mut Sink) {
+        self.prepare_insert(req, sink);
     }
 
     /// Only reached when the whole tier is full, which `prepare_insert` rules out for the
