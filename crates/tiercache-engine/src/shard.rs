@@ -867,11 +867,7 @@ impl Shard {
             if !self.limbo.iter().any(|(lt, _, _)| *lt == t) {
                 return false;
             }
-            if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
-                self.stats.io_errors += 1;
-            }
-            self.stats.limbo_syncs += 1;
-            self.release_limbo(Some(t));
+            self.free_held_slots(t);
         }
     }
 
@@ -936,12 +932,17 @@ impl Shard {
                  limited to leave one"
             );
             // The free slots are held for a sync: sync the tier now, then free them.
-            if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
-                self.stats.io_errors += 1;
-            }
-            self.stats.limbo_syncs += 1;
-            self.release_limbo(Some(t));
+            self.free_held_slots(t);
         }
+    }
+
+    /// Syncs tier `t` (its records first) and frees the slots held for that sync (`limbo`).
+    fn free_held_slots(&mut self, t: usize) {
+        if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
+            self.stats.io_errors += 1;
+        }
+        self.stats.limbo_syncs += 1;
+        self.release_limbo(Some(t));
     }
 
     /// Releases a pin (of an unlocked read or write, or a read handle).
@@ -1080,11 +1081,7 @@ impl Shard {
             }
             if self.limbo.iter().any(|(lt, _, _)| *lt == t) {
                 // The free slots are all held for a sync: sync the tier now, then free them.
-                if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
-                    self.stats.io_errors += 1;
-                }
-                self.stats.limbo_syncs += 1;
-                self.release_limbo(Some(t));
+                self.free_held_slots(t);
                 continue;
             }
             assert!(self.tiers[t].region.chunks() > 1, "the policy is sized to the slots");

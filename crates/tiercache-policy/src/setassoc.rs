@@ -134,7 +134,8 @@ pub struct SetAssoc {
     /// Sizes of `SIZE_ESCAPE` bytes or more.
     large: KeyMap<u32>,
     /// Per set, a permutation of its ways: the first `filled` are occupied, most recent (LRU)
-    /// or newest (FIFO) first; the rest are free, the longest free first.
+    /// or newest (FIFO) first; the rest are free, the longest free first. All zeros for a set
+    /// never filled, which stands for the identity.
     order: Vec<u8>,
     /// Occupied ways per set.
     filled: Vec<u8>,
@@ -157,7 +158,9 @@ impl SetAssoc {
         let stride = ways + config.spare;
         let sets = capacity.div_ceil(ways).max(1);
         let slots = sets as usize * stride as usize;
-        let order = (0..slots).map(|i| (i % stride as usize) as u8).collect();
+        // Zeros, set to the identity when a set is first filled (`order_of`): untouched
+        // memory until then.
+        let order = vec![0; slots];
         SetAssoc {
             order_rule: config.order,
             ways,
@@ -268,7 +271,17 @@ impl SetAssoc {
         let set = self.set_of(key);
         let (start, _, physical) = self.span(set);
         let filled = self.filled[set as usize] as usize;
-        (filled..physical).map(move |rank| (start + self.order[start + rank] as usize) as u32)
+        let fresh = !self.has_order(start, physical);
+        (filled..physical).map(move |rank| match fresh {
+            true => (start + rank) as u32,
+            false => (start + self.order[start + rank] as usize) as u32,
+        })
+    }
+
+    /// Whether the set at `start` of `physical` ways has its order written: a permutation of
+    /// two or more ways has a nonzero entry among its first two.
+    fn has_order(&self, start: usize, physical: usize) -> bool {
+        physical < 2 || self.order[start] != 0 || self.order[start + 1] != 0
     }
 
     /// Moves resident `key` to `to`, a free slot of its set, and returns the slot it left
@@ -419,7 +432,12 @@ impl Eviction for SetAssoc {
 
     fn insert(&mut self, req: &Request) {
         let set = self.set_of(req.key);
-        let (start, budget, _) = self.span(set);
+        let (start, budget, physical) = self.span(set);
+        if !self.has_order(start, physical) {
+            for (way, entry) in self.order[start..start + physical].iter_mut().enumerate() {
+                *entry = way as u8;
+            }
+        }
         let filled = self.filled[set as usize] as usize;
         assert!(filled < budget, "insert into a full set (prepare_insert makes room)");
         let slot = start + self.order[start + filled] as usize;
