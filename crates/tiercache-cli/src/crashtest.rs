@@ -29,6 +29,10 @@ pub struct CrashtestArgs {
     /// The Open CAS mode the child writes in: wb, wo, or any other (wt, wa, wi, pt).
     #[arg(long, default_value = "wb")]
     pub mode: String,
+    /// The policy of the tier: any that runs one tier, e.g. `setassoc:ways=8` (a flash tier
+    /// run by it keeps its blocks where it places them).
+    #[arg(long, default_value = "lru")]
+    pub policy: String,
     /// Times the child is killed (and the cache reopened and checked).
     #[arg(long, default_value_t = 20)]
     pub kills: u64,
@@ -66,6 +70,7 @@ pub struct CrashtestArgs {
 pub struct CrashReport {
     pub tier: String,
     pub mode: String,
+    pub policy: String,
     pub kills: u64,
     /// Writes the child made and saw return (acknowledged).
     pub acked_writes: u64,
@@ -142,7 +147,8 @@ fn cache(args: &CrashtestArgs, tier_path: &Path) -> anyhow::Result<CacheBuilder>
     if args.cache_blocks == 0 || args.blocks == 0 || args.sync_every == 0 {
         bail!("--blocks, --cache-blocks and --sync-every must be above 0");
     }
-    Ok(CacheBuilder::new(PolicyConfig::Lru)
+    let policy = PolicyConfig::parse(&args.policy).context("--policy")?;
+    Ok(CacheBuilder::new(policy)
         .tier(tier)
         .block_size(BLOCK)
         .shards(4)
@@ -165,8 +171,12 @@ pub fn run(args: &CrashtestArgs) -> anyhow::Result<()> {
     let initial: Vec<u8> = (0..args.blocks).flat_map(|b| value(b, 0)).collect();
     std::fs::write(&files.backing, initial)
         .with_context(|| format!("cannot write {}", files.backing.display()))?;
-    let mut report =
-        CrashReport { tier: args.tier.clone(), mode: args.mode.clone(), ..Default::default() };
+    let mut report = CrashReport {
+        tier: args.tier.clone(),
+        mode: args.mode.clone(),
+        policy: args.policy.clone(),
+        ..Default::default()
+    };
     // Per block: the version at the last sync that returned, and those written since.
     let mut durable = vec![0u64; args.blocks as usize];
     let mut since: Vec<Vec<u64>> = vec![Vec::new(); args.blocks as usize];
@@ -248,7 +258,7 @@ fn run_child(
 ) -> anyhow::Result<Vec<String>> {
     let exe = std::env::current_exe().context("cannot find the tiercache executable")?;
     let mut child = Command::new(exe)
-        .args(["crashtest", "--tier", &args.tier, "--mode", &args.mode])
+        .args(["crashtest", "--tier", &args.tier, "--mode", &args.mode, "--policy", &args.policy])
         .args(["--blocks", &args.blocks.to_string()])
         .args(["--cache-blocks", &args.cache_blocks.to_string()])
         .args(["--sync-every", &args.sync_every.to_string()])

@@ -767,12 +767,16 @@ fn bench_runs_the_controllers_through_policy() {
 
 /// `crashtest`: a child writing through a write-back cache is killed with SIGKILL 20 times per
 /// tier; after each kill the cache reopens over what it left, and every block holds its last
-/// synced write or a later one, whole.
+/// synced write or a later one, whole. The flash tier also with the set-associative policy,
+/// whose blocks lie where it places them.
 #[test]
 fn crashtest_kills_a_write_back_writer_and_loses_nothing() {
-    for tier in ["mapped", "file", "flash"] {
-        let dir = scratch(&format!("crashtest-{tier}"));
+    for (tier, policy) in
+        [("mapped", "lru"), ("file", "lru"), ("flash", "lru"), ("flash", "setassoc:ways=8")]
+    {
+        let dir = scratch(&format!("crashtest-{tier}-{}", policy.len()));
         let args = ["crashtest", "--tier", tier, "--mode", "wb", "--kills", "20", "--seed", "11"];
+        let args = [&args[..], &["--policy", policy]].concat();
         let out = tiercache(&[&args[..], &["--json", "--dir", dir.to_str().unwrap()]].concat());
         let report: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(report["kills"], 20, "{report}");
