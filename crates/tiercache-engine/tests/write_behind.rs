@@ -31,14 +31,23 @@ fn version_of(key: u64, bytes: &[u8]) -> u64 {
 
 #[test]
 fn staged_blocks_are_never_stale_torn_or_lost() {
-    for (name, two_tiers) in [("flash-only", false), ("dram-over-flash", true)] {
+    // The flash tier under LRU, and run by the set-associative policy (its blocks where the
+    // policy places them, outside the shards' maps: 4 ways and 2 spare slots a set).
+    for (name, two_tiers, flash_policy) in [
+        ("flash-only", false, "lru"),
+        ("dram-over-flash", true, "lru"),
+        ("flash-sets", false, "setassoc:ways=4"),
+        ("dram-over-flash-sets", true, "setassoc:ways=4"),
+    ] {
         let path = scratch(name);
-        let builder = CacheBuilder::new(PolicyConfig::Lru).block_size(BLOCK).shards(2);
+        let flash_policy = PolicyConfig::parse(flash_policy).unwrap();
+        let upper = if two_tiers { PolicyConfig::Lru } else { flash_policy.clone() };
+        let builder = CacheBuilder::new(upper).block_size(BLOCK).shards(2);
         let cache = if two_tiers {
             builder.capacity_bytes(8 * BLOCK as u64).lower_tier(
                 TierKind::Flash { path: path.clone() },
                 24 * BLOCK as u64,
-                PolicyConfig::Lru,
+                flash_policy,
             )
         } else {
             builder.tier(TierKind::Flash { path: path.clone() }).capacity_bytes(32 * BLOCK as u64)
