@@ -996,6 +996,10 @@ impl Shard {
             // durable on the backing device first, and no older copy may be left to come back.
             self.sync_backing();
             self.settle_erasures(key);
+            // Never a pinned block on a placed tier: a pin leaves its set no other busy slot
+            // (`can_pin`), and a write's decision moves at most one block into the set, so of
+            // the two or more free slots beside the pinned one, one is neither pinned nor
+            // waiting for an action of this decision.
             assert_eq!(self.tiers[tier].pins[old.slot as usize], 0, "a pinned block in place");
             let placed = self.policy.placement_ref(TierId(old.tier));
             if placed.is_some_and(|sets| sets.slot_of(key).is_none()) {
