@@ -11,6 +11,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::ptr::NonNull;
 
+use crate::bits::SlotBits;
 use crate::block::{BlockFault, Stamp};
 use crate::device::{read_exact_at, Device, FileDevice};
 use crate::error::EngineError;
@@ -114,6 +115,7 @@ pub(crate) const COMPACT_SLOT_META_BYTES: usize = 5;
 
 /// What a compact tier's shard says a slot holds, when its record is written: the slot's key
 /// is not kept beside the policy's.
+#[derive(Clone, Copy)]
 pub enum SlotState {
     /// A block of `key`, whose bytes are down.
     Block { key: u64, dirty: bool },
@@ -156,7 +158,7 @@ pub struct DirectSlots {
     records_at: u64,
     records: Records,
     /// Per slot, a bit: whether it may be read.
-    readable: Vec<u64>,
+    readable: SlotBits,
     /// Bytes of a block.
     block: usize,
 }
@@ -169,7 +171,7 @@ enum Records {
     /// fails; the lengths of values shorter than a block; and a bit per slot whose record
     /// changed since the last flush, which writes it by reading its page, patching it and
     /// writing it back.
-    Compact { checks: Vec<u32>, short: std::collections::HashMap<u32, u32>, changed: Vec<u64> },
+    Compact { checks: Vec<u32>, short: std::collections::HashMap<u32, u32>, changed: SlotBits },
 }
 
 /// A record's fields.
@@ -242,28 +244,24 @@ impl DirectSlots {
             true => Records::Compact {
                 checks: vec![0; slots as usize],
                 short: Default::default(),
-                changed: vec![0; (slots as usize).div_ceil(64)],
+                changed: SlotBits::new(slots as usize),
             },
         };
         DirectSlots {
             buf: AlignedBuf::new(block),
             records_at,
             records,
-            readable: vec![0; (slots as usize).div_ceil(64)],
+            readable: SlotBits::new(slots as usize),
             block,
         }
     }
 
     fn is_readable(&self, slot: u32) -> bool {
-        self.readable[slot as usize / 64] & (1 << (slot % 64)) != 0
+        self.readable.get(slot)
     }
 
     fn set_readable(&mut self, slot: u32, readable: bool) {
-        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
-        match readable {
-            true => self.readable[word] |= bit,
-            false => self.readable[word] &= !bit,
-        }
+        self.readable.set(slot, readable);
     }
 
     /// Sets `slot`'s record: a block's, or freed (`None`); on the tier at the next
@@ -276,7 +274,7 @@ impl DirectSlots {
                 encode_record(&mut all.as_mut_slice()[at..at + RECORD_BYTES], record);
             }
             Records::Compact { checks, short, changed } => {
-                changed[slot as usize / 64] |= 1 << (slot % 64);
+                changed.set(slot, true);
                 match record {
                     Some(r) => {
                         checks[slot as usize] = key_check(r.key, r.crc);
@@ -315,36 +313,37 @@ impl DirectSlots {
                 // What each changed slot holds, numbered: copies held for a sync (older than
                 // their key's current copy, whatever their slots) before current blocks, so
                 // the newest copy of a key is the current one.
-                let mut records: Vec<(u32, Option<Record>)> = Vec::new();
+                // A block not down yet (its slot given to a key whose write has not run) waits,
+                // as one in flight does.
+                let states: Vec<(u32, SlotState)> = changed
+                    .ones()
+                    .map(|slot| (slot, state(slot)))
+                    .filter(|(slot, state)| match state {
+                        SlotState::InFlight => false,
+                        SlotState::Block { .. } | SlotState::Held { .. } => readable.get(*slot),
+                        SlotState::Free => true,
+                    })
+                    .collect();
+                let mut records: Vec<(u32, Option<Record>)> = Vec::with_capacity(states.len());
                 for held_first in [true, false] {
-                    for (word, bits) in changed.iter().enumerate().filter(|(_, b)| **b != 0) {
-                        for bit in (0..64).filter(|b| bits & (1 << b) != 0) {
-                            let slot = (word * 64 + bit) as u32;
-                            let down = readable[slot as usize / 64] & (1 << (slot % 64)) != 0;
-                            let (key, dirty) = match state(slot) {
-                                // A block not down yet (its slot given to a key whose write
-                                // has not run) waits, as one in flight does.
-                                SlotState::InFlight => continue,
-                                SlotState::Block { .. } | SlotState::Held { .. } if !down => {
-                                    continue
-                                }
-                                SlotState::Free if held_first => {
-                                    records.push((slot, None));
-                                    continue;
-                                }
-                                SlotState::Held { key } if held_first => (key, true),
-                                SlotState::Block { key, dirty } if !held_first => (key, dirty),
-                                _ => continue,
-                            };
-                            *seq += 1;
-                            let record = Record {
-                                key,
-                                len: short.get(&slot).copied().unwrap_or(block as u32),
-                                crc: key_check(key, checks[slot as usize]),
-                                stamp: Stamp { seq: *seq, dirty },
-                            };
-                            records.push((slot, Some(record)));
-                        }
+                    for &(slot, state) in &states {
+                        let (key, dirty) = match state {
+                            SlotState::Free if held_first => {
+                                records.push((slot, None));
+                                continue;
+                            }
+                            SlotState::Held { key } if held_first => (key, true),
+                            SlotState::Block { key, dirty } if !held_first => (key, dirty),
+                            _ => continue,
+                        };
+                        *seq += 1;
+                        let record = Record {
+                            key,
+                            len: short.get(&slot).copied().unwrap_or(block as u32),
+                            crc: key_check(key, checks[slot as usize]),
+                            stamp: Stamp { seq: *seq, dirty },
+                        };
+                        records.push((slot, Some(record)));
                     }
                 }
                 records.sort_unstable_by_key(|(slot, _)| *slot);
@@ -364,7 +363,7 @@ impl DirectSlots {
                     device.write_at(page_buf.as_slice(), at)?;
                     // Only once the page is down: a failed write leaves them to try again.
                     for &(slot, _) in page_records {
-                        changed[slot as usize / 64] &= !(1 << (slot % 64));
+                        changed.set(slot, false);
                     }
                 }
             }
@@ -500,7 +499,7 @@ impl DirectSlots {
                 all.as_mut_slice().copy_from_slice(read.as_slice());
             }
             Records::Compact { checks, short, changed } => {
-                changed.fill(0);
+                changed.clear();
                 for &(slot, r) in &whole {
                     checks[slot as usize] = key_check(r.key, r.crc);
                     if r.len as usize != self.block {

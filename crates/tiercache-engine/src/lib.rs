@@ -34,6 +34,7 @@ mod sync;
 // The rest of the engine.
 #[cfg(not(loom))]
 pub mod behind;
+mod bits;
 #[cfg(not(loom))]
 pub mod builder;
 #[cfg(not(loom))]

@@ -127,20 +127,16 @@ struct Placed {
     stride: u32,
     spare: u32,
     /// Per slot, a bit: the block there is dirty.
-    dirty: Vec<u64>,
+    dirty: crate::bits::SlotBits,
 }
 
 impl Placed {
     fn is_dirty(&self, slot: u32) -> bool {
-        self.dirty[slot as usize / 64] & (1 << (slot % 64)) != 0
+        self.dirty.get(slot)
     }
 
     fn set_dirty(&mut self, slot: u32, dirty: bool) {
-        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
-        match dirty {
-            true => self.dirty[word] |= bit,
-            false => self.dirty[word] &= !bit,
-        }
+        self.dirty.set(slot, dirty);
     }
 
     /// The slots of `slot`'s set.
@@ -157,7 +153,7 @@ impl Tier {
         let placed = placed.map(|(stride, spare)| Placed {
             stride,
             spare,
-            dirty: vec![0; slots.div_ceil(64)],
+            dirty: crate::bits::SlotBits::new(slots),
         });
         let space = match placed {
             Some(_) => Space::none(&region),
@@ -748,13 +744,9 @@ impl Shard {
                 continue;
             }
             let sets = self.policy.placement_ref(TierId(t as u8)).expect("a placed tier");
-            for (word, bits) in placed.dirty.iter().enumerate().filter(|(_, b)| **b != 0) {
-                for bit in (0..64).filter(|b| bits & (1 << b) != 0) {
-                    let key = sets.key_at((word * 64 + bit) as u32);
-                    // Blocks in passing (staged, filling) are in the place map, counted there.
-                    keys.extend(key.filter(|k| !self.places.contains_key(k)));
-                }
-            }
+            // Blocks in passing (staged, filling) are in the place map, counted there.
+            let at_rest = placed.dirty.ones().filter_map(|slot| sets.key_at(slot));
+            keys.extend(at_rest.filter(|k| !self.places.contains_key(k)));
         }
         keys
     }
@@ -903,37 +895,32 @@ impl Shard {
     /// one, the key's current copy's (an overwrite's new copy).
     fn placed_slot(&mut self, t: usize, key: Key, fresh: Option<u32>) -> u32 {
         let tier = TierId(t as u8);
-        loop {
-            let sets = self.policy.placement_ref(tier).expect("a placed tier");
-            let chosen = sets.slot_of(key);
-            if let Some(chosen) = chosen.filter(|&slot| fresh.is_none() && !self.busy(t, slot)) {
-                return chosen;
-            }
-            let free = sets.free_slots(key).find(|&s| Some(s) != fresh && !self.busy(t, s));
-            match (free, chosen) {
-                (Some(to), Some(_)) => {
-                    let sets = self.policy.placement(tier).expect("a placed tier");
-                    sets.relocate(key, to).expect("a free slot of the key's set");
-                    return to;
-                }
-                (Some(to), None) => {
-                    // An overwrite of a block the same decision moves or drops next (the
-                    // policy has let it go): its new copy waits in a free slot the policy
-                    // does not know, as the old one did, for the action that takes it.
-                    assert!(fresh.is_some(), "the policy placed key {key} it stores");
-                    self.pending.push((t, key, to));
-                    return to;
-                }
-                (None, _) => {}
-            }
-            assert!(
-                self.limbo.iter().any(|(lt, _, _)| *lt == t),
-                "every free slot of key {key}'s set is busy, none held for a sync: pins are \
-                 limited to leave one"
-            );
-            // The free slots are held for a sync: sync the tier now, then free them.
-            self.free_held_slots(t);
+        let chosen = self.policy.placement_ref(tier).expect("a placed tier").slot_of(key);
+        if let Some(chosen) = chosen.filter(|&slot| fresh.is_none() && !self.busy(t, slot)) {
+            return chosen;
         }
+        let avoid = fresh.unwrap_or(u32::MAX);
+        assert!(
+            self.has_fresh_slot(t, key, avoid),
+            "every free slot of key {key}'s set is busy, none held for a sync: pins are \
+             limited to leave one"
+        );
+        let sets = self.policy.placement_ref(tier).expect("a placed tier");
+        let to = sets.free_slots(key).find(|&s| s != avoid && !self.busy(t, s)).expect("found");
+        match chosen {
+            Some(_) => {
+                let sets = self.policy.placement(tier).expect("a placed tier");
+                sets.relocate(key, to).expect("a free slot of the key's set");
+            }
+            None => {
+                // An overwrite of a block the same decision moves or drops next (the policy
+                // has let it go): its new copy waits in a free slot the policy does not know,
+                // as the old one did, for the action that takes it.
+                assert!(fresh.is_some(), "the policy placed key {key} it stores");
+                self.pending.push((t, key, to));
+            }
+        }
+        to
     }
 
     /// Syncs tier `t` (its records first) and frees the slots held for that sync (`limbo`).
