@@ -3,7 +3,8 @@
 //! cache, with a chosen key distribution and read ratio, and the run reports throughput and
 //! latency percentiles per operation. `--raw` measures the medium alone (the same random block
 //! reads and writes as copies to and from the tier's memory or file), so cache overhead can be
-//! stated as a ratio.
+//! stated as a ratio. Without writes, raw threads read one region as the cache's threads share
+//! its blocks; with writes, each thread copies to and from a stripe of its own.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -949,22 +950,33 @@ mod raw {
     ) -> anyhow::Result<BenchReport> {
         let slots = (tier_bytes / plan.block as u64).max(1);
         let block = plan.block;
-        // Each thread owns a disjoint stripe of the medium (no two threads copy the same bytes).
-        let per_thread = (slots / args.threads as u64).max(1);
+        // A run without writes has its threads read one region, as the cache's threads read
+        // its blocks: each key is at one place for all of them, and the bytes they read
+        // together are the working set, not a copy of it per thread. With writes, each thread
+        // owns a disjoint stripe (plain copies from two threads to the same bytes would be a
+        // data race), and a key is at one place per thread.
+        let shared = plan.replay.is_none() && args.read_ratio >= 1.0;
+        let stripes = if shared { 1 } else { args.threads };
+        let per_stripe = (slots / stripes as u64).max(1);
         let (reads, writes, seconds) = match tier {
             TierKind::Dram | TierKind::Mapped { .. } => {
-                let bytes = per_thread * args.threads as u64 * block as u64;
+                let bytes = per_stripe * stripes as u64 * block as u64;
                 let mut memory = Memory::open(tier, bytes, block, args.force)?;
-                let stripes = memory.stripes(args.threads);
+                let stripes = memory.stripes(stripes);
                 drive(args, plan, &|| {}, |t, op, key, buf| {
-                    let stripe = &stripes[t];
-                    let at = (key % per_thread) as usize * block;
-                    // SAFETY: stripe `t` is only ever used by thread `t`, and stripes are disjoint
-                    // ranges of one live allocation or mapping.
-                    let bytes = unsafe { std::slice::from_raw_parts_mut(stripe.0.add(at), block) };
-                    match op {
-                        Op::Read => buf.copy_from_slice(bytes),
-                        _ => bytes.copy_from_slice(buf),
+                    let stripe = &stripes[if shared { 0 } else { t }];
+                    let at = (key % per_stripe) as usize * block;
+                    // SAFETY: `at..at + block` lies in the stripe, a range of one live
+                    // allocation or mapping. A shared stripe is only read (no writes in the
+                    // run); any other is used by its thread alone.
+                    unsafe {
+                        let start = stripe.0.add(at);
+                        match op {
+                            Op::Read => {
+                                buf.copy_from_slice(std::slice::from_raw_parts(start, block))
+                            }
+                            _ => std::slice::from_raw_parts_mut(start, block).copy_from_slice(buf),
+                        }
                     }
                     std::hint::black_box(&buf);
                     Ok(())
@@ -1021,9 +1033,9 @@ mod raw {
         },
     }
 
-    /// A thread's stripe: its start address.
+    /// A stripe of the medium: its start address.
     pub struct Stripe(*mut u8);
-    // SAFETY: a stripe is a disjoint range used by exactly one thread (see its use above).
+    // SAFETY: a stripe is a disjoint range, used by one thread or only read (see its use above).
     unsafe impl Sync for Stripe {}
     unsafe impl Send for Stripe {}
 
