@@ -309,6 +309,16 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
             }
         }
     }
+    // Raw reads alone, the path whose threads share one region of the medium: they run, and
+    // write nothing.
+    for tier in &tiers[..2] {
+        let mut args: Vec<&str> = common.to_vec();
+        args.extend(tier.iter());
+        args.extend(["--raw", "--read-ratio", "1"]);
+        let report: serde_json::Value = serde_json::from_str(&tiercache(&args)).unwrap();
+        assert!(report["read"]["count"].as_u64().unwrap() > 0, "{tier:?}: {report}");
+        assert_eq!(report["write"]["count"].as_u64(), Some(0), "{tier:?}: {report}");
+    }
     assert_eq!(
         std::fs::metadata(&backing).unwrap().len(),
         2 << 20,
