@@ -12,7 +12,9 @@
 //!   from its slot, then the check that the set did not change;
 //! - `lookup+ring`: that, and the hit recorded in the thread's [`HitLog`] ring for its shard,
 //!   the rings taken under the shard's lock when full (as the cache does), but told to no
-//!   policy.
+//!   policy;
+//! - `told`: that, and each hit taken told to the shard's LRU policy as the cache tells it
+//!   (prefetched for the batch, then decided as a lookup), without the cache's counters.
 //!
 //! The geometry is `bench_hits.py`'s: a 64 MiB tier of 4 KiB slots in the shards `tiercache
 //! bench` makes on this machine, sets as the cache sizes them, 32 MiB of keys (all resident),
@@ -29,7 +31,9 @@ use std::time::Instant;
 
 use memmap2::{MmapOptions, MmapRaw};
 use tiercache_core::hash::shard_index;
+use tiercache_core::{Capacity, Decision, Op, Request};
 use tiercache_engine::optimistic::{Hit, HitLog, Landing, Recorded, Sets, SlotLayout, SlotTable};
+use tiercache_policy::{AnyPolicy, Policy, PolicyConfig};
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
 
 const BLOCK: usize = 4096;
@@ -43,10 +47,18 @@ enum Variant {
     Raw,
     Lookup,
     LookupRing,
+    Told,
 }
 
-const VARIANTS: [(Variant, &str); 3] =
-    [(Variant::Raw, "raw"), (Variant::Lookup, "lookup"), (Variant::LookupRing, "lookup+ring")];
+const VARIANTS: [(Variant, &str); 4] = [
+    (Variant::Raw, "raw"),
+    (Variant::Lookup, "lookup"),
+    (Variant::LookupRing, "lookup+ring"),
+    (Variant::Told, "told"),
+];
+
+/// A shard's lock, and what its holder tells: the policy and its decision.
+type Shard = Mutex<(AnyPolicy, Decision)>;
 
 struct Options {
     threads: usize,
@@ -170,7 +182,21 @@ fn main() {
         used[shard] += 1;
     }
     let log = HitLog::new(shards);
-    let locks: Vec<Mutex<()>> = (0..shards).map(|_| Mutex::new(())).collect();
+    // An LRU policy a shard, of the shard's slots, which the keys entered as misses.
+    let locks: Vec<Shard> = (0..shards)
+        .map(|_| {
+            let capacity = Capacity::objects(per_shard as u64);
+            let policy = AnyPolicy::from_config(&PolicyConfig::Lru, capacity, &[], 42)
+                .expect("an LRU policy");
+            Mutex::new((policy, Decision::new()))
+        })
+        .collect();
+    for key in 0..(WORKING_SET / BLOCK) as u64 {
+        let (policy, decision) =
+            &mut *locks[shard_index(key, shard_bits)].lock().expect("not poisoned");
+        decision.clear();
+        policy.decide(&Request::new(0, key, BLOCK as u32, Op::Read), decision);
+    }
 
     let threads = options.threads;
     let barrier = Barrier::new(threads);
@@ -210,7 +236,7 @@ fn main() {
                                         };
                                         buf.copy_from_slice(slot);
                                     }
-                                    Variant::Lookup | Variant::LookupRing => {
+                                    Variant::Lookup | Variant::LookupRing | Variant::Told => {
                                         let shard = shard_index(key, shard_bits);
                                         let Some(len) =
                                             tables[shard].read(key, &mut buf, Landing::Direct)
@@ -218,9 +244,9 @@ fn main() {
                                             missed += 1;
                                             continue;
                                         };
-                                        if variant == Variant::LookupRing {
+                                        if variant != Variant::Lookup {
                                             let hit = Hit { key, len: len as u32, ns: 0 };
-                                            record(log, locks, shard, hit);
+                                            record(log, locks, shard, hit, variant);
                                         }
                                     }
                                 }
@@ -285,15 +311,27 @@ fn main() {
 }
 
 /// Records a hit in the thread's ring for `shard`; a full ring is taken under the shard's
-/// lock (and told to nobody) first.
-fn record(log: &HitLog, locks: &[Mutex<()>], shard: usize, hit: Hit) {
+/// lock first, and its hits told to the shard's policy if `variant` is `Told`.
+fn record(log: &HitLog, locks: &[Shard], shard: usize, hit: Hit, variant: Variant) {
     loop {
         match log.record(shard, hit) {
             Recorded::Yes => return,
             Recorded::Full => {
-                let _locked = locks[shard].lock().expect("not poisoned");
+                let (policy, decision) = &mut *locks[shard].lock().expect("not poisoned");
                 log.take(shard, false, |hits| {
-                    std::hint::black_box(hits);
+                    if variant != Variant::Told {
+                        std::hint::black_box(hits);
+                        return;
+                    }
+                    for hit in hits {
+                        policy.prefetch(hit.key);
+                    }
+                    for hit in hits {
+                        decision.clear();
+                        let lookup = Request::new(0, hit.key, BLOCK as u32, Op::Lookup);
+                        policy.decide(&lookup, decision);
+                        debug_assert!(decision.hit.is_some(), "key {} is resident", hit.key);
+                    }
                 });
             }
             Recorded::NoStripe => return,
