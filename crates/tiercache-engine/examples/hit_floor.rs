@@ -72,21 +72,17 @@ fn options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        // A count in 1..=max.
+        let mut count = |name: &str, max: usize| -> Result<usize, String> {
+            value(name)?
+                .parse()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or(format!("{name} takes 1 to {max}"))
+        };
         match arg.as_str() {
-            "--threads" => {
-                options.threads = value("--threads")?
-                    .parse()
-                    .ok()
-                    .filter(|&n| (1..=64).contains(&n))
-                    .ok_or("--threads takes 1 to 64")?
-            }
-            "--rounds" => {
-                options.rounds = value("--rounds")?
-                    .parse()
-                    .ok()
-                    .filter(|&n| (1..=10_000).contains(&n))
-                    .ok_or("--rounds takes 1 to 10000")?
-            }
+            "--threads" => options.threads = count("--threads", 64)?,
+            "--rounds" => options.rounds = count("--rounds", 10_000)?,
             "--mapped" => options.mapped = Some(value("--mapped")?.into()),
             "--json" => options.json = true,
             other => return Err(format!("unknown argument {other}")),
