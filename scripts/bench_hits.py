@@ -2,13 +2,17 @@
 """Cache hits against the medium alone, measured the way noisy machines need.
 
 Runs `tiercache bench` for DRAM-tier hits and for hits on a memory-mapped tier (a file on
-/dev/shm by default), each with and without `--raw`, at 1 and 2 threads. Cache and raw runs
+/dev/shm by default), each with and without `--raw`, at each of --threads. Cache and raw runs
 alternate, `--repeat` times each, so a slow spell of the machine lands on both; the table gives
 the median of each and the ratio of the medians (and the lowest and highest ratio of the
 pairs, to show the spread).
 
     scripts/bench_hits.py [--repeat 5] [--duration 3] [--policy lru] [--slow-path FILE]
+                          [--threads 1,2,4,8,16] [--binary TIERCACHE_BINARY]
                           [--baseline OTHER_TIERCACHE_BINARY] [--json OUT.json]
+
+--threads takes any list of thread counts (1 and 2 by default); --binary runs another build
+than this checkout's release build (a copy carried to another machine, say).
 
 With --baseline, the cache runs of another build (an earlier commit's, say) alternate with this
 build's and the raw runs, and the table adds its column: a change's cost, measured side by side.
@@ -31,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "target" / "release" / "tiercache"
 
 
-def run(tier_args, threads, raw, args, binary=BINARY):
+def run(tier_args, threads, raw, args, binary=None):
+    binary = binary or args.binary
     command = [
         str(binary), "bench", *tier_args,
         "--working-set", "32MiB", "--read-ratio", "1",
@@ -40,7 +45,7 @@ def run(tier_args, threads, raw, args, binary=BINARY):
     ]
     if raw:
         command.append("--raw")
-    if binary == BINARY and "--slow-path" in tier_args:
+    if binary == args.binary and "--slow-path" in tier_args:
         # The tier file is rewritten by each run (the baseline may write another layout).
         command.append("--force")
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
@@ -64,6 +69,17 @@ def cpu_model():
     return name
 
 
+def thread_counts(text):
+    """'1,4,16' as [1, 4, 16]; each count from 1 to 1024."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers")
+    if not counts or any(not 1 <= n <= 1024 for n in counts):
+        raise argparse.ArgumentTypeError(f"{text!r}: each thread count must be from 1 to 1024")
+    return counts
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -72,9 +88,13 @@ def main():
     parser.add_argument("--slow-path", default="/dev/shm/tiercache-bench-hits")
     parser.add_argument("--baseline", help="another tiercache binary to alternate with")
     parser.add_argument("--json", help="also write every run's figure to this file")
+    parser.add_argument("--threads", type=thread_counts, default=[1, 2],
+                        help="thread counts, comma-separated (default 1,2)")
+    parser.add_argument("--binary", type=Path, default=BINARY,
+                        help="the tiercache binary to measure (default: the release build)")
     args = parser.parse_args()
-    if not BINARY.exists():
-        sys.exit(f"{BINARY} is missing: run `cargo build --release -p tiercache-cli` first")
+    if not args.binary.exists():
+        sys.exit(f"{args.binary} is missing: run `cargo build --release -p tiercache-cli` first")
     tiers = [
         ("DRAM", ["--dram", "64MiB"]),
         ("mapped", ["--slow-path", args.slow_path, "--slow-size", "64MiB"]),
@@ -89,7 +109,7 @@ def main():
     baseline_path = f"{args.slow_path}-baseline"
     try:
         for name, tier_args in tiers:
-            for threads in (1, 2):
+            for threads in args.threads:
                 cache, raw, base = [], [], []
                 for _ in range(args.repeat):
                     cache.append(run(tier_args, threads, False, args))
@@ -110,6 +130,7 @@ def main():
                              "baseline": base, "cache_over_raw": c / r})
         if args.json:
             report = {"machine": machine, "policy": args.policy, "repeat": args.repeat,
+                      "threads": args.threads,
                       "duration": args.duration, "rows": rows}
             Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
     finally:

@@ -10,13 +10,17 @@
 //!   drops) against foyer's entry handle; through each, the first and last 8 bytes of the value
 //!   are read (a page's header and trailer), then the handle is dropped.
 //!
-//! Threads: 1 and 2. Prints ops/s per system.
+//! Threads: `--threads 1,4,16` (any list; 1 and 2 by default). Prints ops/s per system as a
+//! table, or with `--json` one JSON object per policy, read kind and thread count.
 //!
-//! Run: `cargo run --release` in this directory. foyer-memory is pinned to 0.22.3.
+//! Run: `cargo run --release -- [--threads 1,4,16] [--seconds 3] [--json]` in this directory.
+//! foyer-memory is pinned to 0.22.3.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
+use foyer_compare::{Common, Row};
 use foyer_memory::{
     CacheBuilder as FoyerBuilder, CacheProperties, EvictionConfig, LruConfig, S3FifoConfig,
 };
@@ -28,6 +32,13 @@ const BLOCK: usize = 4096;
 const KEYS: u64 = 8192;
 const SHARDS: usize = 32;
 const SECONDS: f64 = 3.0;
+
+/// DRAM-tier hits, tiercache next to foyer's in-memory cache.
+#[derive(Debug, Parser)]
+struct Args {
+    #[command(flatten)]
+    common: Common,
+}
 
 fn keys(seed: u64) -> Vec<u64> {
     let config = SyntheticConfig {
@@ -45,8 +56,8 @@ fn value(key: u64) -> Vec<u8> {
     (0..BLOCK).map(|i| (key as usize + i) as u8).collect()
 }
 
-/// Runs `op` on `threads` threads for SECONDS; returns operations per second.
-fn run(threads: usize, op: &(dyn Fn(u64, &mut [u8]) + Sync)) -> f64 {
+/// Runs `op` on `threads` threads for `seconds`; returns operations per second.
+fn run(threads: usize, seconds: f64, op: &(dyn Fn(u64, &mut [u8]) + Sync)) -> f64 {
     let stop = AtomicBool::new(false);
     let start = Instant::now();
     let total: u64 = std::thread::scope(|s| {
@@ -68,7 +79,7 @@ fn run(threads: usize, op: &(dyn Fn(u64, &mut [u8]) + Sync)) -> f64 {
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_secs_f64(SECONDS));
+        std::thread::sleep(Duration::from_secs_f64(seconds));
         stop.store(true, Ordering::Relaxed);
         handles.into_iter().map(|h| h.join().unwrap()).sum()
     });
@@ -82,18 +93,25 @@ fn peek(value: &[u8], buf: &mut [u8]) {
 }
 
 fn main() {
-    println!("4 KiB hits, {KEYS} keys all cached, Zipf(0.9), {SHARDS} shards, {SECONDS} s each");
-    println!(
-        "{:<9} {:<8} {:<10} {:>16} {:>16} {:>16} {:>10} {:>10}",
-        "policy",
-        "threads",
-        "read",
-        "tiercache ops/s",
-        "foyer ops/s",
-        "raw copy ops/s",
-        "vs foyer",
-        "vs raw"
-    );
+    let args = Args::parse();
+    let seconds = args.common.seconds.unwrap_or(SECONDS);
+    let json = args.common.json;
+    if !json {
+        println!(
+            "4 KiB hits, {KEYS} keys all cached, Zipf(0.9), {SHARDS} shards, {seconds} s each"
+        );
+        println!(
+            "{:<9} {:<8} {:<10} {:>16} {:>16} {:>16} {:>10} {:>10}",
+            "policy",
+            "threads",
+            "read",
+            "tiercache ops/s",
+            "foyer ops/s",
+            "raw copy ops/s",
+            "vs foyer",
+            "vs raw"
+        );
+    }
     let policies: [(&str, PolicyConfig, EvictionConfig); 2] = [
         ("lru", PolicyConfig::Lru, LruConfig::default().into()),
         (
@@ -118,33 +136,51 @@ fn main() {
             ours.put(key, &value(key)).expect("fits");
             foyer.insert(key, value(key).into_boxed_slice());
         }
-        for threads in [1, 2] {
-            let t = run(threads, &|key, buf| {
+        for &threads in &args.common.threads {
+            let t = run(threads, seconds, &|key, buf| {
                 assert!(ours.get(key, buf).is_some(), "a cached key missed");
             });
-            let f = run(threads, &|key, buf| {
+            let f = run(threads, seconds, &|key, buf| {
                 let entry = foyer.get(&key).expect("a cached key missed");
                 buf.copy_from_slice(&entry);
             });
-            let r = run(threads, &|key, buf| buf.copy_from_slice(&raw[key as usize]));
-            println!(
-                "{name:<9} {threads:<8} {:<10} {t:>16.0} {f:>16.0} {r:>16.0} {:>9.0}% {:>9.0}%",
-                "copy-out",
-                t / f * 100.0,
-                t / r * 100.0
-            );
-            let t = run(threads, &|key, buf| {
+            let r = run(threads, seconds, &|key, buf| buf.copy_from_slice(&raw[key as usize]));
+            report(json, name, threads, "copy-out", t, f, Some(r));
+            let t = run(threads, seconds, &|key, buf| {
                 peek(&ours.get_ref(key).expect("a cached key missed"), buf);
             });
-            let f = run(threads, &|key, buf| {
+            let f = run(threads, seconds, &|key, buf| {
                 peek(&foyer.get(&key).expect("a cached key missed"), buf);
             });
-            println!(
-                "{name:<9} {threads:<8} {:<10} {t:>16.0} {f:>16.0} {:>16} {:>9.0}%",
-                "handle",
-                "",
-                t / f * 100.0
-            );
+            report(json, name, threads, "handle", t, f, None);
         }
     }
+}
+
+/// One row, as a table line or a JSON object. Every key is cached and a miss panics, so both
+/// hit ratios are 1 and nothing is dropped.
+fn report(json: bool, policy: &str, threads: usize, read: &str, t: f64, f: f64, r: Option<f64>) {
+    if json {
+        let row = Row {
+            threads,
+            cache: format!("{policy} {read}"),
+            tiercache_ops_per_second: t,
+            foyer_ops_per_second: f,
+            tiercache_dropped: 0,
+            foyer_dropped: 0,
+            tiercache_hit_ratio: 1.0,
+            foyer_hit_ratio: 1.0,
+            raw_ops_per_second: r,
+        };
+        row.print_json();
+        return;
+    }
+    let (raw, vs_raw) = match r {
+        Some(r) => (format!("{r:.0}"), format!("{:.0}%", t / r * 100.0)),
+        None => (String::new(), String::new()),
+    };
+    println!(
+        "{policy:<9} {threads:<8} {read:<10} {t:>16.0} {f:>16.0} {raw:>16} {:>9.0}% {vs_raw:>10}",
+        t / f * 100.0
+    );
 }

@@ -3,7 +3,8 @@
 //! written through the cache (Zipf 0.9 scrambled over its blocks, 90% reads), 32 MiB of memory
 //! and a 128 MiB disk tier (direct I/O in both) in a scratch directory. A read hit copies the
 //! block out; a miss reads the backing file and inserts the block; a write writes the backing
-//! file, then the cache (write-through in both). Threads: 1 and 2, each after a warm-up.
+//! file, then the cache (write-through in both). Threads: `--threads 1,4,16` (any list; 1 and
+//! 2 by default), each after a warm-up; at each count foyer runs first, then tiercache.
 //!
 //! Writes dropped are counted for both: tiercache's `writes_dropped` counter, and foyer's
 //! disk-tier insertions dropped because its submit queue or buffer was full (its
@@ -11,7 +12,9 @@
 //! Neither loses data here (the backing file has every write); a dropped insertion is a block
 //! the disk tier does not get.
 //!
-//! Run: `cargo run --release --bin hybrid` in this directory (foyer pinned to 0.22.3).
+//! Run: `cargo run --release --bin hybrid -- [DIR] [--threads 1,4,16] [--disk-tier direct]
+//! [--json]` in this directory (foyer pinned to 0.22.3). `--json` prints one JSON object per
+//! thread count and tiercache disk tier.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -22,16 +25,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use clap::{Parser, ValueEnum};
 use foyer::{
     BlockEngineConfig, DeviceBuilder, FsDeviceBuilder, HybridCache, HybridCacheBuilder,
     PsyncIoEngineConfig,
 };
+use foyer_compare::{Common, Row};
 use mixtrics::metrics::{
     BoxedCounter, BoxedCounterVec, BoxedGauge, BoxedGaugeVec, BoxedHistogram, BoxedHistogramVec,
     CounterOps, CounterVecOps, GaugeOps, GaugeVecOps, HistogramOps, HistogramVecOps, RegistryOps,
 };
 use tiercache_core::Op;
-use tiercache_engine::{CacheBuilder, CachedFile, TierKind, WriteMode};
+use tiercache_engine::{CacheBuilder, CachedFile, TierKind};
 use tiercache_policy::PolicyConfig;
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
 
@@ -41,6 +46,35 @@ const MEMORY: usize = 32 << 20;
 const DISK: usize = 128 << 20;
 const WARMUP: f64 = 5.0;
 const SECONDS: f64 = 10.0;
+
+/// DRAM + disk tier over a backing file, tiercache next to foyer's hybrid cache.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Scratch directory for the backing file and both disk tiers.
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+    /// Seconds of warm-up before each measured run.
+    #[arg(long, default_value_t = WARMUP)]
+    warmup: f64,
+    /// tiercache's disk tier: direct I/O, through the page cache, or both in turn.
+    #[arg(long, value_enum, default_value_t = DiskTier::Both)]
+    disk_tier: DiskTier,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
+enum DiskTier {
+    Direct,
+    File,
+    Both,
+}
+
+/// How long each phase of a run lasts.
+#[derive(Debug, Clone, Copy)]
+struct Phases {
+    warmup: f64,
+    measured: f64,
+}
 
 fn stream(seed: u64) -> Synthetic {
     let config = SyntheticConfig {
@@ -67,8 +101,11 @@ fn prepare(path: &Path) {
     file.sync_all().unwrap();
 }
 
-/// Runs `op` on `threads` threads for a warm-up and then a measured `SECONDS`; ops/s.
-fn drive(threads: usize, op: &(dyn Fn(usize, Op, u64, &mut [u8]) + Sync)) -> f64 {
+/// Runs `op` on `threads` threads for a warm-up and then a measured phase; ops/s.
+/// What a thread does with one request: its operation, key and a block-sized buffer.
+type Request<'a> = dyn Fn(Op, u64, &mut [u8]) + Sync + 'a;
+
+fn drive(threads: usize, phases: Phases, op: &Request) -> f64 {
     let phase = |seconds: f64, seed: u64| -> u64 {
         let done = AtomicU64::new(0);
         let deadline = Instant::now() + Duration::from_secs_f64(seconds);
@@ -82,7 +119,7 @@ fn drive(threads: usize, op: &(dyn Fn(usize, Op, u64, &mut [u8]) + Sync)) -> f64
                     while Instant::now() < deadline {
                         for _ in 0..64 {
                             let req = requests.next().expect("endless");
-                            op(t, req.op, req.key, &mut buf);
+                            op(req.op, req.key, &mut buf);
                         }
                         n += 64;
                     }
@@ -92,15 +129,21 @@ fn drive(threads: usize, op: &(dyn Fn(usize, Op, u64, &mut [u8]) + Sync)) -> f64
         });
         done.into_inner()
     };
-    phase(WARMUP, 100);
+    phase(phases.warmup, 100);
     let start = Instant::now();
-    let ops = phase(SECONDS, 200);
+    let ops = phase(phases.measured, 200);
     ops as f64 / start.elapsed().as_secs_f64()
 }
 
 /// tiercache with its disk tier read and written with direct I/O (`Flash`, as foyer's device
 /// here) or through the page cache (`File`).
-fn tiercache(dir: &Path, backing: &Path, threads: usize, direct: bool) -> (f64, u64, f64) {
+fn tiercache(
+    dir: &Path,
+    backing: &Path,
+    threads: usize,
+    phases: Phases,
+    direct: bool,
+) -> (f64, u64, f64) {
     let tier = match direct {
         true => TierKind::Flash { path: dir.join("tiercache.flash") },
         false => TierKind::File { path: dir.join("tiercache.file") },
@@ -115,8 +158,8 @@ fn tiercache(dir: &Path, backing: &Path, threads: usize, direct: bool) -> (f64, 
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
-    let file = CachedFile::open(backing, cache, WriteMode::WriteThrough).unwrap();
-    let ops = drive(threads, &|_, op, key, buf| {
+    let file = CachedFile::open(backing, cache).unwrap();
+    let ops = drive(threads, phases, &|op, key, buf| {
         let at = key * BLOCK as u64;
         match op {
             Op::Read => file.read_at(at, buf).map(|_| ()).unwrap(),
@@ -229,7 +272,7 @@ impl Counters {
     }
 }
 
-fn foyer(dir: &Path, backing: &Path, threads: usize) -> (f64, u64, u64) {
+fn foyer(dir: &Path, backing: &Path, threads: usize, phases: Phases) -> (f64, u64, f64) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .enable_all()
@@ -260,7 +303,7 @@ fn foyer(dir: &Path, backing: &Path, threads: usize) -> (f64, u64, u64) {
     let hits = AtomicU64::new(0);
     let lookups = AtomicU64::new(0);
     let handle = runtime.handle().clone();
-    let ops = drive(threads, &|_, op, key, buf| {
+    let ops = drive(threads, phases, &|op, key, buf| {
         let at = key * BLOCK as u64;
         match op {
             Op::Read => {
@@ -286,45 +329,74 @@ fn foyer(dir: &Path, backing: &Path, threads: usize) -> (f64, u64, u64) {
     runtime.block_on(cache.close()).unwrap();
     let dropped = counters.sum("channel_overflow}") + counters.sum("buffer_overflow}");
     let _ = std::fs::remove_dir_all(&device_dir);
-    (ops, dropped, hits.load(Ordering::Relaxed) * 1000 / lookups.load(Ordering::Relaxed).max(1))
+    let hit_ratio =
+        hits.load(Ordering::Relaxed) as f64 / lookups.load(Ordering::Relaxed).max(1) as f64;
+    (ops, dropped, hit_ratio)
 }
 
 fn main() {
-    let dir: PathBuf = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("tiercache-foyer-hybrid"));
+    let args = Args::parse();
+    let dir = args.dir.unwrap_or_else(|| std::env::temp_dir().join("tiercache-foyer-hybrid"));
+    let phases = Phases { warmup: args.warmup, measured: args.common.seconds.unwrap_or(SECONDS) };
+    let json = args.common.json;
     std::fs::create_dir_all(&dir).unwrap();
     let backing = dir.join("backing");
     prepare(&backing);
-    println!(
-        "DRAM {} MiB + disk {} MiB over a {} MiB backing file, 4 KiB blocks, Zipf 0.9, 90% reads, {WARMUP} s warm-up, {SECONDS} s measured; dir {}",
-        MEMORY >> 20,
-        DISK >> 20,
-        BACKING >> 20,
-        dir.display()
-    );
-    println!(
-        "{:>7} {:>22} {:>14} {:>10} {:>10} {:>12} {:>18}",
-        "threads",
-        "tiercache disk tier",
-        "ops/s",
-        "vs foyer",
-        "tc hits",
-        "foyer hits",
-        "dropped tc/foyer"
-    );
-    for threads in [1, 2] {
-        let (theirs, theirs_dropped, theirs_hits) = foyer(&dir, &backing, threads);
-        println!("{threads:>7} {:>22} {theirs:>14.0}", "(foyer, direct I/O)");
-        for direct in [true, false] {
-            let (ours, ours_dropped, ours_hits) = tiercache(&dir, &backing, threads, direct);
+    if !json {
+        println!(
+            "DRAM {} MiB + disk {} MiB over a {} MiB backing file, 4 KiB blocks, Zipf 0.9, 90% reads, {} s warm-up, {} s measured; dir {}",
+            MEMORY >> 20,
+            DISK >> 20,
+            BACKING >> 20,
+            phases.warmup,
+            phases.measured,
+            dir.display()
+        );
+        println!(
+            "{:>7} {:>22} {:>14} {:>10} {:>10} {:>12} {:>18}",
+            "threads",
+            "tiercache disk tier",
+            "ops/s",
+            "vs foyer",
+            "tc hits",
+            "foyer hits",
+            "dropped tc/foyer"
+        );
+    }
+    let tiers: &[bool] = match args.disk_tier {
+        DiskTier::Direct => &[true],
+        DiskTier::File => &[false],
+        DiskTier::Both => &[true, false],
+    };
+    for &threads in &args.common.threads {
+        let (theirs, theirs_dropped, theirs_hits) = foyer(&dir, &backing, threads, phases);
+        if !json {
+            println!("{threads:>7} {:>22} {theirs:>14.0}", "(foyer, direct I/O)");
+        }
+        for &direct in tiers {
+            let (ours, ours_dropped, ours_hits) =
+                tiercache(&dir, &backing, threads, phases, direct);
+            let tier = if direct { "direct I/O" } else { "page cache" };
+            let row = Row {
+                threads,
+                cache: format!("DRAM + disk tier ({tier})"),
+                tiercache_ops_per_second: ours,
+                foyer_ops_per_second: theirs,
+                tiercache_dropped: ours_dropped,
+                foyer_dropped: theirs_dropped,
+                tiercache_hit_ratio: ours_hits,
+                foyer_hit_ratio: theirs_hits,
+                raw_ops_per_second: None,
+            };
+            if json {
+                row.print_json();
+                continue;
+            }
             println!(
-                "{threads:>7} {:>22} {ours:>14.0} {:>9.0}% {:>9.1}% {:>11.1}% {:>12}/{}",
-                if direct { "direct I/O" } else { "page cache" },
+                "{threads:>7} {tier:>22} {ours:>14.0} {:>9.0}% {:>9.1}% {:>11.1}% {:>12}/{}",
                 ours / theirs * 100.0,
                 ours_hits * 100.0,
-                theirs_hits as f64 / 10.0,
+                theirs_hits * 100.0,
                 ours_dropped,
                 theirs_dropped
             );

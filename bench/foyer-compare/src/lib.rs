@@ -1,0 +1,52 @@
+//! What both harnesses share: their command-line options and their JSON rows.
+//!
+//! `--threads 1,4,16` takes any list of thread counts; `--json` prints one JSON object a line
+//! (one row per thread count and cache) instead of the table, for scripts that collect figures
+//! over several machines.
+
+use clap::Parser;
+use serde::Serialize;
+
+/// Options common to both harnesses.
+#[derive(Debug, Parser)]
+pub struct Common {
+    /// Thread counts to run, in order (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = thread_count)]
+    pub threads: Vec<usize>,
+    /// Print one JSON object per row instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds measured per run.
+    #[arg(long)]
+    pub seconds: Option<f64>,
+}
+
+fn thread_count(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!("`{text}` is not a thread count from 1 to 1024")),
+    }
+}
+
+/// One measured row, in the shape `--json` prints.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub threads: usize,
+    /// Which tiercache configuration (policy and read kind, or disk tier).
+    pub cache: String,
+    pub tiercache_ops_per_second: f64,
+    pub foyer_ops_per_second: f64,
+    pub tiercache_dropped: u64,
+    pub foyer_dropped: u64,
+    pub tiercache_hit_ratio: f64,
+    pub foyer_hit_ratio: f64,
+    /// The raw copy loop over the same keys, where the harness runs one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_ops_per_second: Option<f64>,
+}
+
+impl Row {
+    pub fn print_json(&self) {
+        println!("{}", serde_json::to_string(self).expect("a row serializes"));
+    }
+}
