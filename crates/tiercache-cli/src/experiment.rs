@@ -34,7 +34,7 @@ use clap::Parser;
 
 use tiercache_policy::{StackConfig, StackSpec};
 
-use crate::sim::RunArgs;
+use crate::run_options::RunArgs;
 use crate::TraceArgs;
 
 /// What the `[workload]`, `[devices]` and `[output]` tables give: `sim`'s options apart from

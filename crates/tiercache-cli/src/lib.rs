@@ -12,6 +12,7 @@ pub mod model;
 pub mod plot;
 pub mod profile;
 pub mod progress;
+pub mod run_options;
 pub mod serve;
 pub mod sim;
 pub mod sweep;

@@ -6,7 +6,7 @@ use tiercache_sim::timed::{simulate_timed, CpuModel, TimedOptions, TimedReport};
 use tiercache_sim::RunOptions;
 use tiercache_workload::TraceReader;
 
-use crate::sim::RunArgs;
+use crate::run_options::RunArgs;
 use crate::TraceArgs;
 
 fn profile(text: &str, flag: &str) -> anyhow::Result<DeviceProfile> {

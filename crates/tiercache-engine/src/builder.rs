@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tiercache_core::limits::BLOCK_SIZE_MAX;
 use tiercache_core::{Capacity, DeviceProfile};
 use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
-use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, PolicyConfig, StackConfig};
+use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig, StackConfig};
 
 use crate::behind::WriteBehind;
 use crate::cache::{Cache, CacheCore, Settings};

@@ -25,7 +25,6 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use tiercache_core::{Action, Decision, Key, KeyMap, Op, Request, TierId};
 
-use crate::registry::AnyPolicy;
 use crate::Policy;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,9 +144,10 @@ impl CasConfig {
     }
 }
 
-/// A policy run in an Open CAS cache mode.
-pub struct Cas {
-    inner: Box<AnyPolicy>,
+/// A policy run in an Open CAS cache mode: `P` is the policy it runs (the registry's
+/// `AnyPolicy`).
+pub struct Cas<P> {
+    inner: Box<P>,
     config: CasConfig,
     /// Dirty keys: when they were last written, where they are and their size; and the same
     /// keys oldest first.
@@ -160,8 +160,8 @@ pub struct Cas {
     next_clean_us: u64,
 }
 
-impl Cas {
-    pub fn new(inner: AnyPolicy, config: CasConfig) -> Cas {
+impl<P: Policy> Cas<P> {
+    pub fn new(inner: P, config: CasConfig) -> Cas<P> {
         Cas {
             inner: Box::new(inner),
             config,
@@ -173,19 +173,6 @@ impl Cas {
             last_io_us: 0,
             next_clean_us: 0,
         }
-    }
-
-    /// Whether hits are quiet (see [`AnyPolicy::quiet_hits`]): in a mode that serves reads
-    /// from the cache and keeps nothing dirty (write-through, write-around, write-invalidate),
-    /// without sequential cutoff, over a policy whose hits are quiet. The cutoff's run follows
-    /// every request, hits included, so hits told later would move it; in pass-through reads
-    /// never hit; dirty modes clean on time.
-    pub fn quiet_hits(&self) -> bool {
-        let clean = matches!(
-            self.config.mode,
-            CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::WriteInvalidate
-        );
-        clean && self.config.seq_cutoff == SeqCutoffPolicy::Never && self.inner.quiet_hits()
     }
 
     /// The mode requests are handled in.
@@ -348,7 +335,20 @@ impl Cas {
     }
 }
 
-impl Policy for Cas {
+impl<P: Policy> Policy for Cas<P> {
+    /// Hits are quiet in a mode that serves reads from the cache and keeps nothing dirty
+    /// (write-through, write-around, write-invalidate), without sequential cutoff, over a
+    /// policy whose hits are quiet. The cutoff's run follows
+    /// every request, hits included, so hits told later would move it; in pass-through reads
+    /// never hit; dirty modes clean on time.
+    fn quiet_hits(&self) -> bool {
+        let clean = matches!(
+            self.config.mode,
+            CacheMode::WriteThrough | CacheMode::WriteAround | CacheMode::WriteInvalidate
+        );
+        clean && self.config.seq_cutoff == SeqCutoffPolicy::Never && self.inner.quiet_hits()
+    }
+
     crate::delegate_to_inner!();
 
     /// The block goes to the policy the mode wraps, as clean (its copies are); a dirty one is
@@ -452,17 +452,17 @@ impl Policy for Cas {
 mod tests {
     use super::*;
     use crate::hierarchy::Placement;
-    use crate::registry::PolicyConfig;
+    use crate::registry::{AnyPolicy, PolicyConfig};
     use tiercache_core::Capacity;
 
-    fn cas(config: CasConfig, objects: u64) -> Cas {
+    fn cas(config: CasConfig, objects: u64) -> Cas<AnyPolicy> {
         Cas::new(
             AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(objects), &[], 0).unwrap(),
             config,
         )
     }
 
-    fn run(c: &mut Cas, op: Op, key: u64, time_us: u64) -> Decision {
+    fn run(c: &mut Cas<AnyPolicy>, op: Op, key: u64, time_us: u64) -> Decision {
         let mut d = Decision::new();
         c.decide(&Request::new(time_us, key * 10, 4096, op), &mut d);
         d

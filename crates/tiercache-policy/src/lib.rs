@@ -251,6 +251,20 @@ pub trait Policy {
         None
     }
 
+    /// Whether the policy's hits are *quiet*: a lookup or a read that hits in tier 0 decides a
+    /// hit in tier 0 with no actions and nothing sent elsewhere, both update the policy's state
+    /// alike, a lookup of a key not resident changes nothing, and there is no periodic work.
+    /// A caller may then serve such hits first and tell the policy later, as lookups, in
+    /// order, before any other request (the engine does, BP-Wrapper style), and the policy
+    /// decides exactly as if told at once. True of the classic single-tier policies: their
+    /// `access` ignores the op and leaves ghosts alone, a lookup hit of the size stored never
+    /// resizes, and a lookup miss admits nothing (`SingleTier::decide`); a test checks it.
+    /// An Open CAS mode keeps its policy's quiet hits in the clean modes without sequential
+    /// cutoff (`cas::Cas`).
+    fn quiet_hits(&self) -> bool {
+        false
+    }
+
     /// The policy's adaptive knobs now (ARC's target size, Hibachi's desired sizes...), for
     /// time series. Most policies have none.
     fn knobs(&self) -> Vec<(&'static str, f64)> {

@@ -28,7 +28,6 @@ use serde::{Deserialize, Serialize};
 use tiercache_core::{Action, Decision, Interval, Key, KeySet, Op, RejectReason, Request};
 use tiercache_core::{SeededRng, TierId};
 
-use crate::registry::AnyPolicy;
 use crate::{Policy, PolicyError};
 
 /// The performance metric the scheduler maximizes (section 5: throughput by default).
@@ -342,8 +341,8 @@ impl Scheduler {
 }
 
 /// A classic policy with NHC's decision points and scheduler.
-pub struct Nhc {
-    inner: Box<AnyPolicy>,
+pub struct Nhc<P> {
+    inner: Box<P>,
     scheduler: Scheduler,
     rng: SeededRng,
     /// Keys the inner policy holds dirty, followed from its actions.
@@ -353,8 +352,8 @@ pub struct Nhc {
     pub not_admitted: u64,
 }
 
-impl Nhc {
-    pub fn new(inner: AnyPolicy, config: NhcConfig, seed: u64) -> Nhc {
+impl<P: Policy> Nhc<P> {
+    pub fn new(inner: P, config: NhcConfig, seed: u64) -> Nhc<P> {
         Nhc {
             inner: Box::new(inner),
             scheduler: Scheduler::new(config),
@@ -393,7 +392,7 @@ impl Nhc {
     }
 }
 
-impl Policy for Nhc {
+impl<P: Policy> Policy for Nhc<P> {
     crate::delegate_to_inner!(restore);
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
@@ -449,7 +448,7 @@ impl Policy for Nhc {
     }
 }
 
-impl Nhc {
+impl<P: Policy> Nhc<P> {
     /// The tier a key is in, for tests.
     pub fn tier_of(&self, key: Key) -> Option<TierId> {
         self.inner.peek(key).map(|(tier, _)| tier)
@@ -459,7 +458,7 @@ impl Nhc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::PolicyConfig;
+    use crate::registry::{AnyPolicy, PolicyConfig};
     use tiercache_core::Capacity;
 
     fn interval(ops: u64, hit_rate: f64) -> Interval {

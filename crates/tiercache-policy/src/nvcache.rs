@@ -23,7 +23,6 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 use tiercache_core::{Action, Decision, Direction, KeySet, Op, RejectReason, Request, TierId};
 
-use crate::registry::AnyPolicy;
 use crate::Policy;
 
 /// How OBP is measured.
@@ -268,8 +267,8 @@ impl Weights {
 const METADATA_BYTES: u32 = 64;
 
 /// NVCache's admission around a single-tier policy (the slow-memory cache).
-pub struct Nvcache {
-    inner: Box<AnyPolicy>,
+pub struct Nvcache<P> {
+    inner: Box<P>,
     config: NvcacheConfig,
     ratio: Ratio,
     weights: Option<Weights>,
@@ -286,8 +285,8 @@ pub struct Nvcache {
     pub looked_up: u64,
 }
 
-impl Nvcache {
-    pub fn new(inner: AnyPolicy, config: NvcacheConfig) -> Nvcache {
+impl<P: Policy> Nvcache<P> {
+    pub fn new(inner: P, config: NvcacheConfig) -> Nvcache<P> {
         Nvcache {
             inner: Box::new(inner),
             ratio: Ratio::new(config.window),
@@ -363,7 +362,7 @@ impl Nvcache {
     }
 }
 
-impl Policy for Nvcache {
+impl<P: Policy> Policy for Nvcache<P> {
     crate::delegate_to_inner!(restore);
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
@@ -464,7 +463,7 @@ impl Policy for Nvcache {
 mod tests {
     use super::*;
     use crate::conformance::check_stream;
-    use crate::registry::PolicyConfig;
+    use crate::registry::{AnyPolicy, PolicyConfig};
     use tiercache_core::{Capacity, SeededRng};
 
     fn nvcache(blocks: u64, config: NvcacheConfig) -> AnyPolicy {

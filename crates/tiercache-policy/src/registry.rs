@@ -193,16 +193,16 @@ pub enum AnyPolicy {
     /// Two tiers (Kassa et al.'s hybrid cache); tiers behind trait objects.
     Hybrid(Box<Hybrid>),
     /// Any of the above run in an Open CAS cache mode.
-    Cas(Box<Cas>),
+    Cas(Box<Cas<AnyPolicy>>),
     /// Hibachi over DRAM and NVRAM.
     Hibachi(Box<Hibachi>),
     /// Hibachi's Hybrid-ARC baseline over DRAM and NVRAM.
     HybridArc(Box<HybridArc>),
     /// A single-tier policy behind NVCache's admission (overhead bypass, small-bypass).
-    Nvcache(Box<crate::nvcache::Nvcache>),
-    Nhc(Box<crate::nhc::Nhc>),
+    Nvcache(Box<crate::nvcache::Nvcache<AnyPolicy>>),
+    Nhc(Box<crate::nhc::Nhc<AnyPolicy>>),
     /// Independent stacks over the keys of each shard, as the engine runs them.
-    Sharded(Box<crate::sharded::Sharded>),
+    Sharded(Box<crate::sharded::Sharded<AnyPolicy>>),
 }
 
 macro_rules! dispatch {
@@ -280,30 +280,6 @@ impl AnyPolicy {
 }
 
 impl AnyPolicy {
-    /// Whether the policy's hits are *quiet*: a lookup or a read that hits in tier 0 decides a
-    /// hit in tier 0 with no actions and nothing sent elsewhere, both update the policy's state
-    /// alike, a lookup of a key not resident changes nothing, and there is no periodic work.
-    /// A caller may then serve such hits first and tell the policy later, as lookups, in
-    /// order, before any other request (the engine does, BP-Wrapper style), and the policy
-    /// decides exactly as if told at once. True of the classic single-tier policies: their
-    /// `access` ignores the op and leaves ghosts alone, a lookup hit of the size stored never
-    /// resizes, and a lookup miss admits nothing (`SingleTier::decide`); a test checks it.
-    /// An Open CAS mode keeps its policy's quiet hits in the clean modes without sequential
-    /// cutoff (`Cas::quiet_hits`).
-    pub fn quiet_hits(&self) -> bool {
-        match self {
-            AnyPolicy::Fifo(_)
-            | AnyPolicy::Lru(_)
-            | AnyPolicy::Clock(_)
-            | AnyPolicy::Lfu(_)
-            | AnyPolicy::Arc(_)
-            | AnyPolicy::S3fifo(_)
-            | AnyPolicy::Setassoc(_) => true,
-            AnyPolicy::Cas(cas) => cas.quiet_hits(),
-            _ => false,
-        }
-    }
-
     /// The Open CAS mode the policy runs in, if it runs in one.
     pub fn cache_mode(&self) -> Option<crate::cas::CacheMode> {
         match self {
@@ -500,6 +476,20 @@ impl Policy for AnyPolicy {
 
     fn knobs(&self) -> Vec<(&'static str, f64)> {
         dispatch!(self, p => p.knobs())
+    }
+
+    fn quiet_hits(&self) -> bool {
+        match self {
+            AnyPolicy::Fifo(_)
+            | AnyPolicy::Lru(_)
+            | AnyPolicy::Clock(_)
+            | AnyPolicy::Lfu(_)
+            | AnyPolicy::Arc(_)
+            | AnyPolicy::S3fifo(_)
+            | AnyPolicy::Setassoc(_) => true,
+            AnyPolicy::Cas(cas) => cas.quiet_hits(),
+            _ => false,
+        }
     }
 }
 

@@ -10,18 +10,18 @@
 
 use tiercache_core::{shard_index, Capacity, Decision, Interval, Key, Request, TierId};
 
-use crate::registry::AnyPolicy;
 use crate::Policy;
 
-pub struct Sharded {
-    shards: Vec<AnyPolicy>,
+/// `P` is the stack each shard runs (the registry's `AnyPolicy`).
+pub struct Sharded<P> {
+    shards: Vec<P>,
     bits: u32,
 }
 
-impl Sharded {
+impl<P: Policy> Sharded<P> {
     /// One stack per shard, shard `i` deciding the keys `shard_index` gives `i`. Their number
     /// is a power of two.
-    pub fn new(shards: Vec<AnyPolicy>) -> Sharded {
+    pub fn new(shards: Vec<P>) -> Sharded<P> {
         assert!(shards.len().is_power_of_two(), "shards come in powers of two");
         let bits = shards.len().trailing_zeros();
         Sharded { shards, bits }
@@ -33,7 +33,7 @@ impl Sharded {
     }
 }
 
-impl Policy for Sharded {
+impl<P: Policy> Policy for Sharded<P> {
     #[inline]
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         let shard = self.of(req.key);

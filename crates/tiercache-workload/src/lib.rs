@@ -14,6 +14,7 @@ pub mod fuzz;
 pub mod gen;
 pub mod open;
 pub mod reader;
+pub mod source;
 pub mod stats;
 pub mod writer;
 

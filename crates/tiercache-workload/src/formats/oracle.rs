@@ -14,7 +14,7 @@ use tiercache_core::{Op, Request, NEVER};
 
 use crate::error::{Position, TraceError};
 use crate::open::plain_file_bytes;
-use crate::reader::RequestSource;
+use crate::source::RequestSource;
 
 pub const RECORD_BYTES: usize = 24;
 
