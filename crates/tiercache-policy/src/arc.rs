@@ -35,6 +35,15 @@ pub struct Arc {
     ghost_hit: Option<usize>,
 }
 
+impl crate::frame::Registered for Arc {
+    type Config = ();
+    const QUIET_HITS: bool = true;
+
+    fn build(_: &(), capacity: Capacity) -> Result<Arc, crate::PolicyError> {
+        Ok(Arc::new(capacity))
+    }
+}
+
 impl Arc {
     pub fn new(capacity: Capacity) -> Arc {
         let expected = expected_objects(capacity).min(1 << 24);

@@ -20,6 +20,16 @@ pub struct Belady {
     used: u64,
 }
 
+impl crate::frame::Registered for Belady {
+    type Config = ();
+    const QUIET_HITS: bool = false;
+    const NEEDS_FUTURE: bool = true;
+
+    fn build(_: &(), capacity: Capacity) -> Result<Belady, crate::PolicyError> {
+        Ok(Belady::new(capacity))
+    }
+}
+
 impl Belady {
     pub fn new(capacity: Capacity) -> Belady {
         Belady {

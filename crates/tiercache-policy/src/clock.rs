@@ -23,16 +23,6 @@ impl Default for ClockConfig {
     }
 }
 
-impl crate::Params for ClockConfig {
-    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), PolicyError> {
-        match key {
-            "bits" => self.bits = crate::parse_value(policy, key, value)?,
-            _ => return Err(crate::unknown_key(policy, key)),
-        }
-        Ok(())
-    }
-}
-
 impl ClockConfig {
     pub fn validate(&self) -> Result<(), PolicyError> {
         if !(1..=8).contains(&self.bits) {
@@ -49,6 +39,20 @@ impl ClockConfig {
 pub struct Clock {
     queue: Queue,
     max_count: u32,
+}
+
+impl crate::frame::Registered for Clock {
+    type Config = ClockConfig;
+    const VARIANTS: &'static [&'static str] = &["bits=2"];
+    const QUIET_HITS: bool = true;
+
+    fn validate(config: &ClockConfig) -> Result<(), PolicyError> {
+        config.validate()
+    }
+
+    fn build(config: &ClockConfig, capacity: Capacity) -> Result<Clock, PolicyError> {
+        Ok(Clock::new(config, capacity))
+    }
 }
 
 impl Clock {

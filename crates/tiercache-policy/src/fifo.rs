@@ -10,6 +10,15 @@ pub struct Fifo {
     queue: Queue,
 }
 
+impl crate::frame::Registered for Fifo {
+    type Config = ();
+    const QUIET_HITS: bool = true;
+
+    fn build(_: &(), capacity: Capacity) -> Result<Fifo, crate::PolicyError> {
+        Ok(Fifo::new(capacity))
+    }
+}
+
 impl Fifo {
     pub fn new(capacity: Capacity) -> Fifo {
         Fifo { queue: Queue::new(capacity.unit, expected_objects(capacity)) }

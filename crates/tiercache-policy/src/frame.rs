@@ -17,6 +17,42 @@ use tiercache_core::{Action, Capacity, Decision, Key, Op, RejectReason, Request,
 use crate::admission::Admission;
 use crate::Policy;
 
+/// What a single-tier policy tells the registry (`registry.rs`, where one line names it):
+/// its parameters, how to build it over a capacity, and what callers must know of it. Written
+/// in the policy's own file, beside its [`Eviction`].
+pub trait Registered: Eviction + Sized {
+    /// Its parameters (serde, with the paper's defaults), set from option strings through
+    /// [`crate::params`]; `()` for a policy without any.
+    type Config: Clone
+        + std::fmt::Debug
+        + Default
+        + PartialEq
+        + serde::Serialize
+        + serde::de::DeserializeOwned;
+
+    /// Settings besides the defaults that the conformance suite also runs, as options
+    /// (`"bits=2"`).
+    const VARIANTS: &'static [&'static str] = &[];
+
+    /// Whether its hits are quiet ([`Policy::quiet_hits`]).
+    const QUIET_HITS: bool;
+
+    /// Whether it reads request times (periodic work), so callers must supply them.
+    const USES_TIME: bool = false;
+
+    /// Whether it reads `next_access` (the future), so the stream must be annotated; such a
+    /// policy runs no tier of a hierarchy.
+    const NEEDS_FUTURE: bool = false;
+
+    /// Checks the parameters; an error names the policy and the parameter.
+    fn validate(_config: &Self::Config) -> Result<(), crate::PolicyError> {
+        Ok(())
+    }
+
+    /// The policy over `capacity` (parameters valid), or why it cannot run over it.
+    fn build(config: &Self::Config, capacity: Capacity) -> Result<Self, crate::PolicyError>;
+}
+
 /// Where an [`Eviction`] reports blocks it drops outside the frame's own eviction loop (ARC's
 /// ghostless eviction, LFRU's sweep).
 pub struct Sink<'a> {

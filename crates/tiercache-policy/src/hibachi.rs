@@ -47,17 +47,6 @@ impl Default for HibachiConfig {
     }
 }
 
-impl crate::Params for HibachiConfig {
-    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), crate::PolicyError> {
-        match key {
-            "aging_threshold" => self.aging_threshold = crate::parse_value(policy, key, value)?,
-            "seq_threshold" => self.seq_threshold = crate::parse_value(policy, key, value)?,
-            _ => return Err(crate::unknown_key(policy, key)),
-        }
-        Ok(())
-    }
-}
-
 #[derive(Clone, Copy)]
 struct Page {
     count: u32,

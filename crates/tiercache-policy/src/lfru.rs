@@ -33,18 +33,6 @@ impl Default for LfruConfig {
     }
 }
 
-impl crate::Params for LfruConfig {
-    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), crate::PolicyError> {
-        match key {
-            "sweep_interval_us" => self.sweep_interval_us = crate::parse_value(policy, key, value)?,
-            "window_us" => self.window_us = crate::parse_value(policy, key, value)?,
-            "free_target" => self.free_target = crate::parse_value(policy, key, value)?,
-            _ => return Err(crate::unknown_key(policy, key)),
-        }
-        Ok(())
-    }
-}
-
 impl LfruConfig {
     pub fn validate(&self) -> Result<(), PolicyError> {
         if self.sweep_interval_us == 0 {
@@ -71,6 +59,21 @@ pub struct Lfru {
     used: u64,
     next_sweep_us: Option<u64>,
     sweeps: u64,
+}
+
+impl crate::frame::Registered for Lfru {
+    type Config = LfruConfig;
+    const VARIANTS: &'static [&'static str] = &["sweep_interval_us=100000,window_us=50000"];
+    const QUIET_HITS: bool = false;
+    const USES_TIME: bool = true;
+
+    fn validate(config: &LfruConfig) -> Result<(), PolicyError> {
+        config.validate()
+    }
+
+    fn build(config: &LfruConfig, capacity: Capacity) -> Result<Lfru, PolicyError> {
+        Ok(Lfru::new(config, capacity))
+    }
 }
 
 impl Lfru {

@@ -34,21 +34,6 @@ impl Default for LfuConfig {
     }
 }
 
-impl crate::Params for LfuConfig {
-    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), PolicyError> {
-        match key {
-            "aging_threshold" => {
-                self.aging_threshold = match value {
-                    "none" | "off" => None,
-                    v => Some(crate::parse_value(policy, key, v)?),
-                }
-            }
-            _ => return Err(crate::unknown_key(policy, key)),
-        }
-        Ok(())
-    }
-}
-
 impl LfuConfig {
     pub fn validate(&self) -> Result<(), PolicyError> {
         match self.aging_threshold {
@@ -74,6 +59,20 @@ pub struct Lfu {
     clock: u64,
     aging_threshold: Option<f64>,
     agings: u64,
+}
+
+impl crate::frame::Registered for Lfu {
+    type Config = LfuConfig;
+    const VARIANTS: &'static [&'static str] = &["aging_threshold=none"];
+    const QUIET_HITS: bool = true;
+
+    fn validate(config: &LfuConfig) -> Result<(), PolicyError> {
+        config.validate()
+    }
+
+    fn build(config: &LfuConfig, capacity: Capacity) -> Result<Lfu, PolicyError> {
+        Ok(Lfu::new(config, capacity))
+    }
 }
 
 impl Lfu {

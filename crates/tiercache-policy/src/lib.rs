@@ -110,6 +110,7 @@ pub mod hierarchy;
 pub mod hybrid_arc;
 pub mod index;
 pub mod list;
+pub mod params;
 pub mod queue;
 pub mod registry;
 pub mod stack;
@@ -137,22 +138,6 @@ pub use registry::{AnyPolicy, PolicyConfig, MAX_TIERS};
 pub use stack::{StackConfig, StackSpec};
 
 use tiercache_core::{Capacity, Decision, Interval, Key, Request, TierId};
-
-/// A policy's parameters, set by name from `name:key=value` text: each policy's config knows
-/// its own keys, so the registry names the policy and nothing more.
-pub trait Params {
-    /// Sets `key` to `value`; an error names `policy` and the key.
-    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), PolicyError>;
-}
-
-/// `value` parsed for `key` of `policy`, or an error naming both.
-pub(crate) fn parse_value<T: std::str::FromStr>(
-    policy: &str,
-    key: &str,
-    value: &str,
-) -> Result<T, PolicyError> {
-    value.parse().map_err(|_| PolicyError::bad(policy, key, format!("cannot be '{value}'")))
-}
 
 /// The error for a key no parameter of `policy` has.
 pub(crate) fn unknown_key(policy: &str, key: &str) -> PolicyError {

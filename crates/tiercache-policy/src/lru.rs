@@ -10,6 +10,15 @@ pub struct Lru {
     queue: Queue,
 }
 
+impl crate::frame::Registered for Lru {
+    type Config = ();
+    const QUIET_HITS: bool = true;
+
+    fn build(_: &(), capacity: Capacity) -> Result<Lru, crate::PolicyError> {
+        Ok(Lru::new(capacity))
+    }
+}
+
 impl Lru {
     pub fn new(capacity: Capacity) -> Lru {
         Lru { queue: Queue::new(capacity.unit, expected_objects(capacity)) }

@@ -1,281 +1,304 @@
-//! The one place policies are registered: [`PolicyConfig`] names a policy and its parameters
-//! (serde, with the papers' defaults), and [`AnyPolicy::from_config`] builds it. A policy's
-//! config owns its keys ([`Params`]); adding a policy means its file, a variant here, and a
-//! line in each match below.
+//! The one place policies are registered: one line per policy in `registry!` below. A
+//! single-tier policy is a file with its [`Eviction`] state machine and its [`Registered`]
+//! facts (config, how to build it); the line gives its name and aliases. From those lines come
+//! [`PolicyConfig`] (serde, with the papers' defaults), [`AnyPolicy`] and every match over
+//! them. Options (`clock:bits=2`) are set through [`crate::params`], by the config's own field
+//! names, with no parser per policy. The two-tier policies (Hibachi and its Hybrid-ARC) and the
+//! wrappers (Open CAS modes, NVCache, NHC, hierarchies, shards) are written out below.
 
 use serde::{Deserialize, Serialize};
 use tiercache_core::{Capacity, Decision, Request, TierId};
 
 use crate::admission::{Admission, AdmissionConfig};
-use crate::arc::Arc;
-use crate::belady::Belady;
 use crate::cas::{Cas, CasConfig};
-use crate::clock::{Clock, ClockConfig};
 use crate::error::PolicyError;
-use crate::fifo::Fifo;
-use crate::frame::{Eviction, SingleTier};
+use crate::frame::{Eviction, Registered, SingleTier};
 use crate::hibachi::{Hibachi, HibachiConfig};
 use crate::hierarchy::{Hybrid, Placement};
 use crate::hybrid_arc::HybridArc;
-use crate::lfru::{Lfru, LfruConfig};
-use crate::lfu::{Lfu, LfuConfig};
-use crate::lru::Lru;
-use crate::s3fifo::{S3Fifo, S3FifoConfig};
-use crate::setassoc::{SetAssoc, SetAssocConfig};
-use crate::{Params, Policy};
+use crate::Policy;
 
-/// A policy and its parameters, as written in a configuration file or on the command line.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "name", rename_all = "lowercase")]
-pub enum PolicyConfig {
-    Fifo,
-    Lru,
-    Clock(ClockConfig),
-    Lfu(LfuConfig),
-    Arc,
-    S3fifo(S3FifoConfig),
-    Lfru(LfruConfig),
-    Belady,
-    /// Set-associative (capacity in objects).
-    Setassoc(SetAssocConfig),
-    /// Two tiers (DRAM and NVRAM) only.
-    Hibachi(HibachiConfig),
-    /// Two tiers (DRAM and NVRAM) only: Hibachi's Hybrid-ARC baseline.
-    HybridArc,
-}
-
-const KNOWN: &str =
-    "fifo, lru, clock, lfu, arc, s3fifo, lfru, belady, setassoc (objects), hibachi, \
-                     hybrid-lru and hybrid-arc (two tiers)";
-
-impl PolicyConfig {
-    /// All policy names, for help texts and sweeps.
-    pub const NAMES: [&'static str; 8] =
-        ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "lfru", "belady"];
-
-    /// Parses `name` or `name:key=value,key=value`, e.g. `clock:bits=2`, `lfu:aging_threshold=none`.
-    pub fn parse(spec: &str) -> Result<PolicyConfig, PolicyError> {
-        let (name, params) = match spec.split_once(':') {
-            Some((n, p)) => (n.trim().to_ascii_lowercase(), p),
-            None => (spec.trim().to_ascii_lowercase(), ""),
-        };
-        let mut config = match name.as_str() {
-            "fifo" => PolicyConfig::Fifo,
-            "lru" => PolicyConfig::Lru,
-            "clock" => PolicyConfig::Clock(ClockConfig::default()),
-            "lfu" => PolicyConfig::Lfu(LfuConfig::default()),
-            "arc" => PolicyConfig::Arc,
-            "s3fifo" | "s3-fifo" => PolicyConfig::S3fifo(S3FifoConfig::default()),
-            "lfru" => PolicyConfig::Lfru(LfruConfig::default()),
-            "belady" | "opt" | "min" => PolicyConfig::Belady,
-            "setassoc" | "set-associative" => PolicyConfig::Setassoc(SetAssocConfig::default()),
-            "hibachi" => PolicyConfig::Hibachi(HibachiConfig::default()),
-            "hybrid-lru" => PolicyConfig::Hibachi(HibachiConfig {
-                hybrid_lru: true,
-                ..HibachiConfig::default()
-            }),
-            "hybrid-arc" => PolicyConfig::HybridArc,
-            _ => return Err(PolicyError::UnknownPolicy { name, known: KNOWN.into() }),
-        };
-        for pair in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| PolicyError::bad(&name, pair, "needs the form key=value"))?;
-            config.set(key.trim(), value.trim())?;
+/// Generates, from one line per single-tier policy, [`PolicyConfig`], [`AnyPolicy`] and the
+/// matches over them. `$d` is a `$` passed in, for the `dispatch!` macro it defines.
+macro_rules! registry {
+    (
+        $d:tt
+        plain { $($pv:ident = $pname:literal $(| $palias:literal)* => $pty:ty,)* }
+        configured { $($cv:ident = $cname:literal $(| $calias:literal)* => $cty:ty,)* }
+    ) => {
+        /// A policy and its parameters, as written in a configuration file or on the command
+        /// line (`name = "s3fifo"` with its parameters beside it).
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "name")]
+        pub enum PolicyConfig {
+            $(#[serde(rename = $pname $(, alias = $palias)*)] $pv,)*
+            $(#[serde(rename = $cname $(, alias = $calias)*)] $cv(<$cty as Registered>::Config),)*
+            /// Two tiers (DRAM and NVRAM) only.
+            #[serde(rename = "hibachi")]
+            Hibachi(HibachiConfig),
+            /// Two tiers (DRAM and NVRAM) only: Hibachi's Hybrid-ARC baseline.
+            #[serde(rename = "hybrid-arc", alias = "hybridarc")]
+            HybridArc,
         }
-        config.validate()?;
-        Ok(config)
-    }
 
-    /// Sets one parameter: the policy's config knows its keys ([`Params`]).
-    fn set(&mut self, key: &str, value: &str) -> Result<(), PolicyError> {
-        let name = self.name();
-        match self {
-            PolicyConfig::Clock(c) => c.set(name, key, value),
-            PolicyConfig::Lfu(c) => c.set(name, key, value),
-            PolicyConfig::S3fifo(c) => c.set(name, key, value),
-            PolicyConfig::Lfru(c) => c.set(name, key, value),
-            PolicyConfig::Hibachi(c) => c.set(name, key, value),
-            PolicyConfig::Setassoc(c) => c.set(name, key, value),
-            PolicyConfig::Fifo
-            | PolicyConfig::Lru
-            | PolicyConfig::Arc
-            | PolicyConfig::Belady
-            | PolicyConfig::HybridArc => Err(crate::unknown_key(name, key)),
-        }
-    }
+        const KNOWN: &str = concat!(
+            $($pname, ", ",)* $($cname, ", ",)*
+            "hibachi, hybrid-lru and hybrid-arc (two tiers)"
+        );
 
-    pub fn name(&self) -> &'static str {
-        match self {
-            PolicyConfig::Fifo => "fifo",
-            PolicyConfig::Lru => "lru",
-            PolicyConfig::Clock(_) => "clock",
-            PolicyConfig::Lfu(_) => "lfu",
-            PolicyConfig::Arc => "arc",
-            PolicyConfig::S3fifo(_) => "s3fifo",
-            PolicyConfig::Lfru(_) => "lfru",
-            PolicyConfig::Belady => "belady",
-            PolicyConfig::Setassoc(_) => "setassoc",
-            PolicyConfig::Hibachi(_) => "hibachi",
-            PolicyConfig::HybridArc => "hybrid-arc",
-        }
-    }
+        impl PolicyConfig {
+            /// The single-tier policies' names, for help texts and sweeps.
+            pub const NAMES: &'static [&'static str] = &[$($pname,)* $($cname,)*];
 
-    pub fn validate(&self) -> Result<(), PolicyError> {
-        match self {
-            PolicyConfig::Clock(c) => c.validate(),
-            PolicyConfig::Lfu(c) => c.validate(),
-            PolicyConfig::S3fifo(c) => c.validate(),
-            PolicyConfig::Lfru(c) => c.validate(),
-            PolicyConfig::Setassoc(c) => c.validate(),
-            _ => Ok(()),
-        }
-    }
-
-    /// Whether the policy reads request times (periodic work), so callers must supply them.
-    pub fn uses_time(&self) -> bool {
-        matches!(self, PolicyConfig::Lfru(_))
-    }
-
-    /// Whether the policy reads `next_access` (the future), so the stream must be annotated.
-    pub fn needs_future(&self) -> bool {
-        matches!(self, PolicyConfig::Belady)
-    }
-}
-
-impl PolicyConfig {
-    /// The policy as the eviction half of a tier, for hierarchies that compose tiers.
-    pub fn eviction(&self, capacity: Capacity) -> Result<Box<dyn Eviction + Send>, PolicyError> {
-        self.validate()?;
-        if self.needs_future() {
-            return Err(PolicyError::bad(
-                self.name(),
-                "tier",
-                "an offline policy cannot run one tier of a hierarchy",
-            ));
-        }
-        Ok(match self {
-            PolicyConfig::Fifo => Box::new(Fifo::new(capacity)),
-            PolicyConfig::Lru => Box::new(Lru::new(capacity)),
-            PolicyConfig::Clock(c) => Box::new(Clock::new(c, capacity)),
-            PolicyConfig::Lfu(c) => Box::new(Lfu::new(c, capacity)),
-            PolicyConfig::Arc => Box::new(Arc::new(capacity)),
-            PolicyConfig::S3fifo(c) => Box::new(S3Fifo::new(c, capacity)),
-            PolicyConfig::Lfru(c) => Box::new(Lfru::new(c, capacity)),
-            PolicyConfig::Setassoc(c) => {
-                c.check_capacity(capacity)?;
-                Box::new(SetAssoc::new(c, capacity))
+            /// The policy called `name` (lower case), with its defaults.
+            fn by_name(name: &str) -> Option<PolicyConfig> {
+                Some(match name {
+                    $($pname $(| $palias)* => PolicyConfig::$pv,)*
+                    $($cname $(| $calias)* => PolicyConfig::$cv(Default::default()),)*
+                    "hibachi" => PolicyConfig::Hibachi(HibachiConfig::default()),
+                    "hybrid-lru" => PolicyConfig::Hibachi(HibachiConfig {
+                        hybrid_lru: true,
+                        ..HibachiConfig::default()
+                    }),
+                    "hybrid-arc" => PolicyConfig::HybridArc,
+                    _ => return None,
+                })
             }
-            PolicyConfig::Belady => unreachable!("refused above"),
-            PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => {
-                return Err(PolicyError::bad(
-                    self.name(),
-                    "tier",
-                    "is a two-tier policy, not one tier of a hierarchy",
-                ))
+
+            /// This config with `pairs` set (`key`, `value` as text), through the one grammar
+            /// of options ([`crate::params`]).
+            pub fn with_options(self, pairs: &[(&str, &str)]) -> Result<PolicyConfig, PolicyError> {
+                let name = self.name();
+                let none = |pairs: &[(&str, &str)]| match pairs.first() {
+                    Some((key, _)) => Err(crate::unknown_key(name, key)),
+                    None => Ok(()),
+                };
+                Ok(match self {
+                    $(PolicyConfig::$pv => {
+                        none(pairs)?;
+                        PolicyConfig::$pv
+                    })*
+                    $(PolicyConfig::$cv(c) => {
+                        PolicyConfig::$cv(crate::params::apply(name, &c, pairs)?)
+                    })*
+                    PolicyConfig::Hibachi(c) => {
+                        PolicyConfig::Hibachi(crate::params::apply(name, &c, pairs)?)
+                    }
+                    PolicyConfig::HybridArc => {
+                        none(pairs)?;
+                        PolicyConfig::HybridArc
+                    }
+                })
             }
-        })
-    }
-}
 
-/// Any registered policy, built from its configuration. Dispatch is a `match`, so the
-/// simulator's inner loop stays monomorphic per arm.
-pub enum AnyPolicy {
-    Fifo(SingleTier<Fifo>),
-    Lru(SingleTier<Lru>),
-    Clock(SingleTier<Clock>),
-    Lfu(SingleTier<Lfu>),
-    Arc(SingleTier<Arc>),
-    S3fifo(SingleTier<S3Fifo>),
-    Lfru(SingleTier<Lfru>),
-    Belady(SingleTier<Belady>),
-    Setassoc(SingleTier<SetAssoc>),
-    /// Two tiers (Kassa et al.'s hybrid cache); tiers behind trait objects.
-    Hybrid(Box<Hybrid>),
-    /// Any of the above run in an Open CAS cache mode.
-    Cas(Box<Cas<AnyPolicy>>),
-    /// Hibachi over DRAM and NVRAM.
-    Hibachi(Box<Hibachi>),
-    /// Hibachi's Hybrid-ARC baseline over DRAM and NVRAM.
-    HybridArc(Box<HybridArc>),
-    /// A single-tier policy behind NVCache's admission (overhead bypass, small-bypass).
-    Nvcache(Box<crate::nvcache::Nvcache<AnyPolicy>>),
-    Nhc(Box<crate::nhc::Nhc<AnyPolicy>>),
-    /// Independent stacks over the keys of each shard, as the engine runs them.
-    Sharded(Box<crate::sharded::Sharded<AnyPolicy>>),
-}
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(PolicyConfig::$pv => $pname,)*
+                    $(PolicyConfig::$cv(_) => $cname,)*
+                    PolicyConfig::Hibachi(_) => "hibachi",
+                    PolicyConfig::HybridArc => "hybrid-arc",
+                }
+            }
 
-macro_rules! dispatch {
-    ($self:expr, $p:ident => $body:expr) => {
-        match $self {
-            AnyPolicy::Fifo($p) => $body,
-            AnyPolicy::Lru($p) => $body,
-            AnyPolicy::Clock($p) => $body,
-            AnyPolicy::Lfu($p) => $body,
-            AnyPolicy::Arc($p) => $body,
-            AnyPolicy::S3fifo($p) => $body,
-            AnyPolicy::Lfru($p) => $body,
-            AnyPolicy::Belady($p) => $body,
-            AnyPolicy::Setassoc($p) => $body,
-            AnyPolicy::Hybrid($p) => $body,
-            AnyPolicy::Cas($p) => $body,
-            AnyPolicy::Hibachi($p) => $body,
-            AnyPolicy::HybridArc($p) => $body,
-            AnyPolicy::Nvcache($p) => $body,
-            AnyPolicy::Nhc($p) => $body,
-            AnyPolicy::Sharded($p) => $body,
+            pub fn validate(&self) -> Result<(), PolicyError> {
+                match self {
+                    $(PolicyConfig::$pv => <$pty as Registered>::validate(&()),)*
+                    $(PolicyConfig::$cv(c) => <$cty as Registered>::validate(c),)*
+                    PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => Ok(()),
+                }
+            }
+
+            /// Whether the policy reads request times (periodic work), so callers must supply
+            /// them.
+            pub fn uses_time(&self) -> bool {
+                match self {
+                    $(PolicyConfig::$pv => <$pty as Registered>::USES_TIME,)*
+                    $(PolicyConfig::$cv(_) => <$cty as Registered>::USES_TIME,)*
+                    PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => false,
+                }
+            }
+
+            /// Whether the policy reads `next_access` (the future), so the stream must be
+            /// annotated.
+            pub fn needs_future(&self) -> bool {
+                match self {
+                    $(PolicyConfig::$pv => <$pty as Registered>::NEEDS_FUTURE,)*
+                    $(PolicyConfig::$cv(_) => <$cty as Registered>::NEEDS_FUTURE,)*
+                    PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => false,
+                }
+            }
+
+            /// Every registered policy: each single-tier policy with its defaults and with
+            /// each of its [`Registered::VARIANTS`], then the two-tier ones. The conformance
+            /// suite runs them all.
+            pub fn registered() -> Vec<PolicyConfig> {
+                let mut all = vec![$(PolicyConfig::$pv,)*];
+                $(
+                    all.push(PolicyConfig::$cv(Default::default()));
+                    for options in <$cty as Registered>::VARIANTS {
+                        let spec = format!("{}:{options}", $cname);
+                        all.push(PolicyConfig::parse(&spec).expect("a registered variant"));
+                    }
+                )*
+                all.push(PolicyConfig::Hibachi(HibachiConfig::default()));
+                all.push(PolicyConfig::parse("hybrid-lru").expect("a registered policy"));
+                all.push(PolicyConfig::HybridArc);
+                all
+            }
+
+            /// The policy as the eviction half of a tier, for hierarchies that compose
+            /// tiers.
+            pub fn eviction(
+                &self,
+                capacity: Capacity,
+            ) -> Result<Box<dyn Eviction + Send>, PolicyError> {
+                self.validate()?;
+                if self.needs_future() {
+                    return Err(PolicyError::bad(
+                        self.name(),
+                        "tier",
+                        "an offline policy cannot run one tier of a hierarchy",
+                    ));
+                }
+                Ok(match self {
+                    $(PolicyConfig::$pv => Box::new(<$pty as Registered>::build(&(), capacity)?),)*
+                    $(PolicyConfig::$cv(c) => Box::new(<$cty as Registered>::build(c, capacity)?),)*
+                    PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => {
+                        return Err(PolicyError::bad(
+                            self.name(),
+                            "tier",
+                            "is a two-tier policy, not one tier of a hierarchy",
+                        ))
+                    }
+                })
+            }
+        }
+
+        /// Any registered policy, built from its configuration. Dispatch is a `match`, so the
+        /// simulator's inner loop stays monomorphic per arm.
+        pub enum AnyPolicy {
+            $($pv(SingleTier<$pty>),)*
+            $($cv(SingleTier<$cty>),)*
+            /// Two or more tiers (Kassa et al.'s hybrid cache); tiers behind trait objects.
+            Hybrid(Box<Hybrid>),
+            /// Any of these run in an Open CAS cache mode.
+            Cas(Box<Cas<AnyPolicy>>),
+            /// Hibachi over DRAM and NVRAM.
+            Hibachi(Box<Hibachi>),
+            /// Hibachi's Hybrid-ARC baseline over DRAM and NVRAM.
+            HybridArc(Box<HybridArc>),
+            /// A single-tier policy behind NVCache's admission (overhead bypass, small-bypass).
+            Nvcache(Box<crate::nvcache::Nvcache<AnyPolicy>>),
+            Nhc(Box<crate::nhc::Nhc<AnyPolicy>>),
+            /// Independent stacks over the keys of each shard, as the engine runs them.
+            Sharded(Box<crate::sharded::Sharded<AnyPolicy>>),
+        }
+
+        macro_rules! dispatch {
+            ($d self_:expr, $d p:ident => $d body:expr) => {
+                match $d self_ {
+                    $(AnyPolicy::$pv($d p) => $d body,)*
+                    $(AnyPolicy::$cv($d p) => $d body,)*
+                    AnyPolicy::Hybrid($d p) => $d body,
+                    AnyPolicy::Cas($d p) => $d body,
+                    AnyPolicy::Hibachi($d p) => $d body,
+                    AnyPolicy::HybridArc($d p) => $d body,
+                    AnyPolicy::Nvcache($d p) => $d body,
+                    AnyPolicy::Nhc($d p) => $d body,
+                    AnyPolicy::Sharded($d p) => $d body,
+                }
+            };
+        }
+
+        impl AnyPolicy {
+            /// Builds a single-tier policy of `capacity` with an admission chain, seeded by
+            /// `seed`.
+            pub fn from_config(
+                config: &PolicyConfig,
+                capacity: Capacity,
+                admission: &[AdmissionConfig],
+                seed: u64,
+            ) -> Result<AnyPolicy, PolicyError> {
+                config.validate()?;
+                if capacity.amount == 0 {
+                    return Err(PolicyError::ZeroCapacity { unit: capacity.unit.as_str() });
+                }
+                let filters = Admission::new(admission, capacity, seed);
+                Ok(match config {
+                    $(PolicyConfig::$pv => {
+                        let policy = <$pty as Registered>::build(&(), capacity)?;
+                        AnyPolicy::$pv(SingleTier::new(policy, capacity, filters))
+                    })*
+                    $(PolicyConfig::$cv(c) => {
+                        let policy = <$cty as Registered>::build(c, capacity)?;
+                        AnyPolicy::$cv(SingleTier::new(policy, capacity, filters))
+                    })*
+                    PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => {
+                        let reason =
+                            "runs two tiers (DRAM and NVRAM): give a lower tier (--lower-capacity)";
+                        return Err(PolicyError::bad(config.name(), "tiers", reason));
+                    }
+                })
+            }
+
+            /// Whether the policy's hits are quiet ([`Policy::quiet_hits`]).
+            fn hits_are_quiet(&self) -> bool {
+                match self {
+                    $(AnyPolicy::$pv(_) => <$pty as Registered>::QUIET_HITS,)*
+                    $(AnyPolicy::$cv(_) => <$cty as Registered>::QUIET_HITS,)*
+                    AnyPolicy::Cas(cas) => cas.quiet_hits(),
+                    _ => false,
+                }
+            }
         }
     };
 }
+// One line per single-tier policy: its variant, its name and aliases, its type.
+registry! {
+    $
+    plain {
+        Fifo = "fifo" => crate::fifo::Fifo,
+        Lru = "lru" => crate::lru::Lru,
+        Arc = "arc" => crate::arc::Arc,
+        Belady = "belady" | "opt" | "min" => crate::belady::Belady,
+    }
+    configured {
+        Clock = "clock" => crate::clock::Clock,
+        Lfu = "lfu" => crate::lfu::Lfu,
+        S3fifo = "s3fifo" | "s3-fifo" => crate::s3fifo::S3Fifo,
+        Lfru = "lfru" => crate::lfru::Lfru,
+        Setassoc = "setassoc" | "set-associative" => crate::setassoc::SetAssoc,
+    }
+}
 
-impl AnyPolicy {
-    /// Builds a single-tier policy of `capacity` with an admission chain, seeded by `seed`.
-    pub fn from_config(
-        config: &PolicyConfig,
-        capacity: Capacity,
-        admission: &[AdmissionConfig],
-        seed: u64,
-    ) -> Result<AnyPolicy, PolicyError> {
-        config.validate()?;
-        if capacity.amount == 0 {
-            return Err(PolicyError::ZeroCapacity { unit: capacity.unit.as_str() });
+impl PolicyConfig {
+    /// Whether the policy runs two tiers of its own (Hibachi, Hybrid-ARC) rather than one.
+    pub fn is_two_tier(&self) -> bool {
+        matches!(self, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc)
+    }
+
+    /// Parses `name` or `name:key=value,key=value`, e.g. `clock:bits=2`,
+    /// `lfu:aging_threshold=none`: the name in any case, the options by the fields of the
+    /// policy's config ([`crate::params`]).
+    pub fn parse(spec: &str) -> Result<PolicyConfig, PolicyError> {
+        let (name, options) = match spec.split_once(':') {
+            Some((n, p)) => (n.trim().to_ascii_lowercase(), p),
+            None => (spec.trim().to_ascii_lowercase(), ""),
+        };
+        let config = PolicyConfig::by_name(&name).ok_or_else(|| PolicyError::UnknownPolicy {
+            name: name.clone(),
+            known: KNOWN.into(),
+        })?;
+        let mut pairs = Vec::new();
+        for pair in options.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| PolicyError::bad(&name, pair, "needs the form key=value"))?;
+            pairs.push((key.trim(), value.trim()));
         }
-        let filters = Admission::new(admission, capacity, seed);
-        Ok(match config {
-            PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc => {
-                let reason =
-                    "runs two tiers (DRAM and NVRAM): give a lower tier (--lower-capacity)";
-                return Err(PolicyError::bad(config.name(), "tiers", reason));
-            }
-            PolicyConfig::Fifo => {
-                AnyPolicy::Fifo(SingleTier::new(Fifo::new(capacity), capacity, filters))
-            }
-            PolicyConfig::Lru => {
-                AnyPolicy::Lru(SingleTier::new(Lru::new(capacity), capacity, filters))
-            }
-            PolicyConfig::Clock(c) => {
-                AnyPolicy::Clock(SingleTier::new(Clock::new(c, capacity), capacity, filters))
-            }
-            PolicyConfig::Lfu(c) => {
-                AnyPolicy::Lfu(SingleTier::new(Lfu::new(c, capacity), capacity, filters))
-            }
-            PolicyConfig::Arc => {
-                AnyPolicy::Arc(SingleTier::new(Arc::new(capacity), capacity, filters))
-            }
-            PolicyConfig::S3fifo(c) => {
-                AnyPolicy::S3fifo(SingleTier::new(S3Fifo::new(c, capacity), capacity, filters))
-            }
-            PolicyConfig::Lfru(c) => {
-                AnyPolicy::Lfru(SingleTier::new(Lfru::new(c, capacity), capacity, filters))
-            }
-            PolicyConfig::Belady => {
-                AnyPolicy::Belady(SingleTier::new(Belady::new(capacity), capacity, filters))
-            }
-            PolicyConfig::Setassoc(c) => {
-                c.check_capacity(capacity)?;
-                AnyPolicy::Setassoc(SingleTier::new(SetAssoc::new(c, capacity), capacity, filters))
-            }
-        })
+        let config = config.with_options(&pairs)?;
+        config.validate()?;
+        Ok(config)
     }
 }
 
@@ -479,23 +502,15 @@ impl Policy for AnyPolicy {
     }
 
     fn quiet_hits(&self) -> bool {
-        match self {
-            AnyPolicy::Fifo(_)
-            | AnyPolicy::Lru(_)
-            | AnyPolicy::Clock(_)
-            | AnyPolicy::Lfu(_)
-            | AnyPolicy::Arc(_)
-            | AnyPolicy::S3fifo(_)
-            | AnyPolicy::Setassoc(_) => true,
-            AnyPolicy::Cas(cas) => cas.quiet_hits(),
-            _ => false,
-        }
+        self.hits_are_quiet()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::ClockConfig;
+    use crate::lfu::LfuConfig;
 
     #[test]
     fn parses_names_and_parameters() {

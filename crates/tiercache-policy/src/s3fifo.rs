@@ -50,21 +50,6 @@ impl Default for S3FifoConfig {
     }
 }
 
-impl crate::Params for S3FifoConfig {
-    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), crate::PolicyError> {
-        match key {
-            "small_ratio" => self.small_ratio = crate::parse_value(policy, key, value)?,
-            "ghost_ratio" => self.ghost_ratio = crate::parse_value(policy, key, value)?,
-            "move_to_main_threshold" => {
-                self.move_to_main_threshold = crate::parse_value(policy, key, value)?
-            }
-            "fill_main_first" => self.fill_main_first = crate::parse_value(policy, key, value)?,
-            _ => return Err(crate::unknown_key(policy, key)),
-        }
-        Ok(())
-    }
-}
-
 impl S3FifoConfig {
     pub fn validate(&self) -> Result<(), PolicyError> {
         if !(self.small_ratio > 0.0 && self.small_ratio < 1.0) {
@@ -114,6 +99,20 @@ pub struct S3Fifo {
     fill_main_first: bool,
     has_evicted: bool,
     ghost_hit: bool,
+}
+
+impl crate::frame::Registered for S3Fifo {
+    type Config = S3FifoConfig;
+    const VARIANTS: &'static [&'static str] = &["fill_main_first=false"];
+    const QUIET_HITS: bool = true;
+
+    fn validate(config: &S3FifoConfig) -> Result<(), PolicyError> {
+        config.validate()
+    }
+
+    fn build(config: &S3FifoConfig, capacity: Capacity) -> Result<S3Fifo, PolicyError> {
+        Ok(S3Fifo::new(config, capacity))
+    }
 }
 
 impl S3Fifo {

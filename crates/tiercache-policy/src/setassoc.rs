@@ -56,27 +56,6 @@ impl Default for SetAssocConfig {
     }
 }
 
-impl crate::Params for SetAssocConfig {
-    fn set(&mut self, policy: &str, key: &str, value: &str) -> Result<(), PolicyError> {
-        match key {
-            "ways" => self.ways = crate::parse_value(policy, key, value)?,
-            "spare" => self.spare = crate::parse_value(policy, key, value)?,
-            "order" => {
-                self.order = match value.to_ascii_lowercase().as_str() {
-                    "lru" => Order::Lru,
-                    "fifo" => Order::Fifo,
-                    _ => {
-                        let reason = format!("must be lru or fifo, got '{value}'");
-                        return Err(PolicyError::bad(policy, key, reason));
-                    }
-                }
-            }
-            _ => return Err(crate::unknown_key(policy, key)),
-        }
-        Ok(())
-    }
-}
-
 impl SetAssocConfig {
     pub fn validate(&self) -> Result<(), PolicyError> {
         if !(1..=MAX_WAYS).contains(&self.ways) {
@@ -149,6 +128,21 @@ struct Found {
     start: usize,
     /// The key's position in the set's order.
     rank: usize,
+}
+
+impl crate::frame::Registered for SetAssoc {
+    type Config = SetAssocConfig;
+    const VARIANTS: &'static [&'static str] = &["ways=4,order=fifo", "ways=2,spare=1"];
+    const QUIET_HITS: bool = true;
+
+    fn validate(config: &SetAssocConfig) -> Result<(), PolicyError> {
+        config.validate()
+    }
+
+    fn build(config: &SetAssocConfig, capacity: Capacity) -> Result<SetAssoc, PolicyError> {
+        config.check_capacity(capacity)?;
+        Ok(SetAssoc::new(config, capacity))
+    }
 }
 
 impl SetAssoc {

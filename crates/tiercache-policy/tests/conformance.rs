@@ -37,14 +37,25 @@ fn stream(keys: u64, max_size: u32, with_deletes: bool) -> impl Strategy<Value =
     })
 }
 
+/// Every registered single-tier policy, each with its defaults and the variants its file
+/// names (`Registered::VARIANTS`): no list kept here.
 fn all_policies() -> Vec<PolicyConfig> {
-    let mut list: Vec<PolicyConfig> =
-        PolicyConfig::NAMES.iter().map(|n| PolicyConfig::parse(n).unwrap()).collect();
-    list.push(PolicyConfig::parse("clock:bits=2").unwrap());
-    list.push(PolicyConfig::parse("lfu:aging_threshold=none").unwrap());
-    list.push(PolicyConfig::parse("s3fifo:fill_main_first=false").unwrap());
-    list.push(PolicyConfig::parse("lfru:sweep_interval_us=100000,window_us=50000").unwrap());
-    list
+    PolicyConfig::registered().into_iter().filter(|c| !c.is_two_tier()).collect()
+}
+
+/// Whether `config` runs over `capacity`. A policy may refuse a capacity in bytes (the
+/// set-associative policy counts objects, one to a way), never one in objects.
+fn runs_over(config: &PolicyConfig, capacity: Capacity) -> bool {
+    let refused = |capacity| AnyPolicy::from_config(config, capacity, &[], 0).err();
+    match refused(capacity) {
+        None => true,
+        Some(e) => {
+            let objects = Capacity::objects(capacity.amount);
+            assert!(capacity.unit == Unit::Bytes, "{} refuses {capacity}: {e}", config.name());
+            assert!(refused(objects).is_none(), "{} refuses {objects}: {e}", config.name());
+            false
+        }
+    }
 }
 
 fn admissions() -> Vec<Vec<AdmissionConfig>> {
@@ -87,7 +98,22 @@ proptest! {
         let mut reqs = reqs;
         annotate_next_access(&mut reqs);
         let capacity = if bytes { Capacity::bytes(amount * 100) } else { Capacity::objects(amount) };
-        for config in all_policies() {
+        for config in PolicyConfig::registered() {
+            if config.is_two_tier() {
+                // DRAM and NVRAM, in pages.
+                let caps = [Capacity::objects(amount), Capacity::objects(amount + 3)];
+                let mut policy = match &config {
+                    PolicyConfig::Hibachi(c) => AnyPolicy::hibachi(c, caps).unwrap(),
+                    _ => AnyPolicy::hybrid_arc(caps).unwrap(),
+                };
+                let result = check_stream(&mut policy, &reqs);
+                prop_assert!(result.is_ok(), "{} at {amount}+{}: {}", config.name(), amount + 3,
+                    result.unwrap_err());
+                continue;
+            }
+            if !runs_over(&config, capacity) {
+                continue;
+            }
             for admission in admissions() {
                 let mut policy = AnyPolicy::from_config(&config, capacity, &admission, seed).unwrap();
                 let result = check_stream(&mut policy, &reqs);
@@ -105,7 +131,10 @@ proptest! {
         bytes in any::<bool>(),
     ) {
         let cap = |n: u64| if bytes { Capacity::bytes(n * 100) } else { Capacity::objects(n) };
-        let online: Vec<PolicyConfig> = all_policies().into_iter().filter(|p| !p.needs_future()).collect();
+        let online: Vec<PolicyConfig> = all_policies()
+            .into_iter()
+            .filter(|p| !p.needs_future() && runs_over(p, cap(1)))
+            .collect();
         let placements = ["dram-first", "scm-first:2", "scm-first:6", "bidirectional:4"];
         for placement in placements.map(|p| tiercache_policy::Placement::parse(p).unwrap()) {
             for up in &online {
@@ -127,7 +156,10 @@ proptest! {
         in_wb_mode in any::<bool>(),
     ) {
         let cap = |n: u64| if bytes { Capacity::bytes(n * 100) } else { Capacity::objects(n) };
-        let online: Vec<PolicyConfig> = all_policies().into_iter().filter(|p| !p.needs_future()).collect();
+        let online: Vec<PolicyConfig> = all_policies()
+            .into_iter()
+            .filter(|p| !p.needs_future() && runs_over(p, cap(1)))
+            .collect();
         let placements = ["dram-first", "scm-first:2", "bidirectional:4"];
         for placement in placements.map(|p| tiercache_policy::Placement::parse(p).unwrap()) {
             for (i, config) in online.iter().enumerate() {
@@ -260,6 +292,9 @@ proptest! {
         annotate_next_access(&mut reqs);
         let capacity = Capacity::bytes(amount * 100);
         for config in all_policies().into_iter().filter(|c| c.name() != "lfru") {
+            if !runs_over(&config, capacity) {
+                continue;
+            }
             let all = decisions(&config, capacity, &reqs);
             let kept: Vec<Request> = reqs
                 .iter()
