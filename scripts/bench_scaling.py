@@ -9,7 +9,8 @@ At each thread count of --threads (1,2,4,8,16 by default), in this order:
 - DRAM 64 MiB over a 512 MiB mapped tier, then over a 512 MiB flash tier, both files on
   --tier-dir (tmpfs by default), Zipf 0.9 over a 256 MiB working set, 90% reads, write-through;
   and each medium alone (`--raw`) at the same thread count, so a medium that stops scaling
-  first shows itself;
+  first shows itself; and the backing file alone (`--raw-backing`, in the temporary
+  directory), which every write of a write-through cache reaches;
 - with --foyer DIR (a folder holding the `foyer-compare` and `hybrid` binaries of
   bench/foyer-compare): foyer's in-memory cache next to ours, and its hybrid cache next to
   DRAM + a direct-I/O disk tier in --disk-dir (which must not be tmpfs).
@@ -179,6 +180,8 @@ def main():
         runner.bench("DRAM read handles (bench --handle)", threads,
                      ["--handle", "--working-set", "32MiB", "--read-ratio", "1"])
         tiered(runner, threads, args.tier_dir)
+        runner.bench("backing file alone (--raw-backing)", threads,
+                     ["--raw-backing", "--working-set", "256MiB", "--read-ratio", "0.9"])
         if args.foyer:
             runner.foyer(args.foyer / "foyer-compare", threads,
                          ["--seconds", str(args.duration / 2)])

@@ -157,6 +157,11 @@ pub struct BenchArgs {
     /// Measure the medium alone: the same operations as plain copies, no cache.
     #[arg(long)]
     pub raw: bool,
+    /// Measure the backing file alone: the same operations as buffered reads and writes of
+    /// its blocks, no cache (what a cache whose misses and writes go through can reach at
+    /// most). The tier options are then unused.
+    #[arg(long, conflicts_with_all = ["raw", "handle"])]
+    pub raw_backing: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -349,7 +354,9 @@ pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<Bench
     // The policy is checked before the backing file is made.
     PolicySpec::parse(&args.policy)?;
     let backing = Backing::prepare(args, blocks * block as u64)?;
-    let report = if args.raw {
+    let report = if args.raw_backing {
+        raw::backing(args, &plan, &backing.path)?
+    } else if args.raw {
         raw::run(args, &plan, &tiers[0].0, tiers[0].1)?
     } else {
         cached(args, &plan, &tiers, &backing.path)?
@@ -1014,6 +1021,37 @@ mod raw {
             }
         };
         let label = format!("{} {} (raw copies)", tier_name(tier), format_size(tier_bytes));
+        Ok(report(args, plan, "raw", label, reads, writes, seconds, None, None))
+    }
+
+    /// The backing file alone: each block read or written where the cache reads or writes it
+    /// through (`CachedFile` over a plain file: buffered, at the block's offset).
+    pub fn backing(
+        args: &BenchArgs,
+        plan: &Plan,
+        path: &std::path::Path,
+    ) -> anyhow::Result<BenchReport> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open the backing file {}", path.display()))?;
+        let block = plan.block;
+        let (reads, writes, seconds) = drive(args, plan, &|| {}, |_, op, key, buf| {
+            let at = key * block as u64;
+            match op {
+                Op::Read => file.read_exact_at(buf, at)?,
+                _ => file.write_all_at(buf, at)?,
+            }
+            std::hint::black_box(&buf);
+            Ok(())
+        })?;
+        let bytes = plan.blocks * block as u64;
+        let label = format!(
+            "backing file {} {} (raw reads and writes)",
+            path.display(),
+            format_size(bytes)
+        );
         Ok(report(args, plan, "raw", label, reads, writes, seconds, None, None))
     }
 

@@ -324,6 +324,17 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
         2 << 20,
         "the backing file was prepared"
     );
+    // The backing file alone: its blocks read and written, no cache in the report.
+    let mut args: Vec<&str> = common.to_vec();
+    args.push("--raw-backing");
+    let report: serde_json::Value = serde_json::from_str(&tiercache(&args)).unwrap();
+    assert_eq!(report["mode"], "raw", "{report}");
+    assert!(report["tier"].as_str().unwrap().contains("backing file"), "{report}");
+    assert!(report["cache"].is_null(), "{report}");
+    assert!(report["read"]["count"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["write"]["count"].as_u64().unwrap() > 0, "{report}");
+    let e = tiercache_fails(&["bench", "--raw", "--raw-backing"]);
+    assert!(e.contains("--raw-backing") && e.contains("--raw"), "{e}");
     // `--ops` ends the run after that many operations over all threads, with no time limit;
     // DRAM hits go without the shard lock unless `--locked-hits`.
     for locked in [false, true] {
