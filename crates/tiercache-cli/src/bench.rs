@@ -944,7 +944,7 @@ fn print(r: &BenchReport) {
 mod raw {
     use std::os::unix::fs::FileExt;
 
-    use tiercache_engine::direct::AlignedBuf;
+    use tiercache_engine::aligned::AlignedBuf;
     use tiercache_engine::tierfile::{self, Geometry, Recover};
 
     use super::*;

@@ -151,7 +151,7 @@ fn main() {
     let shard_bits = shards.trailing_zeros();
     let per_shard = TIER_BYTES / BLOCK / shards;
     // Sized as the cache sizes them: for the shard's slots and its spare ones.
-    let slack = tiercache_engine::shard::MEMORY_SLACK_SLOTS as usize;
+    let slack = tiercache_engine::tier::MEMORY_SLACK_SLOTS as usize;
     let sets = Sets::new(shards, per_shard + slack).expect("memory for the sets");
     let tables: Vec<SlotTable> = (0..shards)
         .map(|s| {

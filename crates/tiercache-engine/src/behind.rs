@@ -11,8 +11,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tiercache_core::Key;
 
-use crate::shard::Place;
-use crate::store::Staged;
+use crate::io::Staged;
+use crate::tier::Place;
 
 /// Threads writing behind by default, when a tier is flash: a flash device (and this VM's
 /// disk) serves several writes at once, and the threads mostly wait on it.

@@ -8,15 +8,16 @@ use tiercache_core::{Capacity, DeviceProfile};
 use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
 use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig, StackConfig};
 
+use crate::aligned::DIRECT_ALIGN;
 use crate::behind::WriteBehind;
 use crate::cache::{Cache, CacheCore, Settings};
 use crate::clock::{Clock, MonotonicClock};
 use crate::device::{Device, Emulated, Faults, Faulty};
-use crate::direct::DIRECT_ALIGN;
 use crate::error::EngineError;
 use crate::latency;
 use crate::shard::Shard;
-use crate::store::{Layout, Medium, TierKind};
+use crate::store::{Layout, Medium};
+use crate::tier::TierKind;
 use crate::tierfile::{Previous, Recover};
 
 /// Most shards a cache may have.

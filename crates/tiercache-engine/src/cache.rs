@@ -362,7 +362,7 @@ impl CacheCore {
         let shard_bits = shards.len().trailing_zeros();
         let mode = shards.first().and_then(|s| s.policy.cache_mode());
         let keeps_dirty = settings.keeps_dirty || shards.iter().any(|s| s.dirty_blocks() > 0);
-        let is_volatile = |m: &Medium| matches!(m.kind(), crate::store::TierKind::Dram);
+        let is_volatile = |m: &Medium| matches!(m.kind(), crate::tier::TierKind::Dram);
         let volatile = (0..media.len())
             .filter(|&t| is_volatile(&media[t]))
             .map(|t| {

@@ -395,15 +395,15 @@ impl Device for Faulty {
 /// (a device opened with `O_DIRECT` takes nothing else), else in a plain one.
 enum Saved {
     Plain(Vec<u8>),
-    Aligned(crate::direct::AlignedBuf, usize),
+    Aligned(crate::aligned::AlignedBuf, usize),
 }
 
 impl Saved {
     /// Up to `len` bytes at `at` (fewer where the device ends).
     fn read(device: &dyn Device, at: u64, len: usize) -> io::Result<Saved> {
         if len > 0 && at.is_multiple_of(512) && len.is_multiple_of(512) {
-            let align = crate::direct::DIRECT_ALIGN;
-            let mut buf = crate::direct::AlignedBuf::new(len.next_multiple_of(align));
+            let align = crate::aligned::DIRECT_ALIGN;
+            let mut buf = crate::aligned::AlignedBuf::new(len.next_multiple_of(align));
             let n = device.read_at(&mut buf.as_mut_slice()[..len], at)?;
             return Ok(Saved::Aligned(buf, n));
         }

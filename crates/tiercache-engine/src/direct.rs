@@ -5,63 +5,17 @@
 //! file system refuses `O_DIRECT` (tmpfs on older kernels, some overlay file systems), the tier
 //! falls back to buffered I/O and the cache reports it once in its warnings.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::ptr::NonNull;
 
+use crate::aligned::{AlignedBuf, DIRECT_ALIGN};
 use crate::bits::SlotBits;
 use crate::block::{BlockFault, Stamp};
 use crate::device::{read_exact_at, Device, FileDevice};
 use crate::error::EngineError;
-use crate::store::ReadFault;
-
-/// Alignment of direct I/O: offsets, lengths and buffer addresses.
-pub const DIRECT_ALIGN: usize = 4096;
-
-/// A zeroed heap buffer aligned for direct I/O.
-pub struct AlignedBuf {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: the buffer is plain owned memory: shared references only read it, and writing needs
-// `&mut self`, so it may move between threads and be read from several at once.
-unsafe impl Send for AlignedBuf {}
-unsafe impl Sync for AlignedBuf {}
-
-impl AlignedBuf {
-    pub fn new(len: usize) -> AlignedBuf {
-        assert!(
-            len > 0 && len.is_multiple_of(DIRECT_ALIGN),
-            "aligned buffers are whole 4 KiB pages"
-        );
-        let layout = Layout::from_size_align(len, DIRECT_ALIGN).expect("valid layout");
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        AlignedBuf { ptr, len }
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` is a live allocation of `len` initialised bytes owned by `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and `&mut self` makes this the only reference.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.len, DIRECT_ALIGN).expect("valid layout");
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), layout) };
-    }
-}
+use crate::io::ReadFault;
+use crate::tierfile::{record_pages, RECORD_BYTES};
 
 /// Opens the tier file `path` (made and sized by [`crate::tierfile::open`]) for direct I/O;
 /// falls back to buffered I/O where the file system refuses `O_DIRECT`, returning the warning
@@ -94,16 +48,9 @@ fn fill(buf: &mut AlignedBuf, value: &[u8]) -> u32 {
     crate::block::crc32c(value)
 }
 
-/// Bytes of one slot's record (see [`DirectSlots`]).
-pub const RECORD_BYTES: usize = 32;
 /// A record's first bytes: a block lies in the slot; the slot was freed.
 const LIVE: [u8; 4] = *b"TCR1";
 const FREED: [u8; 4] = *b"TCR0";
-
-/// Pages of records `slots` slots take: a shard's records lie on pages of their own.
-pub fn record_pages(slots: u64) -> u64 {
-    (slots * RECORD_BYTES as u64).div_ceil(DIRECT_ALIGN as u64)
-}
 
 /// DRAM the metadata of one flash slot takes: its record and whether it may be read.
 pub(crate) const SLOT_META_BYTES: usize = RECORD_BYTES + 1;

@@ -81,7 +81,7 @@ impl CachedFile {
     /// pages (two writes into one page never run at once); each is an error naming it.
     pub fn open_direct(path: &Path, cache: Cache) -> Result<CachedFile, EngineError> {
         let bs = cache.block_size();
-        if !bs.is_multiple_of(crate::direct::DIRECT_ALIGN) {
+        if !bs.is_multiple_of(crate::aligned::DIRECT_ALIGN) {
             let reason = format!(
                 "{bs} bytes: a backing file read with direct I/O needs blocks of whole 4 KiB pages"
             );

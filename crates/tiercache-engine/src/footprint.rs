@@ -8,8 +8,8 @@
 
 use std::mem::size_of;
 
-use crate::shard::Place;
-use crate::store::TierKind;
+use crate::tier::Place;
+use crate::tier::TierKind;
 
 /// The policy's entry for a resident block, an estimate for the list-and-index policies (two
 /// list links, the key, its size and an index slot at the map's load factor); ghost entries of

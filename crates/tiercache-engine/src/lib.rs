@@ -33,6 +33,8 @@ mod sync;
 
 // The rest of the engine.
 #[cfg(not(loom))]
+pub mod aligned;
+#[cfg(not(loom))]
 pub mod behind;
 mod bits;
 #[cfg(not(loom))]
@@ -54,6 +56,8 @@ pub mod file;
 #[cfg(not(loom))]
 pub mod footprint;
 #[cfg(not(loom))]
+pub mod io;
+#[cfg(not(loom))]
 pub mod latency;
 pub mod nbd;
 #[cfg(not(loom))]
@@ -67,6 +71,8 @@ pub mod stats;
 #[cfg(not(loom))]
 pub mod store;
 #[cfg(not(loom))]
+pub mod tier;
+#[cfg(not(loom))]
 pub mod tierfile;
 
 #[cfg(not(loom))]
@@ -78,6 +84,6 @@ pub use {
     file::CachedFile,
     latency::{LatencySnapshot, Percentiles},
     stats::StatsSnapshot,
-    store::TierKind,
+    tier::TierKind,
     tierfile::Recover,
 };

@@ -2,20 +2,22 @@
 //! values in DRAM, headers apart from page-aligned values on mapped tiers, a header before the
 //! value on file tiers, whole aligned blocks with their records kept apart on flash. A region
 //! is written only under its shard's lock; reads of file and flash tiers run with the shard
-//! unlocked on slots it pins (see [`crate::store::PinnedRead`]), and the upper tier's hits
+//! unlocked on slots it pins (see [`crate::io::PinnedRead`]), and the upper tier's hits
 //! without the lock copy slots as byte-wise atomics (`crate::optimistic`).
 
 use std::sync::Arc;
 
 use memmap2::MmapRaw;
 
+use crate::aligned::AlignedBuf;
 use crate::atomic_bytes;
 use crate::block::{check, copy_value, decode, encode, Found, Stamp, HEADER_BYTES};
 use crate::device::{read_exact_at, Device};
-use crate::direct::{AlignedBuf, DirectSlots};
+use crate::direct::DirectSlots;
 use crate::error::EngineError;
+use crate::io::{write_error, IoBuf, PinnedRead, ReadFault, Staged};
 use crate::optimistic::{Sets, SlotLayout, SlotTable};
-use crate::store::{write_error, IoBuf, PinnedRead, ReadFault, Staged, TierKind};
+use crate::tier::TierKind;
 
 /// How blocks lie in a region's slots.
 enum Format {

@@ -11,25 +11,16 @@ use crate::behind::{Job, WriteBehind};
 use crate::block::Stamp;
 use crate::device::Device;
 use crate::error::EngineError;
+use crate::io::{PinnedRead, ReadFault, Staged};
 use crate::region::Region;
 use crate::stats::Stats;
-use crate::store::{PinnedRead, ReadFault, Staged};
+use crate::tier::Place;
 
 /// A slot freed while a read holds it: it returns to the free list when the last read ends.
 const ZOMBIE: u8 = 1 << 7;
 /// Pins one slot may have at once (the bits below `ZOMBIE`); past that, reads are copies or
 /// run under the lock.
 const MAX_PINS: u8 = ZOMBIE - 1;
-
-/// Slots a file or flash region has beyond what its policy may fill: room for the slots reads
-/// and staged writes hold after they were freed, and for an overwrite's new copy. Reads and
-/// writes beyond what this leaves room for run under the lock instead.
-pub const IO_SLACK_SLOTS: u64 = 16;
-
-/// Slots a DRAM or mapped region has beyond what its policy may fill: one for a promotion's
-/// swap, one for an overwrite's copy, and the rest for slots read handles hold after they were
-/// freed. Handles past that get a copy instead.
-pub const MEMORY_SLACK_SLOTS: u64 = 8;
 
 /// A tier's free space in one shard: pages never split (or emptied and taken back), and per
 /// size class the free slots of pages split for it. Without size classes a page is a slot.
@@ -272,33 +263,6 @@ pub enum Served {
     Now(Option<usize>),
     /// A read of a file or flash tier, to run with the shard unlocked, then `finish_copy`.
     Later(PinnedRead, Place),
-}
-
-/// Where a resident key's block is, and whether its data is there yet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Place {
-    pub tier: u8,
-    pub slot: u32,
-    /// The slot waits for a read-through load (`Shard::fills` says which); false once it
-    /// holds data.
-    pub filling: bool,
-    /// The block's write is behind: its bytes are in the shard's staging until it lands.
-    pub staged: bool,
-    /// The block holds data the backing device does not have yet (write-back modes): it is
-    /// written back before its slot is freed, whatever the policy says.
-    pub dirty: bool,
-}
-
-impl Place {
-    fn new(tier: u8, slot: u32) -> Place {
-        Place { tier, slot, filling: false, staged: false, dirty: false }
-    }
-
-    /// Whether `other` is the same slot (a block's place stays the same slot while it turns
-    /// clean or lands).
-    fn same_slot(&self, other: &Place) -> bool {
-        self.tier == other.tier && self.slot == other.slot
-    }
 }
 
 /// Laid out in order: what every request writes (the decision, the time, the first counters)

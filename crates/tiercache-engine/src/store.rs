@@ -13,63 +13,13 @@ use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
 
-use crate::block::{copy_value, decode, BlockFault, Stamp, HEADER_BYTES};
+use crate::aligned::AlignedBuf;
 use crate::device::{read_exact_at, Device, FileDevice, MemoryDevice};
-use crate::direct::{open_direct, AlignedBuf};
+use crate::direct::open_direct;
 use crate::error::EngineError;
 use crate::region::Region;
+use crate::tier::TierKind;
 use crate::tierfile;
-
-/// The medium of a tier.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TierKind {
-    /// Process memory.
-    Dram,
-    /// A file mapped into memory: a DAX file on persistent memory, a file on a CXL-backed or
-    /// NUMA-bound tmpfs, or `/dev/shm` to emulate one. Blocks are checksummed.
-    Mapped { path: PathBuf },
-    /// A file read and written with buffered positioned I/O. Checksummed.
-    File { path: PathBuf },
-    /// Flash: a file or block device read and written with direct I/O in whole aligned blocks
-    /// (block size a multiple of 4096). Checksummed, with the checksums in DRAM.
-    Flash { path: PathBuf },
-}
-
-impl TierKind {
-    /// Whether the tier is read and written with file I/O (file and flash tiers).
-    pub fn is_io(&self) -> bool {
-        matches!(self, TierKind::File { .. } | TierKind::Flash { .. })
-    }
-
-    /// Slots a shard's region has beyond its policy's capacity: for a block moving in while
-    /// the block it swaps with has not left yet (a promotion that demotes the upper tier's
-    /// victim first), an overwrite's new copy, and slots freed while pinned (by unlocked reads
-    /// and writes on file and flash tiers, by read handles on memory tiers).
-    pub fn slack_slots(&self) -> u64 {
-        match self {
-            TierKind::File { .. } | TierKind::Flash { .. } => crate::shard::IO_SLACK_SLOTS,
-            TierKind::Dram | TierKind::Mapped { .. } => crate::shard::MEMORY_SLACK_SLOTS,
-        }
-    }
-
-    /// Bytes a page takes on the medium for blocks of `block_size`, split into at most
-    /// `chunks` blocks of a size class: DRAM, mapped and flash slots hold values alone (DRAM
-    /// keeps their lengths in DRAM, mapped tiers their headers and flash its records apart),
-    /// so they stay aligned; blocks on file tiers carry their header, one per chunk.
-    pub fn slot_bytes(&self, block_size: usize, chunks: u32) -> usize {
-        match self {
-            TierKind::Flash { .. } | TierKind::Dram | TierKind::Mapped { .. } => block_size,
-            TierKind::File { .. } => block_size + HEADER_BYTES * chunks as usize,
-        }
-    }
-}
-
-/// A read that found no usable block.
-#[derive(Debug)]
-pub enum ReadFault {
-    Corrupt(BlockFault),
-    Io(std::io::Error),
-}
 
 /// A tier's medium, opened and sized; shards take disjoint regions of it.
 pub struct Medium {
@@ -318,100 +268,5 @@ impl Medium {
         let placed = (offset, records_at, count);
         let format = (self.slot_bytes, self.chunks);
         Ok(Region::new(&self.kind, self.device.clone(), placed, format, compact))
-    }
-}
-
-/// What a read of a file or flash tier needs once the shard is unlocked: the device, where the
-/// slot is, what DRAM knows of the block, and a buffer. Slots are never rewritten while a read
-/// holds them (the shard pins them and writes elsewhere), so the read sees one block, whole.
-pub struct PinnedRead {
-    pub(crate) device: Arc<dyn Device>,
-    pub(crate) at: u64,
-    pub(crate) key: u64,
-    /// Length and CRC32C of the value, for headerless (flash) blocks.
-    pub(crate) expect: Option<(u32, u32)>,
-    pub(crate) buf: IoBuf,
-}
-
-pub enum IoBuf {
-    Plain(Vec<u8>),
-    Aligned(AlignedBuf),
-}
-
-impl IoBuf {
-    pub(crate) fn bytes(&mut self) -> &mut [u8] {
-        match self {
-            IoBuf::Plain(v) => v,
-            IoBuf::Aligned(a) => a.as_mut_slice(),
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            IoBuf::Plain(v) => v,
-            IoBuf::Aligned(a) => a.as_slice(),
-        }
-    }
-}
-
-/// A block on its way to a file or flash tier, written with the shard unlocked (write-behind).
-/// Until it lands, reads of the block are served from its bytes here, and its slot is pinned
-/// so nothing else is written there meanwhile.
-pub struct Staged {
-    pub(crate) device: Arc<dyn Device>,
-    pub(crate) at: u64,
-    pub(crate) key: u64,
-    /// The bytes to write: header and value on file tiers, the value padded to the block on
-    /// flash.
-    pub(crate) buf: IoBuf,
-    pub(crate) written: usize,
-    pub(crate) value_at: usize,
-    pub(crate) len: u32,
-    /// CRC32C of the value (flash blocks keep it in their slot's record).
-    pub(crate) crc: u32,
-    /// The block's sequence number and dirty flag (for a flash block's record).
-    pub(crate) stamp: Stamp,
-}
-
-/// The error of a block write that failed on `device`.
-pub(crate) fn write_error(device: &dyn Device, source: std::io::Error) -> EngineError {
-    EngineError::Io { path: device.path().to_path_buf(), action: "cannot write a block", source }
-}
-
-impl Staged {
-    /// The block's value.
-    pub fn value(&self) -> &[u8] {
-        &self.buf.as_slice()[self.value_at..self.value_at + self.len as usize]
-    }
-
-    /// Writes the block.
-    pub fn run(&self) -> Result<(), EngineError> {
-        self.device
-            .write_at(&self.buf.as_slice()[..self.written], self.at)
-            .map_err(|source| write_error(&*self.device, source))
-    }
-}
-
-impl PinnedRead {
-    /// Reads and checks the block, copying its value into `out`; returns the value's length.
-    pub fn run(&mut self, out: &mut [u8]) -> Result<usize, ReadFault> {
-        let (key, at, expect) = (self.key, self.at, self.expect);
-        let buf = self.buf.bytes();
-        read_exact_at(&*self.device, buf, at).map_err(ReadFault::Io)?;
-        let value = match expect {
-            None => decode(buf, key).map_err(ReadFault::Corrupt)?,
-            Some((len, crc)) => {
-                let value = &buf[..len as usize];
-                if crate::block::crc32c(value) != crc {
-                    return Err(ReadFault::Corrupt(BlockFault::Checksum));
-                }
-                value
-            }
-        };
-        Ok(copy_value(value, out))
-    }
-
-    pub fn into_buf(self) -> IoBuf {
-        self.buf
     }
 }

@@ -105,7 +105,7 @@ impl Geometry {
     /// Pages of records (flash) or headers (mapped) of one shard.
     pub fn record_pages_per_shard(&self) -> u64 {
         let slots = self.slots / self.shards.max(1) as u64 * self.chunks.max(1) as u64;
-        crate::direct::record_pages(slots)
+        record_pages(slots)
     }
 
     /// The tier file's length: superblock, records, blocks.
@@ -513,6 +513,13 @@ pub fn write_superblock(
     file.write_all_at(&superblock.encode(), 0)
         .map_err(|e| io("cannot write the tier header", e))?;
     file.sync_data().map_err(|e| io("cannot sync the tier header", e))
+}
+
+/// Bytes of one slot's record (see `crate::direct::DirectSlots`).
+pub const RECORD_BYTES: usize = 32;
+/// Pages of records `slots` slots take: a shard's records lie on pages of their own.
+pub fn record_pages(slots: u64) -> u64 {
+    (slots * RECORD_BYTES as u64).div_ceil(crate::aligned::DIRECT_ALIGN as u64)
 }
 
 #[cfg(test)]

@@ -501,7 +501,7 @@ fn the_flash_tier_uses_direct_io_checks_blocks_and_refuses_misaligned_blocks() {
     cache.flush();
     // (At most slack-minus-two blocks are in flight per shard; past that a put writes in place.)
     assert!(cache.stats().writes_behind > 0);
-    let slots = 16 + tiercache_engine::shard::IO_SLACK_SLOTS;
+    let slots = 16 + tiercache_engine::tier::IO_SLACK_SLOTS;
     let length = std::fs::metadata(&path).unwrap().len();
     // The blocks' 32-byte records take one page here.
     let blocks_at = HEADER_BYTES + 4096;
