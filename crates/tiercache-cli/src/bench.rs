@@ -181,6 +181,9 @@ pub struct BenchReport {
     pub read: Percentiles,
     pub write: Percentiles,
     pub hit_ratio: Option<f64>,
+    /// With two or more tiers: the reads served by each tier, top down, over the reads of the
+    /// measured run.
+    pub tier_hit_ratios: Option<Vec<f64>>,
     pub cache: Option<StatsSnapshot>,
     /// The controllers' knobs at the end of the run (NHC's load_admit...).
     pub knobs: std::collections::BTreeMap<&'static str, f64>,
@@ -365,18 +368,14 @@ pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<Bench
     Ok(report)
 }
 
-/// The tiers, upper first: one of --dram, --slow-path, --flash-path, or --dram over one of the
-/// others (a DRAM-first hierarchy).
+/// The tiers, upper first: --dram, --slow-path and --flash-path, those given, in that order
+/// (DRAM alone by default); two or three form a DRAM-first hierarchy.
 fn tiers(args: &BenchArgs) -> anyhow::Result<Vec<(TierKind, u64)>> {
     let size = |text: &Option<String>, flag: &str| -> anyhow::Result<u64> {
         let text =
             text.as_deref().ok_or_else(|| anyhow::anyhow!("{flag} is required with its path"))?;
         parse_size(text).with_context(|| flag.to_string())
     };
-    anyhow::ensure!(
-        !(args.slow_path.is_some() && args.flash_path.is_some()),
-        "give one of --slow-path and --flash-path (below an optional --dram)"
-    );
     let mut tiers = Vec::new();
     if args.dram.is_some() || (args.slow_path.is_none() && args.flash_path.is_none()) {
         let dram = parse_size(args.dram.as_deref().unwrap_or("64MiB")).context("--dram")?;
@@ -686,12 +685,12 @@ fn cached(
         builder =
             builder.nhc(config).measure_every(Duration::from_secs_f64(args.measure_ms / 1000.0));
     }
-    if let Some((lower, lower_bytes)) = tiers.get(1) {
-        builder = builder.lower_tier(
-            lower.clone(),
-            *lower_bytes,
-            PolicyConfig::parse(&args.lower_policy)?,
-        );
+    let lower_policy = PolicyConfig::parse(&args.lower_policy).context("--lower-policy")?;
+    for (i, (lower, lower_bytes)) in tiers.iter().enumerate().skip(1) {
+        builder = match i {
+            1 => builder.lower_tier(lower.clone(), *lower_bytes, lower_policy.clone()),
+            _ => builder.add_tier(lower.clone(), *lower_bytes, lower_policy.clone()),
+        };
     }
     for (i, (kind, _)) in tiers.iter().enumerate() {
         let preset = match kind {
@@ -787,6 +786,12 @@ fn cached(
     let cached = (stats.hits + stats.offloaded) - (start.hits + start.offloaded);
     let lookups = stats.lookups - start.lookups;
     let hit_ratio = if lookups > 0 { Some(cached as f64 / lookups as f64) } else { None };
+    let tier_hit_ratios: Vec<f64> = stats
+        .tier_hits
+        .iter()
+        .zip(&start.tier_hits)
+        .map(|(now, then)| (now - then) as f64 / lookups.max(1) as f64)
+        .collect();
     let names: Vec<String> = tiers
         .iter()
         .map(|(kind, bytes)| format!("{} {}", tier_name(kind), format_size(*bytes)))
@@ -794,7 +799,10 @@ fn cached(
     let (policy, write_mode) = match tiers.len() {
         _ if own => (args.policy.clone(), "clean in DRAM, dirty in the lower tier"),
         1 => (args.policy.clone(), args.write_mode.as_str()),
-        _ => (format!("dram-first {} > {}", args.policy, args.lower_policy), &*args.write_mode),
+        n => {
+            let lower = vec![args.lower_policy.as_str(); n - 1].join(" > ");
+            (format!("dram-first {} > {lower}", args.policy), &*args.write_mode)
+        }
     };
     let backing = match &args.backing_profile {
         Some(profile) => format!(" over a backing file like {profile}"),
@@ -808,6 +816,9 @@ fn cached(
     let mut report =
         report(args, plan, "cache", label, reads, writes, seconds, hit_ratio, Some(stats));
     report.knobs = file.cache().knobs().into_iter().collect();
+    if tiers.len() > 1 {
+        report.tier_hit_ratios = Some(tier_hit_ratios);
+    }
     report.recovery = recovery;
     report.written_back_after = written_back;
     let no_dram = tiers.iter().all(|(kind, _)| !matches!(kind, TierKind::Dram));
@@ -866,6 +877,7 @@ fn report(
         read: Percentiles::of(&reads),
         write: Percentiles::of(&writes),
         hit_ratio,
+        tier_hit_ratios: None,
         cache,
         knobs: Default::default(),
         recovery: None,
@@ -905,6 +917,14 @@ fn print(r: &BenchReport) {
             c.checksum_failures,
             c.writes_dropped
         );
+        if let Some(ratios) = &r.tier_hit_ratios {
+            let each: Vec<String> = ratios
+                .iter()
+                .enumerate()
+                .map(|(t, h)| format!("tier {t} {:.2}%", h * 100.0))
+                .collect();
+            println!("hits by tier   {}", each.join("   "));
+        }
         if c.unlocked_hits > 0 {
             println!("hits served without the shard lock {}", c.unlocked_hits);
         }

@@ -277,14 +277,27 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
         b,
         "--reuse-backing",
     ];
-    let tiers: [Vec<&str>; 4] = [
+    let (slow_path, flash_path) = (slow.to_str().unwrap(), flash.to_str().unwrap());
+    let tiers: [Vec<&str>; 5] = [
         vec!["--dram", "1MiB"],
-        vec!["--slow-path", slow.to_str().unwrap(), "--slow-size", "1MiB"],
-        vec!["--flash-path", flash.to_str().unwrap(), "--flash-size", "1MiB"],
-        vec!["--dram", "256KiB", "--slow-path", slow.to_str().unwrap(), "--slow-size", "1MiB"],
+        vec!["--slow-path", slow_path, "--slow-size", "1MiB"],
+        vec!["--flash-path", flash_path, "--flash-size", "1MiB"],
+        vec!["--dram", "256KiB", "--slow-path", slow_path, "--slow-size", "1MiB"],
+        vec![
+            "--dram",
+            "128KiB",
+            "--slow-path",
+            slow_path,
+            "--slow-size",
+            "256KiB",
+            "--flash-path",
+            flash_path,
+            "--flash-size",
+            "1MiB",
+        ],
     ];
     for (i, tier) in tiers.iter().enumerate() {
-        for raw in [false, true].into_iter().filter(|raw| !(*raw && i == 3)) {
+        for raw in [false, true].into_iter().filter(|raw| !(*raw && i >= 3)) {
             let mut args: Vec<&str> = common.to_vec();
             args.extend(tier.iter());
             if raw {
@@ -302,9 +315,21 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
                 assert_eq!(cache["checksum_failures"], 0);
                 assert_eq!(cache["writes_dropped"], 0);
                 assert!(cache["hits"].as_u64().unwrap() > 0, "{tier:?}: {cache}");
-                if i == 3 {
+                if i >= 3 {
                     assert!(cache["demotions"].as_u64().unwrap() > 0, "{cache}");
                     assert!(cache["lower_hits"].as_u64().unwrap() > 0, "{cache}");
+                }
+                // Reads served by each tier, top down: as many as the cache has tiers.
+                let tiers = [1, 1, 1, 2, 3][i];
+                let by_tier = cache["tier_hits"].as_array().unwrap();
+                assert_eq!(by_tier.len(), tiers, "{cache}");
+                let sum: u64 = by_tier.iter().map(|h| h.as_u64().unwrap()).sum();
+                assert_eq!(sum, cache["hits"].as_u64().unwrap(), "{cache}");
+                if i == 4 {
+                    assert!(by_tier[2].as_u64().unwrap() > 0, "the third tier serves: {cache}");
+                    let ratios = report["tier_hit_ratios"].as_array().unwrap();
+                    assert_eq!(ratios.len(), 3, "{report}");
+                    assert!(report["tier"].as_str().unwrap().contains("> lru > lru"), "{report}");
                 }
             }
         }

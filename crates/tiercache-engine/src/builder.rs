@@ -76,6 +76,16 @@ pub struct CacheBuilder {
     volatile_write_back: bool,
 }
 
+/// The setting that sizes tier `index`, as errors name it (the third tier and those below it
+/// are `add_tier`'s).
+fn capacity_setting(index: usize) -> &'static str {
+    match index {
+        0 => "capacity_bytes",
+        1 => "lower_tier.capacity_bytes",
+        _ => "add_tier.capacity_bytes",
+    }
+}
+
 /// Wraps a tier's device in another (see [`CacheBuilder::wrap_tier`]).
 pub type Wrapper = Box<dyn FnOnce(Arc<dyn Device>) -> Arc<dyn Device> + Send>;
 
@@ -217,6 +227,13 @@ impl CacheBuilder {
     /// A second tier below the first: the first tier's victims move here.
     pub fn lower_tier(mut self, kind: TierKind, capacity_bytes: u64, policy: PolicyConfig) -> Self {
         self.tiers.truncate(1);
+        self.tiers.push(TierSpec { kind, capacity_bytes, policy, profile: None });
+        self
+    }
+
+    /// One more tier below the others (the third, fourth...): the tier above's victims move
+    /// here, as the policy's hierarchy moves them (`tiercache_policy::AnyPolicy::hierarchy`).
+    pub fn add_tier(mut self, kind: TierKind, capacity_bytes: u64, policy: PolicyConfig) -> Self {
         self.tiers.push(TierSpec { kind, capacity_bytes, policy, profile: None });
         self
     }
@@ -443,6 +460,7 @@ impl CacheBuilder {
                 );
                 return Err(EngineError::config("mode", reason));
             }
+            self.check_dirty_moves(mode)?;
         }
         if let Some(config) = &self.mode {
             if config.seq_cutoff != SeqCutoffPolicy::Never {
@@ -522,9 +540,9 @@ impl CacheBuilder {
             );
             return Err(EngineError::config("block_size", reason));
         }
-        let names = ["capacity_bytes", "lower_tier.capacity_bytes"];
         let mut per_shard = Vec::new();
-        for (tier, setting) in self.tiers.iter().zip(names) {
+        for (i, tier) in self.tiers.iter().enumerate() {
+            let setting = capacity_setting(i);
             if tier.policy.needs_future() {
                 let reason = format!(
                     "{} reads the future and runs only in the simulator",
@@ -567,6 +585,38 @@ impl CacheBuilder {
         Ok(per_shard)
     }
 
+    /// With dirty blocks over two or more persistent tiers, refuses what a crash could lose.
+    /// A dirty block moving between two persistent tiers keeps its old copy until the next
+    /// sync; a crash before it can find the old copy and lose the new one, so at recovery the
+    /// tier it left holds one block more than its policy's share. Recovery takes the blocks
+    /// back before a backing device is attached, so a dirty block the policy then evicts to
+    /// make room cannot be written back. With DRAM-first placement and fully associative
+    /// tiers, the tier the block was moving to lost the new copy and has that room; a
+    /// placement that also moves blocks up, or a set-associative tier below another
+    /// persistent one (the room is in another set), does not guarantee it.
+    fn check_dirty_moves(&self, mode: &str) -> Result<(), EngineError> {
+        let persistent: Vec<usize> = (0..self.tiers.len())
+            .filter(|&t| !matches!(self.tiers[t].kind, TierKind::Dram))
+            .collect();
+        if persistent.len() < 2 {
+            return Ok(());
+        }
+        if self.placement != Placement::DramFirst {
+            let reason = format!(
+                "{mode} over {} persistent tiers moves dirty blocks up and down between them, and                  a crash between a move and the next sync could leave a tier too full to take                  back its dirty blocks: use dram-first placement",
+                persistent.len()
+            );
+            return Err(EngineError::config("placement", reason));
+        }
+        if let Some(&t) = persistent[1..].iter().find(|&&t| self.placed(&self.tiers[t]).is_some()) {
+            let reason = format!(
+                "{mode} with tier {t} set-associative below another persistent tier: a crash                  between a dirty block's move and the next sync could leave a set too full to                  take back its dirty blocks; run that tier with a fully associative policy (lru)"
+            );
+            return Err(EngineError::config("policy", reason));
+        }
+        Ok(())
+    }
+
     /// Slots of a tier's medium: each shard's region times the shards.
     fn medium_slots(&self, tier: &TierSpec, per_shard: u64) -> u64 {
         self.region_slots(tier, per_shard) * self.shards as u64
@@ -604,9 +654,9 @@ impl CacheBuilder {
         let Some(physical) = crate::footprint::physical_memory_bytes() else {
             return Ok(());
         };
-        let names = ["capacity_bytes", "lower_tier.capacity_bytes"];
         let mut total = 0u64;
-        for ((tier, n), setting) in self.tiers.iter().zip(per_shard).zip(names) {
+        for (i, (tier, n)) in self.tiers.iter().zip(per_shard).enumerate() {
+            let setting = capacity_setting(i);
             let slots = self.medium_slots(tier, *n);
             let per_slot = match self.placed(tier) {
                 Some(_) => crate::footprint::PLACED_SLOT_BYTES,

@@ -270,6 +270,8 @@ pub struct CacheCore {
     /// Holds the tiers' files and mappings open for the shards' regions; locked to sync them
     /// and to rewrite their superblocks.
     media: Mutex<Vec<Medium>>,
+    /// How many tiers the cache has (the media's count, read without their lock).
+    tiers: usize,
     /// What the cache found on its tiers when it opened, if any tier held blocks.
     pub(crate) recovery: Option<Recovery>,
     record_latency: bool,
@@ -375,6 +377,7 @@ impl CacheCore {
             shard_bits,
             block_size: settings.block_size,
             clock: settings.clock,
+            tiers: media.len(),
             media: Mutex::new(media),
             recovery: None,
             record_latency: settings.record_latency,
@@ -661,8 +664,9 @@ impl CacheCore {
             shard.stats.offloaded += 1;
             return None;
         }
-        let held = shard.decision.hit.and_then(|_| shard.hold(key));
-        shard.count_read(held.is_some());
+        let hit = shard.decision.hit;
+        let held = hit.and_then(|_| shard.hold(key));
+        shard.count_read(held.as_ref().and(hit));
         shard.record(Operation::Read, started);
         held.map(|held| BlockRef { core: self, shard: index, held })
     }
@@ -685,7 +689,10 @@ impl CacheCore {
         // With a controller fed measurements, tier reads are timed: how writes beside them
         // slow them is the signal of interference-aware admission.
         let timed = self.meter.is_some().then(Instant::now);
-        let served = match shard.decision.hit {
+        // Where the policy found the block, taken now: a read that unlocks the shard finds
+        // another request's decision when it relocks.
+        let hit = shard.decision.hit;
+        let served = match hit {
             None => None,
             Some(_) => match shard.begin_copy(key, buf) {
                 Served::Now(served) => served,
@@ -701,7 +708,7 @@ impl CacheCore {
             shard.stats.tier_reads += 1;
             shard.stats.tier_read_ns += started.elapsed().as_nanos() as u64;
         }
-        shard.count_read(served.is_some());
+        shard.count_read(served.and(hit));
         (shard, served)
     }
 
@@ -960,7 +967,7 @@ impl CacheCore {
             total.merge(&shard.stats);
         }
         self.scrubbed.add_to(&mut total);
-        total.snapshot()
+        total.snapshot(self.tiers)
     }
 
     /// Bytes the resident blocks take over all shards (each a whole block, or with size

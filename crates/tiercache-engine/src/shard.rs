@@ -1600,16 +1600,18 @@ impl Shard {
         );
     }
 
-    /// Counts a decided read as a hit or a miss.
-    pub fn count_read(&mut self, served: bool) {
-        if served {
-            self.stats.hits += 1;
-            // Counted where the policy found the block, even if the same decision moved it.
-            if self.decision.hit.is_some_and(|t| t.0 > 0) {
-                self.stats.lower_hits += 1;
+    /// Counts a decided read: a hit served from the tier the policy found the block in (even
+    /// if the same decision moved it), or a miss (`None`).
+    pub fn count_read(&mut self, served_from: Option<TierId>) {
+        match served_from {
+            Some(tier) => {
+                self.stats.hits += 1;
+                if tier.0 > 0 {
+                    self.stats.lower_hits += 1;
+                    self.stats.lower_tier_hits[tier.index()] += 1;
+                }
             }
-        } else {
-            self.stats.misses += 1;
+            None => self.stats.misses += 1,
         }
     }
 

@@ -3,6 +3,7 @@
 //! text).
 
 use serde::Serialize;
+use tiercache_core::limits::TIERS_MAX;
 use tiercache_core::RejectReason;
 
 macro_rules! counters {
@@ -14,6 +15,10 @@ macro_rules! counters {
         pub struct Stats {
             $(pub $name: u64,)*
             pub rejections: [u64; RejectReason::ALL.len()],
+            /// Reads served from each tier below the first, where the policy found the block
+            /// (index 0 unused: the first tier's are `hits` less these, so a hit there, the
+            /// hot path, writes no counter beyond the first ones).
+            pub lower_tier_hits: [u64; TIERS_MAX],
         }
 
         /// Counters at one moment.
@@ -21,6 +26,8 @@ macro_rules! counters {
         pub struct StatsSnapshot {
             $(pub $name: u64,)*
             pub rejections: std::collections::BTreeMap<&'static str, u64>,
+            /// Reads served from each tier, top down (as many as the cache has tiers).
+            pub tier_hits: Vec<u64>,
         }
 
         impl Stats {
@@ -30,14 +37,24 @@ macro_rules! counters {
                 for (mine, theirs) in self.rejections.iter_mut().zip(&other.rejections) {
                     *mine += theirs;
                 }
+                for (mine, theirs) in self.lower_tier_hits.iter_mut().zip(&other.lower_tier_hits) {
+                    *mine += theirs;
+                }
             }
 
-            pub fn snapshot(&self) -> StatsSnapshot {
+            /// The counters of a cache of `tiers` tiers.
+            pub fn snapshot(&self, tiers: usize) -> StatsSnapshot {
                 StatsSnapshot {
                     $($name: self.$name,)*
                     rejections: RejectReason::ALL
                         .iter()
                         .map(|r| (r.as_str(), self.rejections[r.index()]))
+                        .collect(),
+                    tier_hits: (0..tiers.min(TIERS_MAX))
+                        .map(|t| match t {
+                            0 => self.hits - self.lower_tier_hits.iter().sum::<u64>(),
+                            _ => self.lower_tier_hits[t],
+                        })
                         .collect(),
                 }
             }
@@ -56,6 +73,11 @@ macro_rules! counters {
                 text += "# TYPE tiercache_rejections counter\n";
                 for (reason, n) in &self.rejections {
                     text += &format!("tiercache_rejections{{reason=\"{reason}\"}} {n}\n");
+                }
+                text += "# HELP tiercache_tier_hits Reads served from each tier (0 the top).\n";
+                text += "# TYPE tiercache_tier_hits counter\n";
+                for (tier, n) in self.tier_hits.iter().enumerate() {
+                    text += &format!("tiercache_tier_hits{{tier=\"{tier}\"}} {n}\n");
                 }
                 text
             }

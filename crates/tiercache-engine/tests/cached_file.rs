@@ -343,3 +343,78 @@ fn in_write_back_growing_writes_nothing_back_and_a_write_past_the_end_extends_th
     assert_eq!(&on_disk[BLOCK + 8..BLOCK + 12], &[0xEE; 4]);
     assert_eq!(&on_disk[6 * BLOCK..], &[7; 100]);
 }
+
+/// Every read returns the last write, whatever the tiers' placement moves: DRAM over a file
+/// tier, and DRAM over a mapped tier over a flash tier, in write-through and write-back, with
+/// DRAM-first, SCM-first and bidirectional placement (write-back over two persistent tiers is
+/// DRAM-first only). A write whose hit promoted its block into DRAM once moved the old bytes
+/// up and dropped the write's: a read then returned the version before it.
+#[test]
+fn every_read_returns_the_last_write_whatever_the_placement_moves() {
+    use tiercache_policy::Placement;
+    const BLOCK: usize = 4096;
+    const BLOCKS: u64 = 48;
+    for (case, mode, placement, tiers) in [
+        (0, CacheMode::WriteThrough, "scm-first:2", 2),
+        (1, CacheMode::WriteBack, "scm-first:2", 2),
+        (2, CacheMode::WriteBack, "bidirectional:2", 2),
+        (3, CacheMode::WriteThrough, "scm-first:2", 3),
+        (4, CacheMode::WriteThrough, "bidirectional:1", 3),
+        (5, CacheMode::WriteBack, "dram-first", 3),
+    ] {
+        let name = format!("placement-{case}");
+        let backing = scratch(&name);
+        let initial: Vec<u8> = (0..BLOCKS).flat_map(|b| common::value(b, 0, BLOCK)).collect();
+        std::fs::write(&backing, &initial).unwrap();
+        let mut cache = CacheBuilder::new(PolicyConfig::Lru)
+            .placement(Placement::parse(placement).unwrap())
+            .capacity_bytes(4 * BLOCK as u64)
+            .block_size(BLOCK)
+            .shards(1)
+            .mode(in_mode(mode));
+        let lower = |suffix: &str| scratch(&format!("{name}.{suffix}"));
+        cache = match tiers {
+            2 => cache.lower_tier(
+                TierKind::File { path: lower("file") },
+                16 * BLOCK as u64,
+                PolicyConfig::Lru,
+            ),
+            _ => cache
+                .lower_tier(
+                    TierKind::Mapped { path: lower("mapped") },
+                    8 * BLOCK as u64,
+                    PolicyConfig::Lru,
+                )
+                .add_tier(
+                    TierKind::Flash { path: lower("flash") },
+                    16 * BLOCK as u64,
+                    PolicyConfig::Lru,
+                ),
+        };
+        let file = CachedFile::open(&backing, cache.build().unwrap()).unwrap();
+        let mut rng = SeededRng::new(case);
+        let mut now = vec![0u64; BLOCKS as usize];
+        let mut buf = vec![0u8; BLOCK];
+        for op in 1..=2000u64 {
+            let block = if rng.chance(0.33) { rng.below(8) } else { rng.below(BLOCKS) };
+            let at = block * BLOCK as u64;
+            if rng.chance(0.5) {
+                file.write_at(at, &common::value(block, op, BLOCK)).unwrap();
+                now[block as usize] = op;
+            } else {
+                file.read_at(at, &mut buf).unwrap();
+                let read = common::version_of(block, &buf);
+                assert_eq!(
+                    read, now[block as usize],
+                    "{mode:?} {placement} {tiers} tiers: op {op}, block {block}"
+                );
+            }
+            if op % 5 == 0 {
+                file.sync().unwrap();
+            }
+        }
+        let stats = file.cache().stats();
+        assert!(stats.promotions > 0 || placement == "dram-first", "{placement}: {stats:?}");
+        assert!(stats.demotions > 0, "{placement}: {stats:?}");
+    }
+}

@@ -42,8 +42,16 @@ fn tier(kind: &str, path: &Path) -> TierKind {
 /// With `cleaner`, the cache holds every block and the ALRU cleaner writes back up to 4 dirty
 /// blocks whenever the test ticks (after every operation): blocks written back stay cached and
 /// are written again, with no eviction between to sync the backing file. A kind `dram+K` puts
-/// a DRAM tier of 4 blocks over the tier of kind K, whose dirty blocks a sync moves down.
+/// a DRAM tier of 4 blocks over the tier of kind K, whose dirty blocks a sync moves down; a
+/// kind `dram+K+L` puts DRAM over a tier of kind K of 8 blocks (at `path`) over one of kind L
+/// (at `lower_path(path)`), three tiers whose dirty blocks move down through the two below. A
+/// kind may end in `@PLACEMENT` (`dram+mapped@scm-first:2`): the tiers' placement, DRAM-first
+/// without it.
 fn builder(kind: &str, path: &Path, mode: CacheMode, cleaner: bool) -> CacheBuilder {
+    let (kind, placement) = match kind.split_once('@') {
+        Some((kind, placement)) => (kind, tiercache_policy::Placement::parse(placement).unwrap()),
+        None => (kind, tiercache_policy::Placement::DramFirst),
+    };
     let mut config = CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) };
     if cleaner {
         config.cleaning = AlruConfig {
@@ -60,20 +68,35 @@ fn builder(kind: &str, path: &Path, mode: CacheMode, cleaner: bool) -> CacheBuil
         "flash-sets" => PolicyConfig::parse("setassoc:ways=4").unwrap(),
         _ => PolicyConfig::Lru,
     };
+    let parts: Vec<&str> = kind.split('+').collect();
     let cache = match kind.strip_prefix("dram+") {
+        Some(_) if parts.len() == 3 => CacheBuilder::new(PolicyConfig::Lru)
+            .tier(TierKind::Dram)
+            .capacity_bytes(4 * BLOCK as u64)
+            .lower_tier(tier(parts[1], path), 8 * BLOCK as u64, policy(parts[1]))
+            .add_tier(tier(parts[2], &lower_path(path)), blocks, policy(parts[2])),
         Some(lower) => CacheBuilder::new(PolicyConfig::Lru)
             .tier(TierKind::Dram)
             .capacity_bytes(4 * BLOCK as u64)
             .lower_tier(tier(lower, path), blocks, policy(lower)),
         None => CacheBuilder::new(policy(kind)).tier(tier(kind, path)).capacity_bytes(blocks),
     };
-    let cache = cache.block_size(BLOCK).shards(2);
+    let cache = cache.block_size(BLOCK).shards(2).placement(placement);
     cache.mode(config).without_worker()
 }
 
-/// The tier of a cache of `kind` (see `builder`) that keeps its blocks: the one under DRAM.
-fn persistent_tier(kind: &str) -> usize {
-    usize::from(kind.starts_with("dram+"))
+/// The tiers of a cache of `kind` (see `builder`) that keep its blocks: those under DRAM.
+fn persistent_tiers(kind: &str) -> Vec<usize> {
+    let tiers = kind.split('@').next().expect("a kind");
+    match tiers.split('+').count() {
+        1 => vec![0],
+        n => (1..n).collect(),
+    }
+}
+
+/// Where the third tier of a `dram+K+L` cache keeps its file.
+fn lower_path(path: &Path) -> PathBuf {
+    path.with_extension("lower")
 }
 
 /// A run's backing file (every block at version `INITIAL`) and tier file, new to this run.
@@ -85,26 +108,27 @@ fn files(name: &str) -> (PathBuf, PathBuf) {
     (backing, tier)
 }
 
-/// A cache built by `builder` with its tier `tier` behind a crash image, over `backing` behind
-/// one.
+/// A cache built by `builder` with each of its `tiers` behind a crash image, over `backing`
+/// behind one.
 fn over_crash_images(
-    builder: CacheBuilder,
-    tier: usize,
+    mut builder: CacheBuilder,
+    tiers: &[usize],
     backing: &Path,
-) -> (CachedFile, Arc<CrashImage>, Arc<CrashImage>) {
-    let tier_image: Arc<Mutex<Option<Arc<CrashImage>>>> = Arc::default();
-    let slot = tier_image.clone();
-    let cache = builder
-        .wrap_tier(tier, move |device| {
+) -> (CachedFile, Vec<Arc<CrashImage>>, Arc<CrashImage>) {
+    let images: Arc<Mutex<Vec<Arc<CrashImage>>>> = Arc::default();
+    for &tier in tiers {
+        let all = images.clone();
+        builder = builder.wrap_tier(tier, move |device| {
             let image = Arc::new(CrashImage::new(device));
-            *slot.lock().unwrap() = Some(image.clone());
+            all.lock().unwrap().push(image.clone());
             image
-        })
-        .build()
-        .unwrap();
-    let tier_image = tier_image.lock().unwrap().take().expect("the tier was wrapped");
+        });
+    }
+    let cache = builder.build().unwrap();
+    let tier_images = std::mem::take(&mut *images.lock().unwrap());
+    assert_eq!(tier_images.len(), tiers.len(), "every tier was wrapped");
     let backing_image = Arc::new(CrashImage::new(file_device(backing)));
-    (CachedFile::over(backing_image.clone(), cache), tier_image, backing_image)
+    (CachedFile::over(backing_image.clone(), cache), tier_images, backing_image)
 }
 
 /// The version every block of the backing file starts at (not 0: block 0's version 0 is all
@@ -150,7 +174,14 @@ impl Model {
     fn check(&self, name: &str, file: &CachedFile) {
         let mut buf = vec![0u8; BLOCK];
         for block in 0..BLOCKS {
-            assert_eq!(file.read_at(block * BLOCK as u64, &mut buf).unwrap(), BLOCK);
+            let len = file.read_at(block * BLOCK as u64, &mut buf);
+            assert_eq!(
+                len.unwrap_or_else(|e| panic!(
+                    "{name}: block {block}: {e} {:?}",
+                    file.cache().stats()
+                )),
+                BLOCK
+            );
             let read = version_or_discarded(block, &buf);
             let (last_synced, later) = (self.durable[block as usize], &self.since[block as usize]);
             assert!(
@@ -177,9 +208,9 @@ fn crash_after(
         matches!(tear, Tear::None)
     );
     let (backing, cache_path) = files(&name);
-    let (file, tier_image, backing_image) = over_crash_images(
+    let (file, tier_images, backing_image) = over_crash_images(
         builder(kind, &cache_path, mode, cleaner),
-        persistent_tier(kind),
+        &persistent_tiers(kind),
         &backing,
     );
     let mut model = Model::new();
@@ -216,10 +247,12 @@ fn crash_after(
             model.synced();
         }
     }
-    tier_image.crash(tear).unwrap();
+    for image in &tier_images {
+        image.crash(tear).unwrap();
+    }
     backing_image.crash(Tear::None).unwrap();
-    // The tier's device shares the locked tier file: all of it goes before the reopen.
-    drop((file, tier_image, backing_image));
+    // The tiers' devices share the locked tier files: all of it goes before the reopen.
+    drop((file, tier_images, backing_image));
     let cache = builder(kind, &cache_path, mode, cleaner).recover(Recover::Quiet).build().unwrap();
     let file = CachedFile::over(file_device(&backing), cache);
     model.check(&name, &file);
@@ -252,16 +285,46 @@ fn every_sync_point_survives_a_crash_with_nothing_stale() {
 
 /// Write-back under a DRAM tier: each sync moves DRAM's dirty blocks down into the tier below
 /// (`Policy::persist`), and a crash at any sync point finds them there, never the backing
-/// file's older bytes.
+/// file's older bytes. With SCM-first and bidirectional placement too, whose hits move blocks
+/// up into DRAM (a write that promoted its block once lost its data there).
 #[test]
 fn write_back_under_dram_survives_a_crash_at_every_sync_point() {
     let tears = [Tear::None, Tear::Keep { sector: 512, sectors: 1 }];
     let mut recovered = 0;
-    for kind in ["dram+file", "dram+mapped", "dram+flash", "dram+flash-sets"] {
+    let kinds = [
+        "dram+file",
+        "dram+mapped",
+        "dram+flash",
+        "dram+flash-sets",
+        "dram+mapped@scm-first:2",
+        "dram+file@bidirectional:2",
+    ];
+    for kind in kinds {
         for cleaner in [false, true] {
             for syncs in 0..=SYNC_POINTS {
                 for (i, tear) in tears.into_iter().enumerate() {
                     let seed = 3000 + syncs * 2 + i as u64;
+                    let run = (CacheMode::WriteBack, cleaner, false);
+                    recovered += crash_after(kind, run, syncs, tear, seed);
+                }
+            }
+        }
+    }
+    assert!(recovered > 100, "{recovered} blocks recovered over all the crashes");
+}
+
+/// Write-back over three tiers: DRAM over a mapped or file tier over a flash tier. A sync moves
+/// DRAM's dirty blocks down, the middle tier's victims move down to the bottom one still
+/// dirty, and a crash of both tier files at any sync point finds every synced write.
+#[test]
+fn write_back_over_three_tiers_survives_a_crash_at_every_sync_point() {
+    let tears = [Tear::None, Tear::Keep { sector: 512, sectors: 1 }];
+    let mut recovered = 0;
+    for kind in ["dram+mapped+flash", "dram+file+flash"] {
+        for cleaner in [false, true] {
+            for syncs in 0..=SYNC_POINTS {
+                for (i, tear) in tears.into_iter().enumerate() {
+                    let seed = 7000 + syncs * 2 + i as u64;
                     let run = (CacheMode::WriteBack, cleaner, false);
                     recovered += crash_after(kind, run, syncs, tear, seed);
                 }
@@ -304,8 +367,12 @@ fn a_block_written_back_then_overwritten_survives_a_torn_crash() {
     for kind in ["mapped", "file"] {
         let name = format!("cleaned-{kind}");
         let (backing, cache_path) = files(&name);
-        let (file, tier_image, backing_image) =
-            over_crash_images(builder(kind, &cache_path, CacheMode::WriteBack, true), 0, &backing);
+        let (file, mut tier_images, backing_image) = over_crash_images(
+            builder(kind, &cache_path, CacheMode::WriteBack, true),
+            &[0],
+            &backing,
+        );
+        let tier_image = tier_images.pop().expect("one tier");
         file.write_at(BLOCK as u64, &value(1, 1, BLOCK)).unwrap();
         file.sync().unwrap();
         file.cache().tick();
@@ -377,10 +444,12 @@ fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
     let (backing, cache_path) = files(&name);
     let left = Arc::new(std::sync::atomic::AtomicI64::new(budget));
     let shared = left.clone();
-    let cache = builder(kind, &cache_path, CacheMode::WriteBack, cleaner)
-        .wrap_tier(0, move |inner| Arc::new(Killed { inner, budget: shared, tear }))
-        .build()
-        .unwrap();
+    let mut cache = builder(kind, &cache_path, CacheMode::WriteBack, cleaner);
+    for tier in persistent_tiers(kind) {
+        let budget = shared.clone();
+        cache = cache.wrap_tier(tier, move |inner| Arc::new(Killed { inner, budget, tear }));
+    }
+    let cache = cache.build().unwrap();
     let killed = Arc::new(Killed { inner: file_device(&backing), budget: left.clone(), tear });
     let file = CachedFile::over(killed, cache);
     let mut model = Model::new();
@@ -442,4 +511,44 @@ fn a_kill_at_every_write_loses_no_synced_write() {
         }
     }
     assert!(kills > 400, "{kills} kills");
+}
+
+/// Write-back over two persistent tiers is refused where a crash could lose what recovery
+/// must take back (see `CacheBuilder::check_dirty_moves`): a placement that moves blocks up,
+/// and a set-associative tier below another persistent tier. The error names the setting.
+#[test]
+fn three_tier_write_back_refuses_what_a_crash_could_lose() {
+    let path = common::scratch("crash", "refused.tier");
+    let refused = |kind: &str| match builder(kind, &path, CacheMode::WriteBack, false).build() {
+        Ok(_) => panic!("{kind}: built"),
+        Err(e) => e.to_string(),
+    };
+    let e = refused("dram+mapped+flash@scm-first:2");
+    assert!(e.contains("placement") && e.contains("dram-first"), "{e}");
+    let e = refused("dram+mapped+flash-sets");
+    assert!(e.contains("policy") && e.contains("set-associative"), "{e}");
+    // Write-through keeps nothing dirty: any placement, any tier.
+    for (i, kind) in ["dram+mapped+flash@scm-first:2", "dram+mapped+flash-sets"].iter().enumerate()
+    {
+        let path = common::scratch("crash", &format!("refused-{i}.tier"));
+        let built = builder(kind, &path, CacheMode::WriteThrough, false).build();
+        assert!(built.is_ok(), "{kind}: {:?}", built.err());
+    }
+}
+
+/// Kill -9 at every write of a write-back cache over three tiers (DRAM, mapped, flash): the
+/// kill lands at one point of the writes to both tier files and the backing file together,
+/// and every block then reads as its last synced version or a later one.
+#[test]
+fn a_kill_at_every_write_over_three_tiers_loses_no_synced_write() {
+    let mut kills = 0;
+    for tear in [false, true] {
+        for budget in 1.. {
+            if !killed_after("dram+mapped+flash", false, budget, tear) {
+                break;
+            }
+            kills += 1;
+        }
+    }
+    assert!(kills > 100, "{kills} kills");
 }

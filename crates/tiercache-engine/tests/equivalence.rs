@@ -240,6 +240,101 @@ fn two_tier_engine_decides_as_the_dram_first_policy() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// What the simulated hierarchy of `tiers` (policy, blocks) decides on `reqs`: per request the
+/// tier it found the key in, and the actions counted (inserts, evictions, moves, write-backs).
+fn simulated_hierarchy(
+    placement: Placement,
+    tiers: &[(&str, u64)],
+    mode: Option<tiercache_policy::cas::CasConfig>,
+    reqs: &[Request],
+) -> (Vec<Option<u8>>, [u64; 4]) {
+    let tiers: Vec<(PolicyConfig, Capacity)> = tiers
+        .iter()
+        .map(|(policy, blocks)| (PolicyConfig::parse(policy).unwrap(), Capacity::objects(*blocks)))
+        .collect();
+    let mut policy = AnyPolicy::hierarchy(placement, &tiers, &[], 0).unwrap();
+    if let Some(mode) = mode {
+        policy = policy.in_mode(mode);
+    }
+    let mut decision = Decision::new();
+    let mut counts = [0u64; 4];
+    let found = reqs
+        .iter()
+        .map(|r| {
+            decision.clear();
+            policy.decide(r, &mut decision);
+            for a in &decision.actions {
+                match a {
+                    tiercache_core::Action::Insert { .. } => counts[0] += 1,
+                    tiercache_core::Action::Evict { .. } => counts[1] += 1,
+                    tiercache_core::Action::Move { .. } => counts[2] += 1,
+                    tiercache_core::Action::WriteBack { .. } => counts[3] += 1,
+                    _ => {}
+                }
+            }
+            decision.hit.map(|t| t.0)
+        })
+        .collect();
+    (found, counts)
+}
+
+/// Three tiers, DRAM over a mapped tier over a flash tier, in one engine: every request hits
+/// or misses as the simulated hierarchy of the same three tiers decides, reads found below
+/// DRAM are counted as such, and the blocks inserted, evicted and moved between tiers are the
+/// simulator's, for DRAM-first and SCM-first placement.
+#[test]
+fn three_tier_engine_decides_as_the_simulated_hierarchy() {
+    let reqs: Vec<Request> = trace().into_iter().take(150_000).collect();
+    let dir = std::env::temp_dir().join(format!("tiercache-eq3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tiers = [("lru", 300u64), ("s3fifo", 800), ("lru", 2000)];
+    for (i, placement) in ["dram-first", "scm-first:2", "bidirectional:4"].iter().enumerate() {
+        let placement = Placement::parse(placement).unwrap();
+        let (sim, want) = simulated_hierarchy(placement, &tiers, None, &reqs);
+        let policy = |t: usize| PolicyConfig::parse(tiers[t].0).unwrap();
+        let bytes = |t: usize| tiers[t].1 * BLOCK as u64;
+        let cache = CacheBuilder::new(policy(0))
+            .placement(placement)
+            .capacity_bytes(bytes(0))
+            .lower_tier(
+                TierKind::Mapped { path: dir.join(format!("{i}.mem")) },
+                bytes(1),
+                policy(1),
+            )
+            .add_tier(TierKind::Flash { path: dir.join(format!("{i}.flash")) }, bytes(2), policy(2))
+            .shards(1)
+            .block_size(BLOCK)
+            .build()
+            .unwrap();
+        let mut buf = vec![0u8; BLOCK];
+        for (n, r) in reqs.iter().enumerate() {
+            let before = cache.stats().tier_hits;
+            let hit = replay(&cache, r, &mut buf);
+            assert_eq!(hit, sim[n].is_some(), "{placement:?}: request {n}");
+            // A read hit is counted in the tier the simulator found the key in.
+            let after = cache.stats().tier_hits;
+            let counted = (0..3).find(|&t| after[t] > before[t]).map(|t| t as u8);
+            let read_in = sim[n].filter(|_| r.op != Op::Write);
+            assert_eq!(counted, read_in, "{placement:?}: request {n}: tier");
+        }
+        let s = cache.stats();
+        let got = [s.inserts, s.evictions, s.promotions + s.demotions];
+        assert_eq!(
+            got,
+            want[..3],
+            "{placement:?}: (inserts, evictions, moves) against the simulator's"
+        );
+        let from_flash = sim.iter().filter(|t| **t == Some(2)).count();
+        assert!(from_flash > 0 && s.tier_hits[2] > 0, "{placement:?}: the third tier is used");
+        assert_eq!(s.tier_hits.iter().sum::<u64>(), s.hits, "{placement:?}");
+        assert_eq!((s.checksum_failures, s.io_errors), (0, 0), "{placement:?}");
+        let (used, slots) = cache.occupancy();
+        assert!(used <= slots && slots == 3100, "{used} of {slots}");
+        drop(cache);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn mapped_and_file_tiers_decide_the_same() {
     let reqs: Vec<Request> = trace().into_iter().take(40_000).collect();
@@ -481,6 +576,78 @@ fn dirty_caches_decide_as_the_simulator() {
              simulator's"
         );
         assert_eq!((s.dirty_lost, s.write_back_errors, s.checksum_failures), (0, 0, 0), "{name}");
+        drop(file);
+        std::fs::remove_file(&path).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Three tiers in write-back, DRAM over a mapped tier over a flash tier, behind a
+/// `CachedFile`: the engine's read hits, inserts, evictions, moves and write-backs are the
+/// simulated hierarchy's in the same Open CAS mode, and nothing dirty is lost.
+#[test]
+fn three_tier_write_back_decides_as_the_simulator() {
+    use tiercache_engine::CachedFile;
+    use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
+    let reqs: Vec<Request> = trace().into_iter().take(150_000).collect();
+    let dir = std::env::temp_dir().join(format!("tiercache-eq3wb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mode =
+        CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(CacheMode::WriteBack) };
+    let tiers = [("lru", 300u64), ("lru", 800), ("arc", 2000)];
+    // Write-back over two persistent tiers runs DRAM-first only (the builder refuses the
+    // others: `crash.rs`); write-through runs every placement (the test above).
+    for (i, placement) in ["dram-first"].iter().enumerate() {
+        let placement = Placement::parse(placement).unwrap();
+        let (sim, want) = simulated_hierarchy(placement, &tiers, Some(mode.clone()), &reqs);
+        let read_hits =
+            reqs.iter().zip(&sim).filter(|(r, t)| r.op != Op::Write && t.is_some()).count();
+        let policy = |t: usize| PolicyConfig::parse(tiers[t].0).unwrap();
+        let bytes = |t: usize| tiers[t].1 * BLOCK as u64;
+        let clock = Arc::new(ManualClock::default());
+        let cache = CacheBuilder::new(policy(0))
+            .placement(placement)
+            .mode(mode.clone())
+            .capacity_bytes(bytes(0))
+            .lower_tier(
+                TierKind::Mapped { path: dir.join(format!("{i}.mem")) },
+                bytes(1),
+                policy(1),
+            )
+            .add_tier(TierKind::Flash { path: dir.join(format!("{i}.flash")) }, bytes(2), policy(2))
+            .shards(1)
+            .block_size(BLOCK)
+            .clock(clock.clone())
+            .without_worker()
+            .build()
+            .unwrap();
+        let path = dir.join(format!("{i}.img"));
+        std::fs::File::create(&path).unwrap().set_len(32 << 30).unwrap();
+        let backing = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let backing = Arc::new(Unsynced(tiercache_engine::device::FileDevice::new(backing, &path)));
+        let file = CachedFile::over(backing, cache);
+        let mut buf = vec![0u8; BLOCK];
+        for r in &reqs {
+            clock.set(r.time_us);
+            let at = r.key * BLOCK as u64;
+            match r.op {
+                Op::Write => {
+                    file.write_at(at, &r.key.to_le_bytes().repeat(BLOCK / 8)).unwrap();
+                }
+                _ => {
+                    file.read_at(at, &mut buf).unwrap();
+                }
+            }
+        }
+        let s = file.cache().stats();
+        let got = [s.inserts, s.evictions, s.promotions + s.demotions, s.write_backs];
+        assert!(want[3] > 0 && want[2] > 0, "{placement:?}: {want:?}");
+        assert_eq!(s.hits, read_hits as u64, "{placement:?}: read hits");
+        assert_eq!(
+            got, want,
+            "{placement:?}: engine (inserts, evictions, moves, write-backs) against the simulator's"
+        );
+        assert_eq!((s.dirty_lost, s.write_back_errors, s.checksum_failures), (0, 0, 0));
         drop(file);
         std::fs::remove_file(&path).unwrap();
     }

@@ -231,8 +231,11 @@ impl<P: Policy> Cas<P> {
         if out.hit.is_some() {
             // A lookup of another size than stored resizes the copy, or drops it if the new
             // size does not fit, with an action of its own; otherwise the write updates the
-            // copy, which keeps the size it was placed with (block caches: fixed sizes).
-            let resized = out.actions.iter().any(|a| a.key() == req.key);
+            // copy, which keeps the size it was placed with (block caches: fixed sizes). A
+            // lookup that promoted the block (a `Move`) did neither: the write updates the
+            // copy where it now is, after the move.
+            let resized =
+                out.actions.iter().any(|a| a.key() == req.key && !matches!(a, Action::Move { .. }));
             if req.op == Op::Write && !resized {
                 if let Some((tier, size)) = self.inner.peek(req.key) {
                     out.push(Action::Update { tier, key: req.key, size, dirty: false });
@@ -580,6 +583,41 @@ mod tests {
         d.clear();
         c.write_back(None, &mut d);
         assert!(d.actions.is_empty(), "written back twice: {:?}", d.actions);
+    }
+
+    /// A write whose lookup promotes its block (SCM-first, bidirectional) still updates the
+    /// copy, where the block now is: the promotion's `Move` is not a resize. Without the
+    /// update, the block moved up with its old bytes and the write was lost.
+    #[test]
+    fn a_write_hit_that_promotes_its_block_updates_it_after_the_move() {
+        let lru = |n| (PolicyConfig::Lru, Capacity::objects(n));
+        for mode in [CacheMode::WriteThrough, CacheMode::WriteBack] {
+            for placement in ["scm-first:2", "bidirectional:1"] {
+                let placement = Placement::parse(placement).unwrap();
+                let inner = AnyPolicy::hierarchy(placement, &[lru(2), lru(4)], &[], 0).unwrap();
+                let mut c = Cas::new(inner, CasConfig::new(mode));
+                let (dram, below) = (TierId(0), TierId(1));
+                // Into the lower tier (SCM-first inserts there; bidirectional's DRAM is pushed
+                // down by two more keys), then hit there until the block is promoted.
+                run(&mut c, Op::Write, 1, 1);
+                run(&mut c, Op::Write, 2, 2);
+                run(&mut c, Op::Write, 3, 3);
+                assert_eq!(c.peek(10).map(|p| p.0), Some(below), "{mode:?} {placement:?}");
+                let promoted = (4..10)
+                    .map(|t| run(&mut c, Op::Write, 1, t))
+                    .find(|d| d.actions.iter().any(|a| matches!(a, Action::Move { key: 10, .. })))
+                    .unwrap_or_else(|| panic!("{mode:?} {placement:?}: never promoted"));
+                let at = |want: &dyn Fn(&Action) -> bool| promoted.actions.iter().position(want);
+                let moved = at(&|a| matches!(a, Action::Move { key: 10, to, .. } if *to == dram));
+                let updated =
+                    at(&|a| matches!(a, Action::Update { key: 10, tier, .. } if *tier == dram));
+                assert!(
+                    moved.is_some() && updated > moved,
+                    "{mode:?} {placement:?}: {:?}",
+                    promoted.actions
+                );
+            }
+        }
     }
 
     /// A sync over DRAM and a persistent tier: DRAM's dirty blocks move down still dirty, in
