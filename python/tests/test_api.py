@@ -222,6 +222,16 @@ def test_the_engine_from_python(tmp_path):
         two.put(key, key.to_bytes(8, "little") * 512)
     assert all(two.get(key) == key.to_bytes(8, "little") * 512 for key in range(100))
     assert tier.exists() and oct(tier.stat().st_mode & 0o777) == "0o600"
+    # Three tiers: DRAM over the slow tier over a flash tier; reads counted per tier.
+    three = tiercache.Cache(
+        capacity="64KiB", lower_capacity="128KiB", tier=["1MiB"],
+        slow_path=tmp_path / "mid.tier", flash_path=tmp_path / "low.flash", shards=1,
+    )
+    for key in range(100):
+        three.put(key, key.to_bytes(8, "little") * 512)
+    assert all(three.get(key) == key.to_bytes(8, "little") * 512 for key in range(100))
+    by_tier = three.stats()["tier_hits"]
+    assert len(by_tier) == 3 and by_tier[2] > 0 and sum(by_tier) == 100
     with pytest.raises(tiercache.ConfigError, match="unit"):
         tiercache.Cache(capacity=100, unit="objects")
 

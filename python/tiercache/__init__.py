@@ -341,12 +341,14 @@ def write_trace(
 
 
 class Cache:
-    """The engine: DRAM, and a mapped slow-memory tier (``slow_path``) or a flash tier
-    (``flash_path``), under a policy stack as :func:`sim` takes it.
+    """The engine: DRAM, a mapped slow-memory tier (``slow_path``) and a flash tier
+    (``flash_path``), those given, top down, under a policy stack as :func:`sim` takes it.
 
-    With ``lower_capacity`` the stack has two tiers: DRAM of ``capacity`` over the slow or
-    flash tier of ``lower_capacity``; without it, the single tier lives on the path given (or
-    in DRAM). Keys are integers, values bytes of at most ``block_size``.
+    The stack's tiers lie on the paths given from the bottom up, with DRAM on top when the
+    stack has a tier more: ``lower_capacity`` alone puts DRAM of ``capacity`` over the slow or
+    flash tier; ``lower_capacity`` and ``tier=["1GiB"]`` put DRAM over the slow tier over the
+    flash tier. A single tier lives on the path given (or in DRAM). Keys are integers, values
+    bytes of at most ``block_size``; ``stats()["tier_hits"]`` counts reads per tier.
     """
 
     def __init__(

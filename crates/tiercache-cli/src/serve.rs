@@ -55,12 +55,14 @@ pub struct ServeArgs {
     /// The DRAM tier (0: none, the slow or flash tier alone) [default: 64MiB].
     #[arg(long)]
     pub dram: Option<String>,
-    /// A mapped tier file (persistent memory, CXL memory, tmpfs), below DRAM.
+    /// A mapped tier file (persistent memory, CXL memory, tmpfs), below DRAM (and above a
+    /// flash tier, if one is given too).
     #[arg(long)]
     pub slow_path: Option<PathBuf>,
     #[arg(long)]
     pub slow_size: Option<String>,
-    /// A flash tier (a file or block device read with direct I/O), below DRAM.
+    /// A flash tier (a file or block device read with direct I/O), below DRAM and a mapped
+    /// tier, those given.
     #[arg(long)]
     pub flash_path: Option<PathBuf>,
     #[arg(long)]
@@ -68,7 +70,7 @@ pub struct ServeArgs {
     /// The top tier's policy, with parameters (`lru`, `clock:bits=2`, `hibachi`) [default: lru].
     #[arg(long)]
     pub policy: Option<String>,
-    /// The slow or flash tier's policy [default: lru].
+    /// The policy of the tiers below the top one [default: lru].
     #[arg(long)]
     pub lower_policy: Option<String>,
     /// The Open CAS mode: wt, wb, wa, wi, wo, pt [default: wt]. Write-back needs a mapped or
@@ -203,7 +205,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// The stack the options describe: the DRAM tier of `--dram`, the lower tier of
 /// `--slow-size` or `--flash-size`, and the rest.
-fn stack_of_options(args: &ServeArgs, lower_size: Option<&str>) -> anyhow::Result<StackSpec> {
+fn stack_of_options(args: &ServeArgs, lower_sizes: &[&str]) -> anyhow::Result<StackSpec> {
     let dram = args.dram.as_deref().unwrap_or("64MiB");
     let policy = args.policy.as_deref().unwrap_or("lru");
     let mode = args.mode.as_deref().unwrap_or("wt");
@@ -213,14 +215,17 @@ fn stack_of_options(args: &ServeArgs, lower_size: Option<&str>) -> anyhow::Resul
         PolicyConfig::parse(policy).with_context(|| format!("--policy {policy}"))?,
         PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc
     );
-    let (capacity, lower) = match (parse_size(dram).context("--dram")?, lower_size) {
-        (0, None) => bail!("--dram 0 needs --slow-path or --flash-path"),
-        (0, Some(lower)) => (lower, None),
-        (_, lower) => (dram, lower),
+    // The tiers' sizes top down: DRAM's unless 0, then the slow tier's and the flash tier's.
+    let sizes: Vec<&str> = match parse_size(dram).context("--dram")? {
+        0 if lower_sizes.is_empty() => bail!("--dram 0 needs --slow-path or --flash-path"),
+        0 => lower_sizes.to_vec(),
+        _ => std::iter::once(dram).chain(lower_sizes.iter().copied()).collect(),
     };
-    let mut spec = StackSpec::new(policy, Amount::Text(capacity.into()));
-    spec.lower_capacity = lower.map(|size| Amount::Text(size.into()));
-    spec.lower_policy = args.lower_policy.clone().unwrap_or_else(|| "lru".into());
+    let lower_policy = args.lower_policy.clone().unwrap_or_else(|| "lru".into());
+    let mut spec = StackSpec::new(policy, Amount::Text(sizes[0].into()));
+    spec.lower_capacity = sizes.get(1).map(|size| Amount::Text((*size).into()));
+    spec.tier = sizes.iter().skip(2).map(|size| format!("{size}:{lower_policy}")).collect();
+    spec.lower_policy = lower_policy;
     // Write-through is what a policy does on its own; Hibachi and Hybrid-ARC place clean and
     // dirty blocks themselves.
     spec.mode = (mode != "wt" && mode != "write-through" && !own).then(|| mode.to_string());
@@ -231,11 +236,11 @@ fn stack_of_options(args: &ServeArgs, lower_size: Option<&str>) -> anyhow::Resul
     Ok(spec)
 }
 
-/// The media of a stack's tiers, top down: a stack of one tier with a slow or flash medium
-/// lives there; more tiers put DRAM on top of it.
-pub fn media(stack: &StackConfig, lower: Option<TierKind>) -> Vec<TierKind> {
+/// The media of a stack's tiers, top down: `lower` (the slow tier's, then the flash tier's,
+/// those given) at the bottom, and DRAM on top when the stack has a tier more than they are.
+pub fn media(stack: &StackConfig, lower: Vec<TierKind>) -> Vec<TierKind> {
     let mut media = Vec::new();
-    if lower.is_none() || stack.tiers.len() > 1 {
+    if lower.is_empty() || stack.tiers.len() > lower.len() {
         media.push(TierKind::Dram);
     }
     media.extend(lower);
@@ -252,17 +257,16 @@ pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs, Vec<T
         }
         None => (args.clone(), None),
     };
-    let lower = match (&args.slow_path, &args.flash_path) {
-        (Some(_), Some(_)) => bail!("--slow-path and --flash-path: serve takes one of them"),
-        (Some(path), None) => {
-            Some((TierKind::Mapped { path: path.clone() }, "--slow-path", "--slow-size"))
-        }
-        (None, Some(path)) => {
-            Some((TierKind::Flash { path: path.clone() }, "--flash-path", "--flash-size"))
-        }
-        (None, None) => None,
-    };
-    let lower_size = args.slow_size.as_deref().or(args.flash_size.as_deref());
+    // Below DRAM: the slow tier, then the flash tier, those given.
+    let slow = args.slow_path.as_ref().map(|path| {
+        let kind = TierKind::Mapped { path: path.clone() };
+        (kind, "--slow-path", "--slow-size", args.slow_size.as_deref())
+    });
+    let flash = args.flash_path.as_ref().map(|path| {
+        let kind = TierKind::Flash { path: path.clone() };
+        (kind, "--flash-path", "--flash-size", args.flash_size.as_deref())
+    });
+    let lower: Vec<_> = slow.into_iter().chain(flash).collect();
     let from_file = table.as_ref().map(|(path, _)| format!("{}: [cache]", path.display()));
     let spec: StackSpec = match table {
         Some((path, mut table)) => {
@@ -281,10 +285,11 @@ pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs, Vec<T
             table.try_into().map_err(|e| anyhow::anyhow!("{}: [cache]: {e}", path.display()))?
         }
         None => {
-            if let Some((_, path_flag, size_flag)) = &lower {
-                anyhow::ensure!(lower_size.is_some(), "{path_flag} needs {size_flag}");
+            let mut sizes = Vec::new();
+            for (_, path_flag, size_flag, size) in &lower {
+                sizes.push(size.ok_or_else(|| anyhow::anyhow!("{path_flag} needs {size_flag}"))?);
             }
-            stack_of_options(&args, lower_size)?
+            stack_of_options(&args, &sizes)?
         }
     };
     // Errors of a stack read from the file name the file.
@@ -293,7 +298,7 @@ pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs, Vec<T
         None => e,
     };
     let stack = StackConfig::try_from(spec).map_err(|e| located(e.into()))?;
-    let media = media(&stack, lower.map(|(kind, _, _)| kind));
+    let media = media(&stack, lower.into_iter().map(|(kind, _, _, _)| kind).collect());
     let block = parse_size(args.block_size.as_deref().unwrap_or("4KiB")).context("--block-size")?;
     let builder = CacheBuilder::new(PolicyConfig::Lru)
         .stack(&stack, media.clone())

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tiercache_core::{Capacity, Decision, Op, Request};
-use tiercache_engine::{CacheBuilder, ManualClock, TierKind};
+use tiercache_engine::{CacheBuilder, CachedFile, ManualClock, TierKind};
 use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig};
 use tiercache_workload::{TraceOptions, TraceReader};
 
@@ -360,7 +360,6 @@ fn mapped_and_file_tiers_decide_the_same() {
 /// insertions and invalidations over the same block requests.
 #[test]
 fn cached_file_modes_decide_as_the_simulated_cache_modes() {
-    use tiercache_engine::CachedFile;
     use tiercache_policy::cas::{CacheMode, CasConfig, NhitConfig, SeqCutoffPolicy};
     let reqs: Vec<Request> = trace().into_iter().take(150_000).collect();
     let dir = std::env::temp_dir().join(format!("tiercache-eq-modes-{}", std::process::id()));
@@ -486,7 +485,6 @@ fn engine_decides_as_the_simulator_behind_nvcache_admission() {
 /// between tiers and write-backs.
 #[test]
 fn dirty_caches_decide_as_the_simulator() {
-    use tiercache_engine::CachedFile;
     use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
     use tiercache_policy::hibachi::HibachiConfig;
     let reqs: Vec<Request> = trace().into_iter().take(150_000).collect();
@@ -551,22 +549,7 @@ fn dirty_caches_decide_as_the_simulator() {
         if let Some(mode) = mode {
             builder = builder.mode(mode);
         }
-        let backing = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
-        let backing = Arc::new(Unsynced(tiercache_engine::device::FileDevice::new(backing, &path)));
-        let file = CachedFile::over(backing, builder.build().unwrap());
-        let mut buf = vec![0u8; BLOCK];
-        for r in &reqs {
-            clock.set(r.time_us);
-            let at = r.key * BLOCK as u64;
-            match r.op {
-                Op::Write => {
-                    file.write_at(at, &r.key.to_le_bytes().repeat(BLOCK / 8)).unwrap();
-                }
-                _ => {
-                    file.read_at(at, &mut buf).unwrap();
-                }
-            }
-        }
+        let file = replay_file(&path, builder.build().unwrap(), &clock, &reqs);
         let s = file.cache().stats();
         let got = [s.hits, s.inserts, s.evictions, s.promotions + s.demotions, s.write_backs];
         assert!(want[0] > 0 && want[4] > 0, "{name}: {want:?}");
@@ -587,7 +570,6 @@ fn dirty_caches_decide_as_the_simulator() {
 /// simulated hierarchy's in the same Open CAS mode, and nothing dirty is lost.
 #[test]
 fn three_tier_write_back_decides_as_the_simulator() {
-    use tiercache_engine::CachedFile;
     use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
     let reqs: Vec<Request> = trace().into_iter().take(150_000).collect();
     let dir = std::env::temp_dir().join(format!("tiercache-eq3wb-{}", std::process::id()));
@@ -623,22 +605,7 @@ fn three_tier_write_back_decides_as_the_simulator() {
             .unwrap();
         let path = dir.join(format!("{i}.img"));
         std::fs::File::create(&path).unwrap().set_len(32 << 30).unwrap();
-        let backing = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
-        let backing = Arc::new(Unsynced(tiercache_engine::device::FileDevice::new(backing, &path)));
-        let file = CachedFile::over(backing, cache);
-        let mut buf = vec![0u8; BLOCK];
-        for r in &reqs {
-            clock.set(r.time_us);
-            let at = r.key * BLOCK as u64;
-            match r.op {
-                Op::Write => {
-                    file.write_at(at, &r.key.to_le_bytes().repeat(BLOCK / 8)).unwrap();
-                }
-                _ => {
-                    file.read_at(at, &mut buf).unwrap();
-                }
-            }
-        }
+        let file = replay_file(&path, cache, &clock, &reqs);
         let s = file.cache().stats();
         let got = [s.inserts, s.evictions, s.promotions + s.demotions, s.write_backs];
         assert!(want[3] > 0 && want[2] > 0, "{placement:?}: {want:?}");
@@ -652,6 +619,33 @@ fn three_tier_write_back_decides_as_the_simulator() {
         std::fs::remove_file(&path).unwrap();
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `reqs` through a `CachedFile` over `cache` and the backing file at `path` (its syncs
+/// skipped, see `Unsynced`), on the trace's clock: writes write the key's bytes, reads read.
+fn replay_file(
+    path: &std::path::Path,
+    cache: tiercache_engine::Cache,
+    clock: &ManualClock,
+    reqs: &[Request],
+) -> CachedFile {
+    let backing = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let backing = Arc::new(Unsynced(tiercache_engine::device::FileDevice::new(backing, path)));
+    let file = CachedFile::over(backing, cache);
+    let mut buf = vec![0u8; BLOCK];
+    for r in reqs {
+        clock.set(r.time_us);
+        let at = r.key * BLOCK as u64;
+        match r.op {
+            Op::Write => {
+                file.write_at(at, &r.key.to_le_bytes().repeat(BLOCK / 8)).unwrap();
+            }
+            _ => {
+                file.read_at(at, &mut buf).unwrap();
+            }
+        }
+    }
+    file
 }
 
 /// A backing file whose syncs do nothing: decisions never depend on them, and tens of

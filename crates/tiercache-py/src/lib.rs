@@ -310,14 +310,10 @@ impl Cache {
         let table = options_table(options_json).map_err(to_py)?;
         let build = || -> anyhow::Result<Cache> {
             let stack = tiercache_cli::experiment::cache(&table)?;
-            let lower = match (slow_path, flash_path) {
-                (Some(_), Some(_)) => {
-                    anyhow::bail!("slow_path and flash_path: the cache takes one of them")
-                }
-                (Some(path), None) => Some(TierKind::Mapped { path }),
-                (None, Some(path)) => Some(TierKind::Flash { path }),
-                (None, None) => None,
-            };
+            // Below DRAM: the slow tier, then the flash tier, those given.
+            let slow = slow_path.map(|path| TierKind::Mapped { path });
+            let lower: Vec<TierKind> =
+                slow.into_iter().chain(flash_path.map(|path| TierKind::Flash { path })).collect();
             let media = tiercache_cli::serve::media(&stack, lower);
             let block = parse_size(block_size)
                 .map_err(|e| anyhow::anyhow!("block_size {block_size}: {e}"))?;
