@@ -23,7 +23,9 @@ const BLOCK: usize = 4096;
 
 #[derive(Args, Clone, Debug)]
 pub struct CrashtestArgs {
-    /// The tier the dirty blocks live on: mapped, file or flash.
+    /// The tier the dirty blocks live on: mapped, file or flash; or tiers top down joined by
+    /// `+` (`dram+mapped+flash`): each holds twice the blocks of the one above, the last
+    /// `--cache-blocks`, and the policy runs each.
     #[arg(long, default_value = "mapped")]
     pub tier: String,
     /// The Open CAS mode the child writes in: wb, wo, or any other (wt, wa, wi, pt).
@@ -136,23 +138,43 @@ fn files(args: &CrashtestArgs) -> anyhow::Result<Files> {
 }
 
 fn cache(args: &CrashtestArgs, tier_path: &Path) -> anyhow::Result<CacheBuilder> {
-    let tier = match args.tier.as_str() {
-        "mapped" => TierKind::Mapped { path: tier_path.to_path_buf() },
-        "file" => TierKind::File { path: tier_path.to_path_buf() },
-        "flash" => TierKind::Flash { path: tier_path.to_path_buf() },
-        other => bail!("--tier {other}: not mapped, file or flash"),
-    };
+    // The tiers top down, the n-th below the first in a file of its own beside the first's.
+    let names: Vec<&str> = args.tier.split('+').collect();
+    let mut tiers = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let path = match i {
+            0 => tier_path.to_path_buf(),
+            _ => tier_path.with_extension(format!("{i}.tc")),
+        };
+        tiers.push(match *name {
+            "dram" if i + 1 < names.len() => TierKind::Dram,
+            "mapped" => TierKind::Mapped { path },
+            "file" => TierKind::File { path },
+            "flash" => TierKind::Flash { path },
+            other => bail!(
+                "--tier {other}: not mapped, file or flash (or tiers top down joined by +, \
+                 `dram+mapped+flash`, with DRAM only above another)"
+            ),
+        });
+    }
     let mode = CacheMode::parse(&args.mode)
         .with_context(|| format!("--mode {}: not one of wb, wo, wt, wa, wi, pt", args.mode))?;
     if args.cache_blocks == 0 || args.blocks == 0 || args.sync_every == 0 {
         bail!("--blocks, --cache-blocks and --sync-every must be above 0");
     }
     let policy = PolicyConfig::parse(&args.policy).context("--policy")?;
-    Ok(CacheBuilder::new(policy)
-        .tier(tier)
+    let bytes = |i: usize| (args.cache_blocks >> (tiers.len() - 1 - i)).max(1) * BLOCK as u64;
+    let mut builder =
+        CacheBuilder::new(policy.clone()).tier(tiers[0].clone()).capacity_bytes(bytes(0));
+    for (i, tier) in tiers.iter().enumerate().skip(1) {
+        builder = match i {
+            1 => builder.lower_tier(tier.clone(), bytes(i), policy.clone()),
+            _ => builder.add_tier(tier.clone(), bytes(i), policy.clone()),
+        };
+    }
+    Ok(builder
         .block_size(BLOCK)
         .shards(4)
-        .capacity_bytes(args.cache_blocks * BLOCK as u64)
         .mode(CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) })
         .recover(Recover::Quiet))
 }
@@ -167,7 +189,11 @@ pub fn run(args: &CrashtestArgs) -> anyhow::Result<()> {
     DeviceProfile::load(&args.backing_profile)
         .map_err(anyhow::Error::msg)
         .context("--backing-profile")?;
+    // A new run: no tier file of an earlier one (the tiers below the first have files beside it).
     let _ = std::fs::remove_file(&files.tier);
+    for i in 1..args.tier.split('+').count() {
+        let _ = std::fs::remove_file(files.tier.with_extension(format!("{i}.tc")));
+    }
     let initial: Vec<u8> = (0..args.blocks).flat_map(|b| value(b, 0)).collect();
     std::fs::write(&files.backing, initial)
         .with_context(|| format!("cannot write {}", files.backing.display()))?;

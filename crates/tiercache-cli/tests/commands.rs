@@ -814,12 +814,17 @@ fn bench_runs_the_controllers_through_policy() {
 /// `crashtest`: a child writing through a write-back cache is killed with SIGKILL 20 times per
 /// tier; after each kill the cache reopens over what it left, and every block holds its last
 /// synced write or a later one, whole. The flash tier also with the set-associative policy,
-/// whose blocks lie where it places them.
+/// whose blocks lie where it places them; and three tiers, DRAM over a mapped tier over a
+/// flash tier, whose dirty blocks move down through both.
 #[test]
 fn crashtest_kills_a_write_back_writer_and_loses_nothing() {
-    for (tier, policy) in
-        [("mapped", "lru"), ("file", "lru"), ("flash", "lru"), ("flash", "setassoc:ways=8")]
-    {
+    for (tier, policy) in [
+        ("mapped", "lru"),
+        ("file", "lru"),
+        ("flash", "lru"),
+        ("flash", "setassoc:ways=8"),
+        ("dram+mapped+flash", "lru"),
+    ] {
         let dir = scratch(&format!("crashtest-{tier}-{}", policy.len()));
         let args = ["crashtest", "--tier", tier, "--mode", "wb", "--kills", "20", "--seed", "11"];
         let args = [&args[..], &["--policy", policy]].concat();
@@ -836,6 +841,8 @@ fn crashtest_kills_a_write_back_writer_and_loses_nothing() {
     }
     let err = tiercache_fails(&["crashtest", "--tier", "pmem", "--kills", "1"]);
     assert!(err.contains("--tier pmem"), "{err}");
+    let err = tiercache_fails(&["crashtest", "--tier", "mapped+dram", "--kills", "1"]);
+    assert!(err.contains("--tier dram") && err.contains("above another"), "{err}");
 }
 
 /// `bench --write-mode wb`: writes stay dirty on the mapped tier, evictions write them back,

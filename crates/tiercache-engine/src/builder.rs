@@ -603,14 +603,18 @@ impl CacheBuilder {
         }
         if self.placement != Placement::DramFirst {
             let reason = format!(
-                "{mode} over {} persistent tiers moves dirty blocks up and down between them, and                  a crash between a move and the next sync could leave a tier too full to take                  back its dirty blocks: use dram-first placement",
+                "{mode} over {} persistent tiers moves dirty blocks up and down between them, and \
+                 a crash between a move and the next sync could leave a tier too full to take \
+                 back its dirty blocks: use dram-first placement",
                 persistent.len()
             );
             return Err(EngineError::config("placement", reason));
         }
         if let Some(&t) = persistent[1..].iter().find(|&&t| self.placed(&self.tiers[t]).is_some()) {
             let reason = format!(
-                "{mode} with tier {t} set-associative below another persistent tier: a crash                  between a dirty block's move and the next sync could leave a set too full to                  take back its dirty blocks; run that tier with a fully associative policy (lru)"
+                "{mode} with tier {t} set-associative below another persistent tier: a crash \
+                 between a dirty block's move and the next sync could leave a set too full to \
+                 take back its dirty blocks; run that tier with a fully associative policy (lru)"
             );
             return Err(EngineError::config("policy", reason));
         }
