@@ -63,6 +63,12 @@ pub struct YcsbArgs {
     pub slow_path: Option<PathBuf>,
     #[arg(long)]
     pub slow_size: Option<String>,
+    /// A flash tier (a file or block device read with direct I/O), below DRAM and the slow
+    /// tier, those given; a load starts it empty.
+    #[arg(long)]
+    pub flash_path: Option<PathBuf>,
+    #[arg(long)]
+    pub flash_size: Option<String>,
     /// Make the slow tier behave like a device: a preset (optane-dcpm, cxl, ...) or a TOML
     /// profile.
     #[arg(long)]
@@ -80,13 +86,13 @@ pub struct YcsbArgs {
     /// The top tier's policy [default: lru].
     #[arg(long)]
     pub policy: Option<String>,
-    /// The slow tier's policy under DRAM [default: lru].
+    /// The policy of the tiers under DRAM [default: lru].
     #[arg(long)]
     pub lower_policy: Option<String>,
     /// Admission filters joined by `+` [default: always].
     #[arg(long)]
     pub admission: Option<String>,
-    /// Overwrite a --slow-path that holds a file which is not a tier file.
+    /// Overwrite a --slow-path or --flash-path that holds a file which is not a tier file.
     #[arg(long)]
     pub force: bool,
     /// When a commit is durable: immediate (every commit syncs, redb's default) or none
@@ -247,6 +253,8 @@ fn serve_args(args: &YcsbArgs) -> ServeArgs {
         dram: args.dram.clone(),
         slow_path: args.slow_path.clone(),
         slow_size: args.slow_size.clone(),
+        flash_path: args.flash_path.clone(),
+        flash_size: args.flash_size.clone(),
         policy: args.policy.clone(),
         lower_policy: args.lower_policy.clone(),
         mode: args.mode.clone(),
@@ -266,6 +274,7 @@ fn serve_args(args: &YcsbArgs) -> ServeArgs {
 fn cache_options(args: &YcsbArgs) -> Vec<&'static str> {
     let mut given = serve_args(args).stack_options();
     given.extend(args.slow_path.as_ref().map(|_| "--slow-path"));
+    given.extend(args.flash_path.as_ref().map(|_| "--flash-path"));
     given.extend(args.slow_profile.as_ref().map(|_| "--slow-profile"));
     given
 }
@@ -383,6 +392,11 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
                     Some(name) => format!(" behaving as {name}"),
                     None => String::new(),
                 }
+            ),
+            TierKind::Flash { path } => format!(
+                "flash {} {}",
+                path.display(),
+                resolved.flash_size.as_deref().unwrap_or("?")
             ),
             other => format!("{other:?}"),
         })

@@ -24,13 +24,17 @@ fn json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn every_workload_checks_out_with_and_without_the_cache() {
-    let tier = scratch("all.tier");
-    let tier = tier.to_str().unwrap();
+    // Without the cache; DRAM; DRAM over a slow tier behind NVCache; DRAM over a slow tier
+    // over a flash tier.
+    let (tier, mid, low) = (scratch("all.tier"), scratch("all-mid.tier"), scratch("all.flash"));
+    let (tier, mid, low) = (tier.to_str().unwrap(), mid.to_str().unwrap(), low.to_str().unwrap());
     let small = ["--workload", "all", "--records", "3000", "--operations", "1500"];
-    let stacks: [&[&str]; 3] = [
+    let three = ["--slow-path", mid, "--slow-size", "2MiB", "--flash-path", low, "--flash-size"];
+    let stacks: [&[&str]; 4] = [
         &["--no-cache", "--backing-profile", "nvme"],
         &["--dram", "4MiB"],
         &["--dram", "1MiB", "--slow-path", tier, "--slow-size", "8MiB", "--nvcache", "obp"],
+        &[&["--dram", "512KiB"], &three[..], &["8MiB"]].concat(),
     ];
     for stack in stacks {
         let mut args = small.to_vec();
