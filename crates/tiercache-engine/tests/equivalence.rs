@@ -278,6 +278,25 @@ fn simulated_hierarchy(
     (found, counts)
 }
 
+/// One shard of DRAM over a mapped tier over a flash tier (files `I.mem` and `I.flash` in
+/// `dir`), each tier `tiers[t]`'s policy and blocks, under `placement`.
+fn three_tiers(
+    tiers: &[(&str, u64); 3],
+    placement: Placement,
+    dir: &std::path::Path,
+    i: usize,
+) -> CacheBuilder {
+    let policy = |t: usize| PolicyConfig::parse(tiers[t].0).unwrap();
+    let bytes = |t: usize| tiers[t].1 * BLOCK as u64;
+    CacheBuilder::new(policy(0))
+        .placement(placement)
+        .capacity_bytes(bytes(0))
+        .lower_tier(TierKind::Mapped { path: dir.join(format!("{i}.mem")) }, bytes(1), policy(1))
+        .add_tier(TierKind::Flash { path: dir.join(format!("{i}.flash")) }, bytes(2), policy(2))
+        .shards(1)
+        .block_size(BLOCK)
+}
+
 /// Three tiers, DRAM over a mapped tier over a flash tier, in one engine: every request hits
 /// or misses as the simulated hierarchy of the same three tiers decides, reads found below
 /// DRAM are counted as such, and the blocks inserted, evicted and moved between tiers are the
@@ -291,21 +310,7 @@ fn three_tier_engine_decides_as_the_simulated_hierarchy() {
     for (i, placement) in ["dram-first", "scm-first:2", "bidirectional:4"].iter().enumerate() {
         let placement = Placement::parse(placement).unwrap();
         let (sim, want) = simulated_hierarchy(placement, &tiers, None, &reqs);
-        let policy = |t: usize| PolicyConfig::parse(tiers[t].0).unwrap();
-        let bytes = |t: usize| tiers[t].1 * BLOCK as u64;
-        let cache = CacheBuilder::new(policy(0))
-            .placement(placement)
-            .capacity_bytes(bytes(0))
-            .lower_tier(
-                TierKind::Mapped { path: dir.join(format!("{i}.mem")) },
-                bytes(1),
-                policy(1),
-            )
-            .add_tier(TierKind::Flash { path: dir.join(format!("{i}.flash")) }, bytes(2), policy(2))
-            .shards(1)
-            .block_size(BLOCK)
-            .build()
-            .unwrap();
+        let cache = three_tiers(&tiers, placement, &dir, i).build().unwrap();
         let mut buf = vec![0u8; BLOCK];
         for (n, r) in reqs.iter().enumerate() {
             let before = cache.stats().tier_hits;
@@ -584,21 +589,9 @@ fn three_tier_write_back_decides_as_the_simulator() {
         let (sim, want) = simulated_hierarchy(placement, &tiers, Some(mode.clone()), &reqs);
         let read_hits =
             reqs.iter().zip(&sim).filter(|(r, t)| r.op != Op::Write && t.is_some()).count();
-        let policy = |t: usize| PolicyConfig::parse(tiers[t].0).unwrap();
-        let bytes = |t: usize| tiers[t].1 * BLOCK as u64;
         let clock = Arc::new(ManualClock::default());
-        let cache = CacheBuilder::new(policy(0))
-            .placement(placement)
+        let cache = three_tiers(&tiers, placement, &dir, i)
             .mode(mode.clone())
-            .capacity_bytes(bytes(0))
-            .lower_tier(
-                TierKind::Mapped { path: dir.join(format!("{i}.mem")) },
-                bytes(1),
-                policy(1),
-            )
-            .add_tier(TierKind::Flash { path: dir.join(format!("{i}.flash")) }, bytes(2), policy(2))
-            .shards(1)
-            .block_size(BLOCK)
             .clock(clock.clone())
             .without_worker()
             .build()
