@@ -28,8 +28,8 @@ fn simulated_hits(
 ) -> (Vec<bool>, u64, u64) {
     let mut policy =
         AnyPolicy::from_config(policy, Capacity::objects(blocks), admission, 0).unwrap();
-    let (hits, counts) = decide_all(&mut policy, reqs);
-    (hits, counts.inserts, counts.evictions)
+    let (found, counts) = decide_all(&mut policy, reqs);
+    (found.iter().map(Option::is_some).collect(), counts.inserts, counts.evictions)
 }
 
 #[derive(Default)]
@@ -37,10 +37,13 @@ struct Counts {
     inserts: u64,
     evictions: u64,
     rejections: u64,
+    moves: u64,
+    write_backs: u64,
 }
 
-/// Runs `reqs` through `policy`: per request whether it hit, and the actions counted.
-fn decide_all(policy: &mut AnyPolicy, reqs: &[Request]) -> (Vec<bool>, Counts) {
+/// Runs `reqs` through `policy`: per request the tier it found the key in (`None`: a miss),
+/// and the actions counted.
+fn decide_all(policy: &mut AnyPolicy, reqs: &[Request]) -> (Vec<Option<u8>>, Counts) {
     let mut decision = Decision::new();
     let mut counts = Counts::default();
     let hits = reqs
@@ -53,10 +56,12 @@ fn decide_all(policy: &mut AnyPolicy, reqs: &[Request]) -> (Vec<bool>, Counts) {
                     tiercache_core::Action::Insert { .. } => counts.inserts += 1,
                     tiercache_core::Action::Evict { .. } => counts.evictions += 1,
                     tiercache_core::Action::Reject { .. } => counts.rejections += 1,
+                    tiercache_core::Action::Move { .. } => counts.moves += 1,
+                    tiercache_core::Action::WriteBack { .. } => counts.write_backs += 1,
                     _ => {}
                 }
             }
-            decision.hit.is_some()
+            decision.hit.map(|t| t.0)
         })
         .collect();
     (hits, counts)
@@ -256,26 +261,8 @@ fn simulated_hierarchy(
     if let Some(mode) = mode {
         policy = policy.in_mode(mode);
     }
-    let mut decision = Decision::new();
-    let mut counts = [0u64; 4];
-    let found = reqs
-        .iter()
-        .map(|r| {
-            decision.clear();
-            policy.decide(r, &mut decision);
-            for a in &decision.actions {
-                match a {
-                    tiercache_core::Action::Insert { .. } => counts[0] += 1,
-                    tiercache_core::Action::Evict { .. } => counts[1] += 1,
-                    tiercache_core::Action::Move { .. } => counts[2] += 1,
-                    tiercache_core::Action::WriteBack { .. } => counts[3] += 1,
-                    _ => {}
-                }
-            }
-            decision.hit.map(|t| t.0)
-        })
-        .collect();
-    (found, counts)
+    let (found, c) = decide_all(&mut policy, reqs);
+    (found, [c.inserts, c.evictions, c.moves, c.write_backs])
 }
 
 /// One shard of DRAM over a mapped tier over a flash tier (files `I.mem` and `I.flash` in
@@ -454,7 +441,8 @@ fn engine_decides_as_the_simulator_behind_nvcache_admission() {
             AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(blocks), &[], 0)
                 .unwrap()
                 .with_nvcache(config.clone());
-        let (sim, counts) = decide_all(&mut policy, &reqs);
+        let (found, counts) = decide_all(&mut policy, &reqs);
+        let sim: Vec<bool> = found.iter().map(Option::is_some).collect();
         let (inserts, rejected) = (counts.inserts, counts.rejections);
         let clock = Arc::new(ManualClock::default());
         let cache = CacheBuilder::new(PolicyConfig::Lru)
@@ -698,7 +686,7 @@ fn a_sharded_engine_decides_as_the_sharded_model() {
             spec.seed = 3;
             spec.shards = shards;
             let mut policy = StackConfig::try_from(spec).unwrap().build().unwrap();
-            decide_all(&mut policy, &reqs).0
+            decide_all(&mut policy, &reqs).0.iter().map(Option::is_some).collect::<Vec<bool>>()
         };
         let sharded = model(Some(shards));
         let first_difference = sharded.iter().zip(&engine).position(|(a, b)| a != b);
