@@ -398,18 +398,7 @@ fn cached_file_modes_decide_as_the_simulated_cache_modes() {
             .build()
             .unwrap();
         let file = CachedFile::open(&path, cache).unwrap();
-        let mut buf = vec![0u8; BLOCK];
-        for r in &reqs {
-            let at = r.key * BLOCK as u64;
-            match r.op {
-                Op::Write => {
-                    file.write_at(at, &r.key.to_le_bytes().repeat(BLOCK / 8)).unwrap();
-                }
-                _ => {
-                    file.read_at(at, &mut buf).unwrap();
-                }
-            }
-        }
+        replay_requests(&file, &reqs, None);
         let stats = file.cache().stats();
         match sim_mode {
             CacheMode::PassThrough => assert_eq!(read_hits + inserts, 0),
@@ -613,9 +602,18 @@ fn replay_file(
     let backing = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
     let backing = Arc::new(Unsynced(tiercache_engine::device::FileDevice::new(backing, path)));
     let file = CachedFile::over(backing, cache);
+    replay_requests(&file, reqs, Some(clock));
+    file
+}
+
+/// `reqs` as block writes (of the key's bytes) and reads of `file`, on the trace's clock if
+/// one is given.
+fn replay_requests(file: &CachedFile, reqs: &[Request], clock: Option<&ManualClock>) {
     let mut buf = vec![0u8; BLOCK];
     for r in reqs {
-        clock.set(r.time_us);
+        if let Some(clock) = clock {
+            clock.set(r.time_us);
+        }
         let at = r.key * BLOCK as u64;
         match r.op {
             Op::Write => {
@@ -626,7 +624,6 @@ fn replay_file(
             }
         }
     }
-    file
 }
 
 /// A backing file whose syncs do nothing: decisions never depend on them, and tens of
