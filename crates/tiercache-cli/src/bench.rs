@@ -102,6 +102,11 @@ pub struct BenchArgs {
     /// Policy of the lower tier when --dram sits over --slow-path or --flash-path.
     #[arg(long, default_value = "lru")]
     pub lower_policy: String,
+    /// With two or more tiers, where misses go and when blocks move up (Kassa et al.):
+    /// dram-first, scm-first[:T] (misses into the tier below DRAM, promoted after T hits
+    /// there), bidirectional[:T].
+    #[arg(long, default_value = "dram-first")]
+    pub placement: String,
     /// Admit through NVCache's rules, live in the engine: obp[:TARGET], alloc-read-write or
     /// no-write-allocate, then ',small-bypass=BYTES', ',window=LOOKUPS', ',write-allocate',
     /// ',no-eviction'.
@@ -686,6 +691,8 @@ fn cached(
             builder.nhc(config).measure_every(Duration::from_secs_f64(args.measure_ms / 1000.0));
     }
     let lower_policy = PolicyConfig::parse(&args.lower_policy).context("--lower-policy")?;
+    let placement = tiercache_policy::Placement::parse(&args.placement).context("--placement")?;
+    builder = builder.placement(placement);
     for (i, (lower, lower_bytes)) in tiers.iter().enumerate().skip(1) {
         builder = match i {
             1 => builder.lower_tier(lower.clone(), *lower_bytes, lower_policy.clone()),
@@ -801,7 +808,7 @@ fn cached(
         1 => (args.policy.clone(), args.write_mode.as_str()),
         n => {
             let lower = vec![args.lower_policy.as_str(); n - 1].join(" > ");
-            (format!("dram-first {} > {lower}", args.policy), &*args.write_mode)
+            (format!("{} {} > {lower}", args.placement, args.policy), &*args.write_mode)
         }
     };
     let backing = match &args.backing_profile {

@@ -334,6 +334,19 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
             }
         }
     }
+    // --placement: SCM-first puts misses into the tier below DRAM and promotes blocks hit
+    // there; write-back over two persistent tiers with it is refused, naming the setting.
+    let mut args: Vec<&str> = common.to_vec();
+    args.extend(tiers[3].iter());
+    args.extend(["--placement", "scm-first:1"]);
+    let report: serde_json::Value = serde_json::from_str(&tiercache(&args)).unwrap();
+    assert!(report["tier"].as_str().unwrap().contains("scm-first:1 lru > lru"), "{report}");
+    assert!(report["cache"]["promotions"].as_u64().unwrap() > 0, "{report}");
+    let mut args: Vec<&str> = common.to_vec();
+    args.extend(tiers[4].iter());
+    args.extend(["--placement", "scm-first:1", "--write-mode", "wb"]);
+    let e = tiercache_fails(&args);
+    assert!(e.contains("'placement'") && e.contains("dram-first"), "{e}");
     // Raw reads alone, the path whose threads share one region of the medium: they run, and
     // write nothing.
     for tier in &tiers[..2] {
