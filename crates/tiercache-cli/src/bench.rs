@@ -693,11 +693,8 @@ fn cached(
     let lower_policy = PolicyConfig::parse(&args.lower_policy).context("--lower-policy")?;
     let placement = tiercache_policy::Placement::parse(&args.placement).context("--placement")?;
     builder = builder.placement(placement);
-    for (i, (lower, lower_bytes)) in tiers.iter().enumerate().skip(1) {
-        builder = match i {
-            1 => builder.lower_tier(lower.clone(), *lower_bytes, lower_policy.clone()),
-            _ => builder.add_tier(lower.clone(), *lower_bytes, lower_policy.clone()),
-        };
+    for (lower, lower_bytes) in &tiers[1..] {
+        builder = builder.add_tier(lower.clone(), *lower_bytes, lower_policy.clone());
     }
     for (i, (kind, _)) in tiers.iter().enumerate() {
         let preset = match kind {

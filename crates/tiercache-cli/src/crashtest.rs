@@ -137,15 +137,20 @@ fn files(args: &CrashtestArgs) -> anyhow::Result<Files> {
     Ok(Files { backing: dir.join("backing.img"), tier: dir.join("tier.tc"), dir, remove })
 }
 
-fn cache(args: &CrashtestArgs, tier_path: &Path) -> anyhow::Result<CacheBuilder> {
-    // The tiers top down, the n-th below the first in a file of its own beside the first's.
+/// The file of tier `i` of `--tier` (top down): the first's is `first`, each below it one of
+/// its own beside it.
+fn tier_path(first: &Path, i: usize) -> std::path::PathBuf {
+    match i {
+        0 => first.to_path_buf(),
+        _ => first.with_extension(format!("{i}.tc")),
+    }
+}
+
+fn cache(args: &CrashtestArgs, first: &Path) -> anyhow::Result<CacheBuilder> {
     let names: Vec<&str> = args.tier.split('+').collect();
     let mut tiers = Vec::new();
     for (i, name) in names.iter().enumerate() {
-        let path = match i {
-            0 => tier_path.to_path_buf(),
-            _ => tier_path.with_extension(format!("{i}.tc")),
-        };
+        let path = tier_path(first, i);
         tiers.push(match *name {
             "dram" if i + 1 < names.len() => TierKind::Dram,
             "mapped" => TierKind::Mapped { path },
@@ -167,10 +172,7 @@ fn cache(args: &CrashtestArgs, tier_path: &Path) -> anyhow::Result<CacheBuilder>
     let mut builder =
         CacheBuilder::new(policy.clone()).tier(tiers[0].clone()).capacity_bytes(bytes(0));
     for (i, tier) in tiers.iter().enumerate().skip(1) {
-        builder = match i {
-            1 => builder.lower_tier(tier.clone(), bytes(i), policy.clone()),
-            _ => builder.add_tier(tier.clone(), bytes(i), policy.clone()),
-        };
+        builder = builder.add_tier(tier.clone(), bytes(i), policy.clone());
     }
     Ok(builder
         .block_size(BLOCK)
@@ -189,10 +191,9 @@ pub fn run(args: &CrashtestArgs) -> anyhow::Result<()> {
     DeviceProfile::load(&args.backing_profile)
         .map_err(anyhow::Error::msg)
         .context("--backing-profile")?;
-    // A new run: no tier file of an earlier one (the tiers below the first have files beside it).
-    let _ = std::fs::remove_file(&files.tier);
-    for i in 1..args.tier.split('+').count() {
-        let _ = std::fs::remove_file(files.tier.with_extension(format!("{i}.tc")));
+    // A new run: no tier file of an earlier one.
+    for i in 0..args.tier.split('+').count() {
+        let _ = std::fs::remove_file(tier_path(&files.tier, i));
     }
     let initial: Vec<u8> = (0..args.blocks).flat_map(|b| value(b, 0)).collect();
     std::fs::write(&files.backing, initial)

@@ -1,5 +1,5 @@
 //! How a simulation runs and reports, apart from the trace and the cache: the options `sim`,
-//! `run` and the virtual-time runner (`crate::timed`) share.
+//! `run` and the virtual-time runner (the `timed` module) share.
 
 use std::path::PathBuf;
 

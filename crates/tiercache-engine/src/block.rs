@@ -1,6 +1,6 @@
 //! The header of a block on a mapped or file tier, 32 bytes. On a file tier it lies in the
 //! block's slot, before the value; on a mapped tier, in an array of headers apart from the
-//! slots, so that values stay page-aligned (`crate::store`).
+//! slots, so that values stay page-aligned (the `store` module).
 //!
 //! ```text
 //! 0   u32 magic "TCB2"

@@ -231,7 +231,7 @@ impl CacheBuilder {
         self
     }
 
-    /// One more tier below the others (the third, fourth...): the tier above's victims move
+    /// One more tier below the others (the second, third...): the tier above's victims move
     /// here, as the policy's hierarchy moves them (`tiercache_policy::AnyPolicy::hierarchy`).
     pub fn add_tier(mut self, kind: TierKind, capacity_bytes: u64, policy: PolicyConfig) -> Self {
         self.tiers.push(TierSpec { kind, capacity_bytes, policy, profile: None });

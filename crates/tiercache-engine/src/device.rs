@@ -181,7 +181,7 @@ impl Device for FileDevice {
 }
 
 /// Memory: anonymous (the DRAM tier) or a mapped file (persistent memory, CXL memory, tmpfs).
-/// Its bytes may be copied by readers without a lock at any time (see [`crate::optimistic`]),
+/// Its bytes may be copied by readers without a lock at any time (see the `optimistic` module),
 /// so they are read and written as byte-wise atomics ([`crate::atomic_bytes`]).
 ///
 /// Crate-private: a write must not land on bytes a read handle holds as a slice, which the

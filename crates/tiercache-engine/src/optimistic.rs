@@ -20,7 +20,7 @@
 //!   that checked out; a read through to the backing store copies straight into the caller's
 //!   buffer and overwrites a refused copy (see [`Landing`]). A mapped block's header and
 //!   checksum are checked on its first hit and the way marked; later hits skip the check until
-//!   the way changes, and the scrubber checks marked blocks again (see `crate::scrub`).
+//!   the way changes, and the scrubber checks marked blocks again (see the `scrub` module).
 //!   Anything unusual (a key not published, a write under way, a checksum that fails on a
 //!   mapped tier) falls back to the locked path, which deals with it as before.
 //! - **Telling the policy.** The hit is appended to the calling thread's ring for the shard

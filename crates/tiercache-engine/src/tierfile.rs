@@ -93,7 +93,7 @@ pub struct Geometry {
 impl Geometry {
     /// Bytes of a flash tier's slot records or a mapped tier's block headers, which lie
     /// between the superblock and the blocks: each shard's on pages of their own (see
-    /// `crate::direct`), one per chunk of a page. None on file tiers, whose blocks carry
+    /// the `direct` module), one per chunk of a page. None on file tiers, whose blocks carry
     /// their headers.
     pub fn record_bytes(&self) -> u64 {
         match self.kind {
@@ -196,7 +196,7 @@ pub struct Superblock {
     pub backing: Option<Backing>,
     pub state: State,
     /// A mapped or flash tier stopped cleanly: CRC32C of its array of block headers (flash:
-    /// slot records) as the stop left it (`crate::store::Medium::close_clean`), so that a
+    /// slot records) as the stop left it (`Medium::close_clean` in the `store` module), so that a
     /// restart finding the same headers can take them without reading every value (each
     /// value is still checked when it is first read).
     pub headers_crc: Option<u32>,
@@ -515,7 +515,7 @@ pub fn write_superblock(
     file.sync_data().map_err(|e| io("cannot sync the tier header", e))
 }
 
-/// Bytes of one slot's record (see `crate::direct::DirectSlots`).
+/// Bytes of one slot's record (see `DirectSlots` in the `direct` module).
 pub const RECORD_BYTES: usize = 32;
 /// Pages of records `slots` slots take: a shard's records lie on pages of their own.
 pub fn record_pages(slots: u64) -> u64 {

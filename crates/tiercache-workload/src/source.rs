@@ -1,5 +1,5 @@
 //! The batch interface every trace reader implements, and its adapter for plain iterators.
-//! Readers ([`crate::formats`]) and the opener ([`crate::reader`]) both depend on it; it
+//! Readers (the `formats` module) and the opener (the `reader` module) both depend on it; it
 //! depends on neither.
 
 use tiercache_core::Request;
