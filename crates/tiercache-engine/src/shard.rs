@@ -817,7 +817,7 @@ impl Shard {
     fn has_fresh_slot(&mut self, t: usize, key: Key, old: u32) -> bool {
         loop {
             let sets = self.policy.placement_ref(TierId(t as u8)).expect("a placed tier");
-            if sets.free_slots(key).any(|s| s != old && !self.busy(t, s)) {
+            if sets.first_free(key, &mut |s| s != old && !self.busy(t, s)).is_some() {
                 return true;
             }
             if !self.limbo.iter().any(|(lt, _, _)| *lt == t) {
@@ -870,7 +870,7 @@ impl Shard {
              limited to leave one"
         );
         let sets = self.policy.placement_ref(tier).expect("a placed tier");
-        let to = sets.free_slots(key).find(|&s| s != avoid && !self.busy(t, s)).expect("found");
+        let to = sets.first_free(key, &mut |s| s != avoid && !self.busy(t, s)).expect("found");
         match chosen {
             Some(_) => {
                 let sets = self.policy.placement(tier).expect("a placed tier");

@@ -117,12 +117,12 @@ pub trait Eviction {
 
     fn label(&self) -> String;
 
-    /// The set-associative policy, which chooses each key's slot (`setassoc`); no other.
-    fn placement(&mut self) -> Option<&mut crate::setassoc::SetAssoc> {
+    /// The slots of a policy that chooses each key's slot (set-associative); no other.
+    fn placement(&mut self) -> Option<&mut dyn crate::placed::PlacedSlots> {
         None
     }
 
-    fn placement_ref(&self) -> Option<&crate::setassoc::SetAssoc> {
+    fn placement_ref(&self) -> Option<&dyn crate::placed::PlacedSlots> {
         None
     }
 
@@ -278,11 +278,11 @@ impl<E: Eviction> Policy for SingleTier<E> {
         self.eviction.resident()
     }
 
-    fn placement(&mut self, tier: TierId) -> Option<&mut crate::setassoc::SetAssoc> {
+    fn placement(&mut self, tier: TierId) -> Option<&mut dyn crate::placed::PlacedSlots> {
         (tier == self.tier).then(|| self.eviction.placement()).flatten()
     }
 
-    fn placement_ref(&self, tier: TierId) -> Option<&crate::setassoc::SetAssoc> {
+    fn placement_ref(&self, tier: TierId) -> Option<&dyn crate::placed::PlacedSlots> {
         (tier == self.tier).then(|| self.eviction.placement_ref()).flatten()
     }
 

@@ -324,11 +324,11 @@ impl Policy for Hybrid {
         self.tiers[tier.index()].resident()
     }
 
-    fn placement(&mut self, tier: TierId) -> Option<&mut crate::setassoc::SetAssoc> {
+    fn placement(&mut self, tier: TierId) -> Option<&mut dyn crate::placed::PlacedSlots> {
         self.tiers.get_mut(tier.index())?.placement()
     }
 
-    fn placement_ref(&self, tier: TierId) -> Option<&crate::setassoc::SetAssoc> {
+    fn placement_ref(&self, tier: TierId) -> Option<&dyn crate::placed::PlacedSlots> {
         self.tiers.get(tier.index())?.placement_ref()
     }
 

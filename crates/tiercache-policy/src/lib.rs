@@ -86,14 +86,14 @@ macro_rules! delegate_to_inner {
         fn placement(
             &mut self,
             tier: tiercache_core::TierId,
-        ) -> Option<&mut $crate::setassoc::SetAssoc> {
+        ) -> Option<&mut dyn $crate::placed::PlacedSlots> {
             self.inner.placement(tier)
         }
 
         fn placement_ref(
             &self,
             tier: tiercache_core::TierId,
-        ) -> Option<&$crate::setassoc::SetAssoc> {
+        ) -> Option<&dyn $crate::placed::PlacedSlots> {
             self.inner.placement_ref(tier)
         }
     };
@@ -111,6 +111,7 @@ pub mod hybrid_arc;
 pub mod index;
 pub mod list;
 pub mod params;
+pub mod placed;
 pub mod queue;
 pub mod registry;
 pub mod stack;
@@ -226,13 +227,13 @@ pub trait Policy {
     fn label(&self) -> String;
 
     /// The set-associative policy running `tier`, when one does: it places each key in a
-    /// slot of its own choosing, which the engine stores the block at (`setassoc`).
-    fn placement(&mut self, _tier: TierId) -> Option<&mut setassoc::SetAssoc> {
+    /// slot of its own choosing, which the engine stores the block at (set-associative).
+    fn placement(&mut self, _tier: TierId) -> Option<&mut dyn placed::PlacedSlots> {
         None
     }
 
     /// As [`placement`](Self::placement), to read.
-    fn placement_ref(&self, _tier: TierId) -> Option<&setassoc::SetAssoc> {
+    fn placement_ref(&self, _tier: TierId) -> Option<&dyn placed::PlacedSlots> {
         None
     }
 

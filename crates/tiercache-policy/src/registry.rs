@@ -485,11 +485,11 @@ impl Policy for AnyPolicy {
         dispatch!(self, p => p.resident(tier))
     }
 
-    fn placement(&mut self, tier: TierId) -> Option<&mut crate::setassoc::SetAssoc> {
+    fn placement(&mut self, tier: TierId) -> Option<&mut dyn crate::placed::PlacedSlots> {
         dispatch!(self, p => p.placement(tier))
     }
 
-    fn placement_ref(&self, tier: TierId) -> Option<&crate::setassoc::SetAssoc> {
+    fn placement_ref(&self, tier: TierId) -> Option<&dyn crate::placed::PlacedSlots> {
         dispatch!(self, p => p.placement_ref(tier))
     }
 

@@ -26,6 +26,7 @@ use tiercache_core::{Capacity, Key, KeyMap, RejectReason, Request, Unit};
 
 use crate::error::PolicyError;
 use crate::frame::{Eviction, Sink};
+use crate::placed::PlacedSlots;
 
 /// Which way of a full set goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -464,12 +465,58 @@ impl Eviction for SetAssoc {
         format!("setassoc({}-way {order})", self.ways)
     }
 
-    fn placement(&mut self) -> Option<&mut SetAssoc> {
+    fn placement(&mut self) -> Option<&mut dyn PlacedSlots> {
         Some(self)
     }
 
-    fn placement_ref(&self) -> Option<&SetAssoc> {
+    fn placement_ref(&self) -> Option<&dyn PlacedSlots> {
         Some(self)
+    }
+}
+
+impl PlacedSlots for SetAssoc {
+    fn slots(&self) -> u32 {
+        SetAssoc::slots(self)
+    }
+
+    fn stride(&self) -> u32 {
+        SetAssoc::stride(self)
+    }
+
+    fn spare(&self) -> u32 {
+        SetAssoc::spare(self)
+    }
+
+    fn set_of(&self, key: Key) -> u32 {
+        SetAssoc::set_of(self, key)
+    }
+
+    fn key_at(&self, slot: u32) -> Option<Key> {
+        SetAssoc::key_at(self, slot)
+    }
+
+    fn slot_of(&self, key: Key) -> Option<u32> {
+        SetAssoc::slot_of(self, key)
+    }
+
+    fn track_vacated(&mut self, on: bool) {
+        SetAssoc::track_vacated(self, on)
+    }
+
+    fn take_vacated(&mut self) -> Vec<(Key, u32)> {
+        SetAssoc::take_vacated(self)
+    }
+
+    fn free_slots(&self, key: Key) -> Vec<u32> {
+        SetAssoc::free_slots(self, key).collect()
+    }
+
+    fn first_free(&self, key: Key, usable: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
+        SetAssoc::free_slots(self, key).find(|&slot| usable(slot))
+    }
+
+    fn relocate(&mut self, key: Key, to: u32) -> Option<u32> {
+        SetAssoc::relocate(self, key, to)
     }
 }
 

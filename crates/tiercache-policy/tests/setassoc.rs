@@ -134,11 +134,11 @@ proptest! {
             }
             // Relocate the request's key, if resident, to one of its free slots.
             if sets.slot_of(req.key).is_some() {
-                let free: Vec<u32> = sets.free_slots(req.key).collect();
+                let free: Vec<u32> = sets.free_slots(req.key);
                 prop_assert!(free.len() >= spare as usize);
                 let to = free[pick as usize % free.len()];
                 let from = sets.relocate(req.key, to).unwrap();
-                prop_assert_eq!(sets.free_slots(req.key).last(), Some(from));
+                prop_assert_eq!(sets.free_slots(req.key).last().copied(), Some(from));
                 prop_assert_eq!(sets.relocate(req.key, to), None, "not free any more");
             }
             for d in [&b] {
