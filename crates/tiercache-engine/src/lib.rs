@@ -72,6 +72,7 @@ pub mod stats;
 pub mod store;
 #[cfg(not(loom))]
 pub mod tier;
+mod tier_store;
 #[cfg(not(loom))]
 pub mod tierfile;
 

@@ -1,0 +1,106 @@
+//! Slots held for a sync: a dirty block superseded by a newer copy stays until the tier
+//! syncs (`TierStore::limbo`), and an older copy whose free mark is not durable yet keeps the
+//! key's current copy from being rewritten (`settle_erasures`).
+
+use tiercache_core::{Key, TierId};
+use tiercache_policy::Policy;
+
+use super::Shard;
+use crate::error::EngineError;
+use crate::tier_store::TierStore;
+
+impl Shard {
+    /// Frees a slot once what was written back from it is durable (see `backing_unsynced`),
+    /// and once no older copy of its key can come back in its place (`settle_erasures`).
+    pub(super) fn free_slot(&mut self, tier: usize, slot: u32, key: Key) {
+        self.sync_backing();
+        self.settle_erasures(key);
+        self.tiers[tier].free_slot(slot, key, &mut self.stats);
+    }
+
+    /// Before `key`'s current copy is freed or overwritten in place: an older copy of it,
+    /// held until a sync and marked free after it (`released`), is not durably free yet. Were
+    /// the current copy's slot rewritten (torn, or reused for another key) and the mark lost
+    /// in a crash, the older copy would come back as current: stale. So the tiers holding
+    /// such a mark sync first (`erase_syncs`).
+    pub(super) fn settle_erasures(&mut self, key: Key) {
+        for t in 0..self.tiers.len() {
+            let released = &self.tiers[t].released;
+            if released.is_empty() || !released.contains(&key) {
+                continue;
+            }
+            if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
+                self.stats.io_errors += 1;
+            }
+            self.stats.erase_syncs += 1;
+            self.tiers[t].released.clear();
+        }
+    }
+
+    /// Writes what the shard's regions keep in DRAM for their media (flash slot records),
+    /// before the tiers sync.
+    pub fn flush_records(&mut self) -> Result<(), EngineError> {
+        (0..self.tiers.len()).try_for_each(|t| self.flush_tier(t))
+    }
+
+    /// Writes tier `t`'s records not yet written (see `flush_records`). A placed tier's are
+    /// made from what the shard knows of each changed slot: the policy's key there, or the
+    /// block the decision being applied has yet to take out, or one held for a sync.
+    pub(super) fn flush_tier(&mut self, t: usize) -> Result<(), EngineError> {
+        use crate::direct::SlotState;
+        let TierStore { region, placed, limbo, .. } = &mut self.tiers[t];
+        let Some(placed) = placed.as_ref() else {
+            return region.flush_records(&|_| SlotState::Free, &mut self.seq);
+        };
+        let (policy, places) = (&self.policy, &self.places);
+        let sets = policy.placement_ref(TierId(t as u8)).expect("a placed tier");
+        let state = |slot: u32| {
+            let in_flight = |key: Key| {
+                places.get(&key).is_some_and(|p| {
+                    p.tier as usize == t && p.slot == slot && (p.staged || p.filling)
+                })
+            };
+            let dirty = placed.is_dirty(slot);
+            let held = placed.pending.iter().find(|&&(_, ps)| ps == slot).map(|p| p.0);
+            let key = sets.key_at(slot).or(held);
+            if let Some(key) = key {
+                return match in_flight(key) {
+                    true => SlotState::InFlight,
+                    false => SlotState::Block { key, dirty },
+                };
+            }
+            match limbo.iter().find(|&&(ls, _)| ls == slot) {
+                Some(&(_, key)) => SlotState::Held { key },
+                None => SlotState::Free,
+            }
+        };
+        region.flush_records(&state, &mut self.seq)
+    }
+
+    /// Frees the slots held since the last sync (of tier `only`, or all): the caller has just
+    /// synced the tiers, so the newer copies they were held for are durable, and so are the
+    /// free marks written before the sync.
+    pub fn release_limbo(&mut self, only: Option<usize>) {
+        for t in 0..self.tiers.len() {
+            if only.is_some_and(|o| o != t) {
+                continue;
+            }
+            self.tiers[t].released.clear();
+            for (slot, key) in std::mem::take(&mut self.tiers[t].limbo) {
+                // The key's current copy is newer; this one is only ever freed.
+                self.sync_backing();
+                self.tiers[t].free_slot(slot, key, &mut self.stats);
+                self.tiers[t].released.insert(key);
+            }
+        }
+    }
+
+    /// Syncs tier `t` (its records first) and frees the slots held for that sync (`limbo`).
+    pub(super) fn free_held_slots(&mut self, t: usize) {
+        if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
+            self.stats.io_errors += 1;
+        }
+        self.stats.limbo_syncs += 1;
+        self.release_limbo(Some(t));
+    }
+}

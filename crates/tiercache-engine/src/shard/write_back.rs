@@ -1,0 +1,187 @@
+//! Write-back: dirty blocks written to the backing device, one by one or as runs of
+//! consecutive keys, the backing device synced before any slot whose block was written back is
+//! freed, and dirty data that could not be read back recorded as lost.
+
+use tiercache_core::{Decision, Key, TierId};
+use tiercache_policy::{AnyPolicy, Policy};
+
+use super::Shard;
+use crate::error::EngineError;
+use crate::io::ReadFault;
+use crate::tier::Place;
+
+impl Shard {
+    /// Syncs the backing device if a block was written back since it last synced. A failed
+    /// sync is counted; the slot is freed all the same (the data reached the device's cache,
+    /// and holding slots forever would stop the cache).
+    pub fn sync_backing(&mut self) {
+        if !self.backing_unsynced {
+            return;
+        }
+        let Some(backing) = &self.backing else { return };
+        self.stats.backing_syncs += 1;
+        if backing.sync().is_err() {
+            self.stats.write_back_errors += 1;
+        }
+        self.backing_unsynced = false;
+    }
+
+    /// Writes `key`'s block back to the backing device if it is dirty; it stays resident,
+    /// clean. False if its data is lost: the block did not read back (failed checksum, I/O
+    /// error), so the caller drops it. A failed write to the backing device keeps the block
+    /// dirty, to be tried again before it is dropped. Without a backing device attached yet,
+    /// the block stays dirty.
+    pub(super) fn write_back(&mut self, key: Key) -> bool {
+        let Some(place) = self.place(key) else { return true };
+        if !place.dirty || place.filling {
+            return true;
+        }
+        let Some(backing) = self.backing.clone() else { return true };
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(self.tiers[place.tier as usize].region.value_bytes(), 0);
+        let kept = match self.read_block(key, place, &mut scratch) {
+            Ok(len) => {
+                let at = key * self.block_size as u64;
+                match backing.write_at(&scratch[..len], at) {
+                    Ok(()) => {
+                        self.set_place(key, Place { dirty: false, ..place });
+                        self.backing_unsynced = true;
+                        self.stats.write_backs += 1;
+                        self.stats.bytes_written_back += len as u64;
+                    }
+                    Err(_) => self.stats.write_back_errors += 1,
+                }
+                true
+            }
+            Err(fault) => {
+                self.count_fault(&fault);
+                self.lose(key);
+                false
+            }
+        };
+        self.scratch = scratch;
+        kept
+    }
+
+    /// Copies `key`'s block at `place` into `out`: from its staged copy while its write is
+    /// behind, else read and checked from its tier. Returns the value's length.
+    pub(super) fn read_block(
+        &mut self,
+        key: Key,
+        place: Place,
+        out: &mut [u8],
+    ) -> Result<usize, ReadFault> {
+        match self.staging.get(&key).filter(|_| place.staged) {
+            Some(staged) => Ok(crate::block::copy_value(staged.value(), out)),
+            None => self.tiers[place.tier as usize].region.read(place.slot, key, out),
+        }
+    }
+
+    /// Writes back the dirty blocks `first..first + count` as one write to the backing
+    /// device. False, having written nothing, unless every one is resident, dirty, whole,
+    /// and reads back: the caller then writes them back one by one.
+    pub(super) fn write_back_run(&mut self, first: Key, count: u64) -> bool {
+        let Some(backing) = self.backing.clone() else { return false };
+        let bs = self.block_size as usize;
+        let mut run = vec![0u8; bs * count as usize];
+        let mut places = Vec::with_capacity(count as usize);
+        for (key, chunk) in (first..first + count).zip(run.chunks_mut(bs)) {
+            let Some(place) = self.place(key) else { return false };
+            if !place.dirty || place.filling {
+                return false;
+            }
+            if !matches!(self.read_block(key, place, chunk), Ok(n) if n == bs) {
+                return false;
+            }
+            places.push((key, place));
+        }
+        if backing.write_at(&run, first * bs as u64).is_err() {
+            return false;
+        }
+        for (key, place) in places {
+            self.set_place(key, Place { dirty: false, ..place });
+        }
+        self.backing_unsynced = true;
+        self.stats.write_backs += count;
+        self.stats.bytes_written_back += run.len() as u64;
+        self.stats.write_back_runs += 1;
+        true
+    }
+
+    /// Whether `key`'s dirty data was lost (see `lost`); nearly always none is, and then
+    /// nothing is looked up.
+    #[inline]
+    pub fn is_lost(&self, key: Key) -> bool {
+        !self.lost.is_empty() && self.lost.contains(&key)
+    }
+
+    /// Records that `key`'s dirty data is lost (its block is about to be dropped): reads of it
+    /// fail until it is written again.
+    pub(super) fn lose(&mut self, key: Key) {
+        if let Some(place) = self.place(key).filter(|p| p.dirty) {
+            self.set_place(key, Place { dirty: false, ..place });
+            self.stats.dirty_lost += 1;
+            self.lost.insert(key);
+        }
+    }
+
+    /// Writes back every dirty block, then syncs the backing device: what a clean stop and
+    /// `flush_backing` ask. Blocks the policy no longer counts dirty but the shard does (a
+    /// write-back that failed) are written back too.
+    pub fn write_back_all(&mut self) -> Result<(), EngineError> {
+        self.clean_up(None, |policy, out| policy.write_back(None, out))
+    }
+
+    /// Makes the dirty blocks of the volatile `tier` durable, as the policy says: moved down
+    /// into `below` (the nearest persistent tier under it), still dirty, or written back. What
+    /// a sync asks of volatile tiers; the caller then syncs the tiers. Blocks of `tier` still
+    /// dirty afterwards are written back.
+    pub fn persist(&mut self, tier: TierId, below: Option<TierId>) -> Result<(), EngineError> {
+        let now_us = self.now_us;
+        self.clean_up(Some(tier), |policy, out| policy.persist(tier, below, now_us, out))
+    }
+
+    /// Applies what `decide` puts in a decision of its own, then writes back the blocks of
+    /// `tier` (or all) still dirty, and syncs the backing device.
+    pub(super) fn clean_up(
+        &mut self,
+        tier: Option<TierId>,
+        decide: impl FnOnce(&mut AnyPolicy, &mut Decision),
+    ) -> Result<(), EngineError> {
+        let saved = std::mem::take(&mut self.decision);
+        decide(&mut self.policy, &mut self.decision);
+        let result = self.apply(u64::MAX, None);
+        self.decision = saved;
+        result?;
+        let stragglers = self.dirty_keys(tier);
+        for key in stragglers {
+            if !self.write_back(key) {
+                self.drop_key(key);
+            }
+        }
+        self.sync_backing();
+        Ok(())
+    }
+
+    /// Dirty blocks now, and whether any failed to be written back.
+    pub fn dirty_blocks(&self) -> usize {
+        self.dirty_keys(None).len()
+    }
+
+    /// The keys of the dirty blocks on `tier` (or all tiers).
+    pub(super) fn dirty_keys(&self, tier: Option<TierId>) -> Vec<Key> {
+        let on = |t: u8| tier.is_none_or(|tier| tier.0 == t);
+        let mut keys: Vec<Key> =
+            self.places.iter().filter(|(_, p)| p.dirty && on(p.tier)).map(|(k, _)| *k).collect();
+        for (t, placed) in self.placed_tiers() {
+            if !on(t as u8) {
+                continue;
+            }
+            let sets = self.policy.placement_ref(TierId(t as u8)).expect("a placed tier");
+            // Blocks in passing (staged, filling) are in the place map, counted there.
+            let at_rest = placed.dirty.ones().filter_map(|slot| sets.key_at(slot));
+            keys.extend(at_rest.filter(|k| !self.places.contains_key(k)));
+        }
+        keys
+    }
+}

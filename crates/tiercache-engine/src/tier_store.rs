@@ -1,0 +1,258 @@
+//! A tier's store in one shard: its region (the slots on the medium and the block format
+//! there), which slots are free, pinned by reads, held until a sync or released since one, and
+//! on a set-associative tier which blocks are dirty. The shard applies a policy's decisions
+//! to an ordered list of these; everything here runs under the shard's lock.
+//!
+//! Slots are handed out two ways: from free lists (`Space`: pages, split into size classes
+//! where a memory tier has them), or, on a tier whose policy places its blocks, by the policy
+//! itself (`Placed`), which keeps no map of its own in the shard.
+
+use tiercache_core::{Key, KeySet};
+
+use crate::region::Region;
+use crate::stats::Stats;
+
+/// A slot freed while a read holds it: it returns to the free list when the last read ends.
+pub(crate) const ZOMBIE: u8 = 1 << 7;
+/// Pins one slot may have at once (the bits below `ZOMBIE`); past that, reads are copies or
+/// run under the lock.
+pub(crate) const MAX_PINS: u8 = ZOMBIE - 1;
+
+/// A tier's free space in one shard: pages never split (or emptied and taken back), and per
+/// size class the free slots of pages split for it. Without size classes a page is a slot.
+pub(crate) struct Space {
+    /// Per class: free slots.
+    pub(crate) free: Vec<Vec<u32>>,
+    /// Unsplit pages, the lowest on top.
+    pub(crate) pages: Vec<u32>,
+    /// Per page: slots in use, counting freed ones still pinned.
+    pub(crate) live: Vec<u16>,
+}
+
+impl Space {
+    /// No free space to hand out: a tier whose policy places its blocks (`TierStore::placed`).
+    fn none(region: &Region) -> Space {
+        let classes = region.chunks().trailing_zeros() as usize + 1;
+        Space { free: vec![Vec::new(); classes], pages: Vec::new(), live: Vec::new() }
+    }
+
+    fn new(region: &Region) -> Space {
+        let classes = region.chunks().trailing_zeros() as usize + 1;
+        Space {
+            free: vec![Vec::new(); classes],
+            pages: (0..region.pages() as u32).rev().collect(),
+            live: vec![0; region.pages() as usize],
+        }
+    }
+
+    /// A free slot of `class`: a free chunk, or the first chunk of a page split for it (an
+    /// unsplit page, or an emptied one taken back from its class).
+    fn take(&mut self, region: &mut Region, class: u8) -> Option<u32> {
+        let chunks = region.chunks();
+        let slot = match self.free[class as usize].pop() {
+            Some(slot) => slot,
+            None => {
+                let page = self.pages.pop().or_else(|| self.reclaim(region))?;
+                region.set_page_class(page, class);
+                let first = page * chunks;
+                self.free[class as usize].extend((first + 1..first + (1 << class)).rev());
+                first
+            }
+        };
+        self.live[(slot / chunks) as usize] += 1;
+        Some(slot)
+    }
+
+    /// Takes back a page whose slots are all free, from whichever class split it (called when
+    /// no page is unsplit). A scan of the pages: the slow path of a change of class.
+    fn reclaim(&mut self, region: &Region) -> Option<u32> {
+        debug_assert!(self.pages.is_empty(), "unsplit pages are taken first");
+        let chunks = region.chunks();
+        let page = (0..region.pages() as u32).find(|&p| self.live[p as usize] == 0)?;
+        let class = region.page_class(page) as usize;
+        self.free[class].retain(|slot| slot / chunks != page);
+        Some(page)
+    }
+
+    /// Takes `held` (pages of blocks recovered) out of the free pages, before any is handed
+    /// out (pages unsplit, without size classes).
+    pub(crate) fn claim(&mut self, held: &[u32]) {
+        for &page in held {
+            self.live[page as usize] = 1;
+        }
+        self.pages.retain(|&page| self.live[page as usize] == 0);
+    }
+
+    /// Returns a slot no read holds any more.
+    fn give_back(&mut self, region: &Region, slot: u32) {
+        let page = slot / region.chunks();
+        self.live[page as usize] -= 1;
+        self.free[region.page_class(page) as usize].push(slot);
+    }
+}
+
+/// What a shard has of one tier: its region, the free space and pins of its slots, and the
+/// slots whose blocks wait for a sync before they may go.
+pub(crate) struct TierStore {
+    pub(crate) region: Region,
+    pub(crate) space: Space,
+    /// Per slot, with size classes: the key whose block the slot holds (to empty a page for
+    /// another class). Empty without size classes.
+    pub(crate) owners: Vec<Key>,
+    /// Per slot: reads running on it with the shard unlocked, and the zombie bit.
+    pub(crate) pins: Vec<u8>,
+    /// Slots with reads running on them.
+    pub(crate) pinned: u64,
+    /// Slots of dirty blocks superseded since the tier last synced (slot, key): each may be
+    /// the only durable copy of a synced write until the newer copy is synced too, so it is
+    /// freed only after the tier's next sync (a device may persist writes out of order).
+    pub(crate) limbo: Vec<(u32, Key)>,
+    /// Keys whose held slot (`limbo`) was marked free after the tier last synced. The mark is
+    /// not durable yet, so a crash could bring that older copy back; the key's current copy
+    /// must survive until it is (see `Shard::settle_erasures`).
+    pub(crate) released: KeySet,
+    /// The tier's policy places its blocks (set-associative): a block's slot is the one the
+    /// policy gives its key, the shard keeps no free lists, and resident blocks are not in the
+    /// place map, only their dirty bits here. `None` for other tiers.
+    pub(crate) placed: Option<Placed>,
+}
+
+/// What a shard keeps of a tier whose policy places its blocks.
+pub(crate) struct Placed {
+    /// Slots per set, and how many of them the policy never fills.
+    pub(crate) stride: u32,
+    pub(crate) spare: u32,
+    /// Per slot, a bit: the block there is dirty.
+    pub(crate) dirty: crate::bits::SlotBits,
+    /// Blocks the policy has dropped or moved and the shard not yet (key, slot): by the time
+    /// a decision is applied, the policy no longer knows where they were, and may have given
+    /// their slots to other keys.
+    pub(crate) pending: Vec<(Key, u32)>,
+}
+
+impl Placed {
+    pub(crate) fn is_dirty(&self, slot: u32) -> bool {
+        self.dirty.get(slot)
+    }
+
+    pub(crate) fn set_dirty(&mut self, slot: u32, dirty: bool) {
+        self.dirty.set(slot, dirty);
+    }
+
+    /// The slots of `slot`'s set.
+    pub(crate) fn set_of(&self, slot: u32) -> std::ops::Range<u32> {
+        let first = slot - slot % self.stride;
+        first..first + self.stride
+    }
+}
+
+impl Placed {
+    /// The slot `key`'s block waits in for the decision's action that takes it (`pending`).
+    pub(crate) fn pending_slot(&self, key: Key) -> Option<u32> {
+        self.pending.iter().find(|(k, _)| *k == key).map(|p| p.1)
+    }
+
+    /// Whether a block waits in `slot` for the decision's action that takes it.
+    pub(crate) fn is_pending(&self, slot: u32) -> bool {
+        self.pending.iter().any(|&(_, s)| s == slot)
+    }
+}
+
+impl TierStore {
+    pub(crate) fn new(region: Region, placed: Option<(u32, u32)>) -> TierStore {
+        let slots = region.slots() as usize;
+        let owners = if region.chunks() > 1 { vec![0; slots] } else { Vec::new() };
+        let placed = placed.map(|(stride, spare)| Placed {
+            stride,
+            spare,
+            dirty: crate::bits::SlotBits::new(slots),
+            pending: Vec::new(),
+        });
+        let space = match placed {
+            Some(_) => Space::none(&region),
+            None => Space::new(&region),
+        };
+        TierStore {
+            space,
+            owners,
+            pins: vec![0; slots],
+            pinned: 0,
+            limbo: Vec::new(),
+            released: KeySet::default(),
+            placed,
+            region,
+        }
+    }
+
+    /// A free slot of `class` for `key`, if there is one.
+    pub(crate) fn take(&mut self, class: u8, key: Key) -> Option<u32> {
+        let slot = self.space.take(&mut self.region, class)?;
+        if !self.owners.is_empty() {
+            self.owners[slot as usize] = key;
+        }
+        Some(slot)
+    }
+
+    /// Returns a slot to the free list, or, while reads hold it, marks it to return when they
+    /// end: a slot is never rewritten under a running read.
+    pub(crate) fn free_slot(&mut self, slot: u32, key: Key, stats: &mut Stats) {
+        self.region.vacate(slot, key);
+        let pins = &mut self.pins[slot as usize];
+        if *pins > 0 {
+            *pins |= ZOMBIE;
+        } else {
+            self.give_back(slot, stats);
+        }
+    }
+
+    /// Marks a slot free on the medium, so recovery never brings its block back (a failure
+    /// is counted). Slots found at recovery and never claimed need only this.
+    pub(crate) fn mark_free(&mut self, slot: u32, stats: &mut Stats) {
+        if self.region.erase(slot).is_err() {
+            stats.erase_errors += 1;
+        }
+    }
+
+    /// Marks a slot free on the medium and returns it to the free list (a placed tier's
+    /// policy keeps its own).
+    pub(crate) fn give_back(&mut self, slot: u32, stats: &mut Stats) {
+        self.mark_free(slot, stats);
+        if self.placed.is_none() {
+            self.space.give_back(&self.region, slot);
+        }
+    }
+
+    /// Whether `slot` holds a block superseded since the last sync (`limbo`).
+    pub(crate) fn holds_for_sync(&self, slot: u32) -> bool {
+        self.limbo.iter().any(|&(s, _)| s == slot)
+    }
+
+    /// Whether `slot` may be pinned once more: every pinned slot may be freed while pinned,
+    /// and two slots must stay free for a promotion's swap and an overwrite's copy (on a
+    /// placed tier, in the slot's set as well: see `Shard::can_pin`). This also bounds the
+    /// reads and writes a shard has in flight, and the buffers they hold.
+    pub(crate) fn has_room_to_pin(&self, slot: u32) -> bool {
+        self.pinned + 2 <= self.region.slack() && self.pins[slot as usize] & MAX_PINS < MAX_PINS
+    }
+
+    pub(crate) fn pin(&mut self, slot: u32) {
+        let pins = &mut self.pins[slot as usize];
+        if *pins & !ZOMBIE == 0 {
+            self.pinned += 1;
+        }
+        *pins += 1;
+    }
+
+    /// Releases a pin (of an unlocked read or write, or a read handle).
+    pub(crate) fn unpin(&mut self, slot: u32, stats: &mut Stats) {
+        let pins = &mut self.pins[slot as usize];
+        *pins -= 1;
+        if *pins & !ZOMBIE == 0 {
+            self.pinned -= 1;
+        }
+        if *pins == ZOMBIE {
+            *pins = 0;
+            self.give_back(slot, stats);
+        }
+    }
+}
