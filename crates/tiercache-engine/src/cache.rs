@@ -19,13 +19,14 @@ use tiercache_policy::cas::CacheMode;
 use crate::behind::{Job, WriteBehind};
 use crate::clock::Clock;
 use crate::error::EngineError;
-use crate::latency::{self, LatencySnapshot, Operation, Percentiles};
+use crate::latency::{self, Operation};
 use crate::optimistic::{Hit, HitLog, Landing, Recorded, SlotTable};
 use crate::scrub::{Scrub, ScrubCounts};
 use crate::shard::{Served, Shard};
-use crate::stats::{Stats, StatsSnapshot};
 use crate::store::Medium;
-use crate::tierfile::Backing;
+
+mod durability;
+mod report;
 
 /// What a read did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -393,140 +394,9 @@ impl CacheCore {
         }
     }
 
-    /// Gives the cache the device its dirty blocks are written back to, keys being block
-    /// numbers (`CachedFile` does this). A cache that keeps dirty blocks decides nothing until
-    /// it has one.
-    pub fn attach_device(&self, device: Arc<dyn crate::device::Device>) {
-        for mut shard in self.each_shard() {
-            shard.backing = Some(device.clone());
-        }
-        self.attached.store(true, std::sync::atomic::Ordering::Release);
-    }
-
-    /// Refuses to decide while dirty blocks would have nowhere to go.
-    fn check_attached(&self) -> Result<(), EngineError> {
-        if self.keeps_dirty && !self.attached.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(EngineError::config(
-                "mode",
-                "this cache keeps dirty blocks and writes them back to its backing device: use \
-                 it through a CachedFile, which attaches that device",
-            ));
-        }
-        Ok(())
-    }
-
-    /// Whether the cache may hold dirty blocks (see [`PutOutcome::absorbed`]).
-    pub fn keeps_dirty(&self) -> bool {
-        self.keeps_dirty
-    }
-
-    /// Dirty blocks now, over all shards.
-    pub fn dirty_blocks(&self) -> usize {
-        self.each_shard().map(|s| s.dirty_blocks()).sum()
-    }
-
-    /// Writes every dirty block back to the backing device and syncs it: afterwards the
-    /// backing device alone has every acknowledged write (the blocks stay cached, clean).
-    /// An error if a block could not be written back; it stays dirty in the cache.
-    pub fn flush_backing(&self) -> Result<(), EngineError> {
-        self.flush();
-        if !self.keeps_dirty {
-            return Ok(());
-        }
-        self.check_attached()?;
-        let mut left = 0;
-        for mut shard in self.each_shard() {
-            shard.write_back_all()?;
-            left += shard.dirty_blocks();
-        }
-        if left > 0 {
-            return Err(EngineError::Io {
-                path: "<backing device>".into(),
-                action: "dirty blocks could not be written back (counted in write_back_errors)",
-                source: io::Error::other(format!("{left} blocks stay dirty in the cache")),
-            });
-        }
-        Ok(())
-    }
-
-    /// The Open CAS mode the cache's policy runs in (`CacheBuilder::mode`), if any: it decides
-    /// what a write places, updates or drops, and whether reads are served from the cache.
-    pub fn mode(&self) -> Option<CacheMode> {
-        self.mode
-    }
-
-    /// Waits until every block written behind so far is on its tier (or failed and was
-    /// dropped). Reads never need this (a staged block is served from DRAM); it is for
-    /// callers that look at the tier files themselves, and for `CachedFile::sync`.
-    pub fn flush(&self) {
-        if let Some(behind) = &self.behind {
-            behind.wait_idle();
-        }
-    }
-
     /// Tells a shard a block written behind has landed (or failed).
     fn finish_write(&self, job: Job, result: Result<(), EngineError>) {
         self.lock(job.shard).finish_write(job.key, job.place, job.staged, result);
-    }
-
-    /// Ends a measurement interval (what the background worker does after each tick when a
-    /// policy has a controller): the operations completed since the last one, their latency
-    /// and the read hits (served or sent to backing), fed to every shard's policy. All shards
-    /// see the same measurement of the whole engine, so their controllers agree.
-    pub fn measure(&self) {
-        let Some(meter) = &self.meter else { return };
-        let mut meter = meter.lock().unwrap_or_else(|p| p.into_inner());
-        let mut total = Stats::default();
-        let mut latency = latency::histogram();
-        for shard in self.each_shard() {
-            total.merge(&shard.stats);
-            if let Some(h) = &shard.latency {
-                latency.add(&h[0]).expect("same bounds");
-                latency.add(&h[1]).expect("same bounds");
-            }
-        }
-        let now = Instant::now();
-        let completed = total.lookups + total.puts;
-        let read_hits = total.hits + total.offloaded;
-        let mut interval_latency = latency.clone();
-        interval_latency.subtract(&meter.latency).expect("counts only grow");
-        let us = |q: f64| interval_latency.value_at_quantile(q) as f64 / 1000.0;
-        let tier_reads = total.tier_reads - meter.tier_reads;
-        let tier_read_ns = total.tier_read_ns - meter.tier_read_ns;
-        let interval = tiercache_core::Interval {
-            seconds: now.duration_since(meter.at).as_secs_f64(),
-            completed: completed - meter.completed,
-            reads: total.lookups - meter.reads,
-            read_hits: read_hits - meter.read_hits,
-            mean_latency_us: interval_latency.mean() / 1000.0,
-            p99_latency_us: us(0.99),
-            tier_reads,
-            tier_read_mean_us: if tier_reads > 0 {
-                tier_read_ns as f64 / tier_reads as f64 / 1000.0
-            } else {
-                0.0
-            },
-        };
-        *meter = Meter {
-            at: now,
-            completed,
-            reads: total.lookups,
-            read_hits,
-            tier_reads: total.tier_reads,
-            tier_read_ns: total.tier_read_ns,
-            latency,
-        };
-        drop(meter);
-        for mut shard in self.each_shard() {
-            tiercache_policy::Policy::observe(&mut shard.policy, &interval);
-        }
-    }
-
-    /// The policy's knobs now (those of shard 0: all shards' controllers see the same
-    /// measurements).
-    pub fn knobs(&self) -> Vec<(&'static str, f64)> {
-        let shard = self.lock(0);
-        tiercache_policy::Policy::knobs(&shard.policy)
     }
 
     /// Runs every shard's periodic work now (what the background worker does each interval).
@@ -860,129 +730,7 @@ impl CacheCore {
         self.shard(key).contains(key)
     }
 
-    /// What the user should know about how the tiers run (fallbacks taken, tiers not
-    /// recovered), once each.
-    pub fn warnings(&self) -> Vec<String> {
-        let media = self.media();
-        let notes = self.recovery.iter().flat_map(|r| r.notes.iter().cloned());
-        media.iter().flat_map(|m| m.warnings.iter().cloned()).chain(notes).collect()
-    }
-
     fn media(&self) -> MutexGuard<'_, Vec<Medium>> {
         self.media.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// What the cache found on its tiers when it opened, if a tier file held blocks: how long
-    /// recovery took and whether the cache before it had stopped cleanly. The blocks counted
-    /// are in [`stats`](Self::stats).
-    pub fn recovery(&self) -> Option<&Recovery> {
-        self.recovery.as_ref()
-    }
-
-    /// Makes every block written and dropped so far durable on the persistent tiers (waits for
-    /// the blocks written behind, then `msync` or `fdatasync`s each tier): after a crash, the
-    /// cache reopens with these blocks, and with none it had dropped.
-    pub fn sync(&self) -> Result<(), EngineError> {
-        self.flush();
-        if self.keeps_dirty && !self.volatile.is_empty() {
-            // Dirty blocks of DRAM tiers would not survive: moved down to a persistent tier
-            // or written back (and the backing device synced) first.
-            self.check_attached()?;
-            for mut shard in self.each_shard() {
-                for &(tier, below) in &self.volatile {
-                    shard.persist(tier, below)?;
-                }
-            }
-        }
-        for mut shard in self.each_shard() {
-            shard.flush_records()?;
-        }
-        self.media().iter().try_for_each(Medium::sync)?;
-        // What was held until the newer copies were durable can go now.
-        for mut shard in self.each_shard() {
-            shard.release_limbo(None);
-        }
-        Ok(())
-    }
-
-    /// Records `backing` (at `path`) as the file whose blocks the cache holds, in every tier
-    /// file's superblock. Refused if the cache recovered blocks of another file: serving them
-    /// as this one's would return another file's data.
-    pub(crate) fn attach_backing(
-        &self,
-        backing: Backing,
-        path: &std::path::Path,
-    ) -> Result<(), EngineError> {
-        let recovered = self.recovery.as_ref().filter(|_| self.stats().recovered > 0);
-        let mut media = self.media();
-        if let Some(found) = recovered.map(|r| r.backing).filter(|b| *b != Some(backing)) {
-            let tier = media.iter().find_map(|m| m.path()).expect("a tier file was recovered");
-            return Err(EngineError::Mismatch {
-                path: tier.to_path_buf(),
-                found: match found {
-                    Some(other) => format!("blocks of the backing file at {other}"),
-                    None => "blocks of no backing file (put through the cache directly)".into(),
-                },
-                wanted: format!("{} ({backing}) behind it", path.display()),
-            });
-        }
-        media.iter_mut().try_for_each(|m| m.set_backing(Some(backing)))
-    }
-
-    /// A clean stop's last step: every tier synced, then marked clean.
-    fn close_clean(&self) -> Result<(), EngineError> {
-        self.flush();
-        let written_back =
-            match self.keeps_dirty && self.attached.load(std::sync::atomic::Ordering::Acquire) {
-                true => self.flush_backing(),
-                false => Ok(()),
-            };
-        for mut shard in self.each_shard() {
-            shard.flush_records()?;
-        }
-        // Blocks left dirty are synced on the tiers, and the superblock says they are dirty.
-        let dirty_left = self.keeps_dirty && self.dirty_blocks() > 0;
-        self.media().iter_mut().try_for_each(|m| m.close_clean(dirty_left))?;
-        written_back
-    }
-
-    /// Read and write latency over all shards; `None` unless built with `record_latency`.
-    pub fn latency(&self) -> Option<LatencySnapshot> {
-        if !self.record_latency {
-            return None;
-        }
-        let (mut read, mut write) = (latency::histogram(), latency::histogram());
-        for shard in self.each_shard() {
-            if let Some(h) = &shard.latency {
-                read.add(&h[0]).expect("same bounds");
-                write.add(&h[1]).expect("same bounds");
-            }
-        }
-        Some(LatencySnapshot { read: Percentiles::of(&read), write: Percentiles::of(&write) })
-    }
-
-    pub fn stats(&self) -> StatsSnapshot {
-        let mut total = Stats::default();
-        for shard in self.each_shard() {
-            total.merge(&shard.stats);
-        }
-        self.scrubbed.add_to(&mut total);
-        total.snapshot(self.tiers)
-    }
-
-    /// Bytes the resident blocks take over all shards (each a whole block, or with size
-    /// classes its class's size), and the bytes the policies may keep.
-    pub fn bytes_cached(&self) -> (u64, u64) {
-        self.each_shard().fold((0, 0), |(used, total), shard| {
-            (used + shard.resident_bytes(), total + shard.capacity_bytes())
-        })
-    }
-
-    /// Blocks resident over all shards, and the whole blocks the policies may keep (with size
-    /// classes, more small blocks than that may be resident: see `bytes_cached`).
-    pub fn occupancy(&self) -> (u64, u64) {
-        self.each_shard().fold((0, 0), |(used, total), shard| {
-            (used + shard.resident_count(), total + shard.slots())
-        })
     }
 }

@@ -36,6 +36,7 @@ mod sync;
 pub mod aligned;
 #[cfg(not(loom))]
 pub mod behind;
+#[cfg(not(loom))]
 mod bits;
 #[cfg(not(loom))]
 pub mod builder;
@@ -72,6 +73,7 @@ pub mod stats;
 pub mod store;
 #[cfg(not(loom))]
 pub mod tier;
+#[cfg(not(loom))]
 mod tier_store;
 #[cfg(not(loom))]
 pub mod tierfile;

@@ -1,0 +1,260 @@
+//! The builder's checks, made before anything is opened: every setting in range, the tiers'
+//! kinds and policies compatible, dirty blocks never left where recovery cannot find them,
+//! and the DRAM the cache would take within this machine's memory. An error names the
+//! setting.
+
+use tiercache_core::limits::BLOCK_SIZE_MAX;
+use tiercache_policy::cas::SeqCutoffPolicy;
+use tiercache_policy::Placement;
+
+use super::{
+    capacity_setting, CacheBuilder, BLOCK_SIZE_MIN, SHARDS_MAX, SIZE_CLASS_MIN,
+    SIZE_CLASS_PAGES_MIN, WRITERS_MAX,
+};
+use crate::aligned::DIRECT_ALIGN;
+use crate::error::EngineError;
+use crate::tier::TierKind;
+
+impl CacheBuilder {
+    /// Slots per shard in each tier.
+    pub(super) fn validate(&self) -> Result<Vec<u64>, EngineError> {
+        let b = self.block_size;
+        if !(BLOCK_SIZE_MIN..=BLOCK_SIZE_MAX as usize).contains(&b)
+            || !b.is_multiple_of(BLOCK_SIZE_MIN)
+        {
+            let reason =
+                format!("{b} must be a multiple of {BLOCK_SIZE_MIN} up to {BLOCK_SIZE_MAX}");
+            return Err(EngineError::config("block_size", reason));
+        }
+        if !self.shards.is_power_of_two() || self.shards > SHARDS_MAX {
+            let reason = format!("{} must be a power of two up to {SHARDS_MAX}", self.shards);
+            return Err(EngineError::config("shards", reason));
+        }
+        if self.dirty_policy() && self.mode.is_some() {
+            let reason = format!(
+                "{} decides itself which blocks are dirty: run it without an Open CAS mode",
+                self.tiers[0].policy.name()
+            );
+            return Err(EngineError::config("mode", reason));
+        }
+        if self.writes_dirty() {
+            let mode = match &self.mode {
+                Some(config) => config.mode.short(),
+                None => self.tiers[0].policy.name(),
+            };
+            if self.size_classes > 1 {
+                let reason = format!("{mode} needs whole blocks, one per slot: use 1 class");
+                return Err(EngineError::config("size_classes", reason));
+            }
+            if self.writers() > 0 {
+                let reason = format!(
+                    "{mode} frees a dirty block's old copy once its new one is written, and a \
+                     write behind lands later: use 0 threads"
+                );
+                return Err(EngineError::config("write_behind", reason));
+            }
+            let persistent = self.tiers.iter().any(|t| !matches!(t.kind, TierKind::Dram));
+            if !persistent && !self.volatile_write_back {
+                let reason = format!(
+                    "{mode} over DRAM only loses every write since the last sync in a crash: add \
+                     a mapped, file or flash tier, or allow it by name (volatile_write_back)"
+                );
+                return Err(EngineError::config("mode", reason));
+            }
+            self.check_dirty_moves(mode)?;
+        }
+        if let Some(config) = &self.mode {
+            if config.seq_cutoff != SeqCutoffPolicy::Never {
+                let reason = "each shard sees only its own keys, so no shard sees a run of \
+                              consecutive blocks: set it to never in the engine";
+                return Err(EngineError::config("seq_cutoff", reason));
+            }
+        }
+        let controlled = self.measured();
+        if controlled && self.measure_every.is_zero() {
+            return Err(EngineError::config("measure_every", "must be above zero".to_string()));
+        }
+        if controlled && self.worker_off {
+            let (setting, what) = match self.nhc {
+                Some(_) => ("nhc", "NHC"),
+                None => ("nvcache", "measured interference-aware admission"),
+            };
+            let reason =
+                format!("{what} is fed measurements by the background worker; keep the worker");
+            return Err(EngineError::config(setting, reason));
+        }
+        if self.size_classes == 0 || (b >> (self.size_classes - 1).min(15)) < SIZE_CLASS_MIN {
+            let reason = format!(
+                "{} classes of a {b}-byte block: need 1 or more, the smallest at least {SIZE_CLASS_MIN} bytes",
+                self.size_classes
+            );
+            return Err(EngineError::config("size_classes", reason));
+        }
+        if self.size_classes > 1 && self.tiers.iter().any(|t| t.kind.is_io()) {
+            let reason =
+                "file and flash tiers store whole blocks; size classes need DRAM or mapped tiers";
+            return Err(EngineError::config("size_classes", reason));
+        }
+        if self.writers() > WRITERS_MAX {
+            let reason = format!("{} threads; at most {WRITERS_MAX}", self.writers());
+            return Err(EngineError::config("write_behind", reason));
+        }
+        if let Some((tier, faults)) = self.faults {
+            let zero = |every: Option<u64>| every == Some(0);
+            let reason = match self.tiers.get(tier) {
+                None => Some(format!("there is no tier {tier}")),
+                Some(spec) if !spec.kind.is_io() => {
+                    Some(format!("tier {tier} is memory, whose writes cannot fail"))
+                }
+                Some(_) if zero(faults.write_every) || zero(faults.read_every) => {
+                    Some("every 0th operation is no operation".to_string())
+                }
+                Some(_) if faults.tear_sector == Some(0) => {
+                    Some("torn writes need a sector of at least one byte".to_string())
+                }
+                Some(_) => None,
+            };
+            if let Some(reason) = reason {
+                return Err(EngineError::config("fail_writes", reason));
+            }
+        }
+        if let Some((tier, _)) = self.wrappers.iter().find(|(t, _)| *t >= self.tiers.len()) {
+            let reason = format!("there is no tier {tier} to wrap");
+            return Err(EngineError::config("wrap_tier", reason));
+        }
+        if let Some(tier) = self.missing_emulated_tier {
+            return Err(EngineError::config(
+                "emulate",
+                format!("there is no tier {tier} to emulate"),
+            ));
+        }
+        for spec in &self.tiers {
+            if let Some(profile) = &spec.profile {
+                profile.validate().map_err(|reason| EngineError::config("emulate", reason))?;
+            }
+        }
+        if self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. }))
+            && !b.is_multiple_of(DIRECT_ALIGN)
+        {
+            let reason = format!(
+                "{b} is not a multiple of {DIRECT_ALIGN}, which direct I/O on the flash tier needs"
+            );
+            return Err(EngineError::config("block_size", reason));
+        }
+        let mut per_shard = Vec::new();
+        for (i, tier) in self.tiers.iter().enumerate() {
+            let setting = capacity_setting(i);
+            if tier.policy.needs_future() {
+                let reason = format!(
+                    "{} reads the future and runs only in the simulator",
+                    tier.policy.name()
+                );
+                return Err(EngineError::config("policy", reason));
+            }
+            let mut slots = tier.capacity_bytes / b as u64 / self.shards as u64;
+            if let Some(sets) = self.placed(tier) {
+                // A set-associative flash tier: whole sets of `ways` blocks and the spare
+                // slots the engine needs beside them (`Tier::placed`), within the size.
+                let stride = (sets.ways + sets.spare) as u64;
+                if slots < stride {
+                    let reason = format!(
+                        "{} bytes hold {slots} blocks per shard, less than one set of {} ways \
+                         and {} spare slots ({} shards)",
+                        tier.capacity_bytes, sets.ways, sets.spare, self.shards
+                    );
+                    return Err(EngineError::config(setting, reason));
+                }
+                slots = slots / stride * sets.ways as u64;
+            }
+            if slots == 0 || slots > u32::MAX as u64 {
+                let reason = format!(
+                    "{} bytes must hold between 1 and 2^32 {b}-byte blocks for each of {} shards",
+                    tier.capacity_bytes, self.shards
+                );
+                return Err(EngineError::config(setting, reason));
+            }
+            if self.size_classes > 1 && slots < SIZE_CLASS_PAGES_MIN {
+                let reason = format!(
+                    "{} bytes hold {slots} blocks per shard; size classes need {SIZE_CLASS_PAGES_MIN}",
+                    tier.capacity_bytes
+                );
+                return Err(EngineError::config(setting, reason));
+            }
+            per_shard.push(slots);
+        }
+        self.check_footprint(&per_shard)?;
+        Ok(per_shard)
+    }
+
+    /// With dirty blocks over two or more persistent tiers, refuses what a crash could lose.
+    /// A dirty block moving between two persistent tiers keeps its old copy until the next
+    /// sync; a crash before it can find the old copy and lose the new one, so at recovery the
+    /// tier it left holds one block more than its policy's share. Recovery takes the blocks
+    /// back before a backing device is attached, so a dirty block the policy then evicts to
+    /// make room cannot be written back. With DRAM-first placement and fully associative
+    /// tiers, the tier the block was moving to lost the new copy and has that room; a
+    /// placement that also moves blocks up, or a set-associative tier below another
+    /// persistent one (the room is in another set), does not guarantee it.
+    pub(super) fn check_dirty_moves(&self, mode: &str) -> Result<(), EngineError> {
+        let persistent: Vec<usize> = (0..self.tiers.len())
+            .filter(|&t| !matches!(self.tiers[t].kind, TierKind::Dram))
+            .collect();
+        if persistent.len() < 2 {
+            return Ok(());
+        }
+        if self.placement != Placement::DramFirst {
+            let reason = format!(
+                "{mode} over {} persistent tiers moves dirty blocks up and down between them, and \
+                 a crash between a move and the next sync could leave a tier too full to take \
+                 back its dirty blocks: use dram-first placement",
+                persistent.len()
+            );
+            return Err(EngineError::config("placement", reason));
+        }
+        if let Some(&t) = persistent[1..].iter().find(|&&t| self.placed(&self.tiers[t]).is_some()) {
+            let reason = format!(
+                "{mode} with tier {t} set-associative below another persistent tier: a crash \
+                 between a dirty block's move and the next sync could leave a set too full to \
+                 take back its dirty blocks; run that tier with a fully associative policy (lru)"
+            );
+            return Err(EngineError::config("policy", reason));
+        }
+        Ok(())
+    }
+
+    /// Refuses a configuration whose DRAM (a DRAM tier's blocks and every tier's metadata)
+    /// would not fit in this machine's memory, before any of it is allocated.
+    pub(super) fn check_footprint(&self, per_shard: &[u64]) -> Result<(), EngineError> {
+        let Some(physical) = crate::footprint::physical_memory_bytes() else {
+            return Ok(());
+        };
+        let mut total = 0u64;
+        for (i, (tier, n)) in self.tiers.iter().zip(per_shard).enumerate() {
+            let setting = capacity_setting(i);
+            let slots = self.medium_slots(tier, *n);
+            let per_slot = match self.placed(tier) {
+                Some(_) => crate::footprint::PLACED_SLOT_BYTES,
+                None => crate::footprint::slot_bytes(&tier.kind, self.chunks()),
+            };
+            let data = match tier.kind {
+                TierKind::Dram => tier.kind.slot_bytes(self.block_size, self.chunks()) as u64,
+                _ => 0,
+            };
+            total = total.saturating_add(slots.saturating_mul(per_slot + data));
+            if total > physical {
+                let reason = format!(
+                    "{} bytes in {}-byte blocks is {slots} slots, whose DRAM ({per_slot} bytes of \
+                     metadata each{}) brings the cache to about {} GiB, more than this \
+                     machine's {} GiB",
+                    tier.capacity_bytes,
+                    self.block_size,
+                    if data > 0 { " and the block itself" } else { "" },
+                    total >> 30,
+                    physical >> 30,
+                );
+                return Err(EngineError::config(setting, reason));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,153 @@
+//! What makes a cache's data durable: attaching the backing device, writing dirty blocks
+//! back, syncing the tiers, and a clean stop.
+
+use std::sync::Arc;
+
+use tiercache_policy::cas::CacheMode;
+
+use std::io;
+
+use super::CacheCore;
+use crate::error::EngineError;
+use crate::store::Medium;
+use crate::tierfile::Backing;
+
+impl CacheCore {
+    /// Gives the cache the device its dirty blocks are written back to, keys being block
+    /// numbers (`CachedFile` does this). A cache that keeps dirty blocks decides nothing until
+    /// it has one.
+    pub fn attach_device(&self, device: Arc<dyn crate::device::Device>) {
+        for mut shard in self.each_shard() {
+            shard.backing = Some(device.clone());
+        }
+        self.attached.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Refuses to decide while dirty blocks would have nowhere to go.
+    pub(super) fn check_attached(&self) -> Result<(), EngineError> {
+        if self.keeps_dirty && !self.attached.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(EngineError::config(
+                "mode",
+                "this cache keeps dirty blocks and writes them back to its backing device: use \
+                 it through a CachedFile, which attaches that device",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the cache may hold dirty blocks (see [`PutOutcome::absorbed`]).
+    pub fn keeps_dirty(&self) -> bool {
+        self.keeps_dirty
+    }
+
+    /// Dirty blocks now, over all shards.
+    pub fn dirty_blocks(&self) -> usize {
+        self.each_shard().map(|s| s.dirty_blocks()).sum()
+    }
+
+    /// Writes every dirty block back to the backing device and syncs it: afterwards the
+    /// backing device alone has every acknowledged write (the blocks stay cached, clean).
+    /// An error if a block could not be written back; it stays dirty in the cache.
+    pub fn flush_backing(&self) -> Result<(), EngineError> {
+        self.flush();
+        if !self.keeps_dirty {
+            return Ok(());
+        }
+        self.check_attached()?;
+        let mut left = 0;
+        for mut shard in self.each_shard() {
+            shard.write_back_all()?;
+            left += shard.dirty_blocks();
+        }
+        if left > 0 {
+            return Err(EngineError::Io {
+                path: "<backing device>".into(),
+                action: "dirty blocks could not be written back (counted in write_back_errors)",
+                source: io::Error::other(format!("{left} blocks stay dirty in the cache")),
+            });
+        }
+        Ok(())
+    }
+
+    /// The Open CAS mode the cache's policy runs in (`CacheBuilder::mode`), if any: it decides
+    /// what a write places, updates or drops, and whether reads are served from the cache.
+    pub fn mode(&self) -> Option<CacheMode> {
+        self.mode
+    }
+
+    /// Waits until every block written behind so far is on its tier (or failed and was
+    /// dropped). Reads never need this (a staged block is served from DRAM); it is for
+    /// callers that look at the tier files themselves, and for `CachedFile::sync`.
+    pub fn flush(&self) {
+        if let Some(behind) = &self.behind {
+            behind.wait_idle();
+        }
+    }
+
+    /// Makes every block written and dropped so far durable on the persistent tiers (waits for
+    /// the blocks written behind, then `msync` or `fdatasync`s each tier): after a crash, the
+    /// cache reopens with these blocks, and with none it had dropped.
+    pub fn sync(&self) -> Result<(), EngineError> {
+        self.flush();
+        if self.keeps_dirty && !self.volatile.is_empty() {
+            // Dirty blocks of DRAM tiers would not survive: moved down to a persistent tier
+            // or written back (and the backing device synced) first.
+            self.check_attached()?;
+            for mut shard in self.each_shard() {
+                for &(tier, below) in &self.volatile {
+                    shard.persist(tier, below)?;
+                }
+            }
+        }
+        for mut shard in self.each_shard() {
+            shard.flush_records()?;
+        }
+        self.media().iter().try_for_each(Medium::sync)?;
+        // What was held until the newer copies were durable can go now.
+        for mut shard in self.each_shard() {
+            shard.release_limbo(None);
+        }
+        Ok(())
+    }
+
+    /// Records `backing` (at `path`) as the file whose blocks the cache holds, in every tier
+    /// file's superblock. Refused if the cache recovered blocks of another file: serving them
+    /// as this one's would return another file's data.
+    pub(crate) fn attach_backing(
+        &self,
+        backing: Backing,
+        path: &std::path::Path,
+    ) -> Result<(), EngineError> {
+        let recovered = self.recovery.as_ref().filter(|_| self.stats().recovered > 0);
+        let mut media = self.media();
+        if let Some(found) = recovered.map(|r| r.backing).filter(|b| *b != Some(backing)) {
+            let tier = media.iter().find_map(|m| m.path()).expect("a tier file was recovered");
+            return Err(EngineError::Mismatch {
+                path: tier.to_path_buf(),
+                found: match found {
+                    Some(other) => format!("blocks of the backing file at {other}"),
+                    None => "blocks of no backing file (put through the cache directly)".into(),
+                },
+                wanted: format!("{} ({backing}) behind it", path.display()),
+            });
+        }
+        media.iter_mut().try_for_each(|m| m.set_backing(Some(backing)))
+    }
+
+    /// A clean stop's last step: every tier synced, then marked clean.
+    pub(super) fn close_clean(&self) -> Result<(), EngineError> {
+        self.flush();
+        let written_back =
+            match self.keeps_dirty && self.attached.load(std::sync::atomic::Ordering::Acquire) {
+                true => self.flush_backing(),
+                false => Ok(()),
+            };
+        for mut shard in self.each_shard() {
+            shard.flush_records()?;
+        }
+        // Blocks left dirty are synced on the tiers, and the superblock says they are dirty.
+        let dirty_left = self.keeps_dirty && self.dirty_blocks() > 0;
+        self.media().iter_mut().try_for_each(|m| m.close_clean(dirty_left))?;
+        written_back
+    }
+}
