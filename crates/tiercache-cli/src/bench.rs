@@ -730,6 +730,7 @@ fn cached(
         .unlocked_hits(!args.locked_hits)
         .scrub_rate(parse_size(&args.scrub_rate).context("--scrub-rate")?)
         .volatile_write_back(args.volatile_write_back)
+        .backing_file(backing, false)?
         .build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");

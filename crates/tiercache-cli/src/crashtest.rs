@@ -340,7 +340,7 @@ fn check(
     since: &mut [Vec<u64>],
     report: &mut CrashReport,
 ) -> anyhow::Result<()> {
-    let cache = cache(args, &files.tier)?.build()?;
+    let cache = cache(args, &files.tier)?.backing_file(&files.backing, false)?.build()?;
     let stats = cache.stats();
     report.recovered += stats.recovered;
     report.recovered_dirty += cache.dirty_blocks() as u64;
@@ -391,7 +391,7 @@ fn child(args: &CrashtestArgs, start: u64) -> anyhow::Result<()> {
         backing: dir.join("backing.img"),
         tier: dir.join("tier.tc"),
     };
-    let cache = cache(args, &files.tier)?.build()?;
+    let cache = cache(args, &files.tier)?.backing_file(&files.backing, false)?.build()?;
     let profile = DeviceProfile::load(&args.backing_profile).map_err(anyhow::Error::msg)?;
     let file = CachedFile::open(&files.backing, cache)?.emulate_backing(profile);
     let mut out = std::io::stdout().lock();

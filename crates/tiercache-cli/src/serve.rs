@@ -429,7 +429,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let Some(listen_at) = args.listen.clone() else {
         bail!("--listen: where to listen (unix:PATH or tcp:HOST:PORT) is missing")
     };
-    let cache = builder.build()?;
+    // The backing file goes to the builder too: recovery writes back what it cannot keep.
+    let cache = builder.backing_file(&backing, args.direct)?.build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }

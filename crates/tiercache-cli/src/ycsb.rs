@@ -369,7 +369,8 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
         };
         cache = cache.emulate(slow, profile);
     }
-    let cache = cache.overwrite_foreign_files(args.force).build()?;
+    // Given the database file before recovery, which writes back what it cannot keep.
+    let cache = cache.overwrite_foreign_files(args.force).backing_file(path, false)?.build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }

@@ -1,6 +1,7 @@
 //! Building a cache: tiers, their sizes and policies, block size, shards, admission, seed and
 //! clock. Everything is validated before anything is opened, and an error names the setting.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tiercache_core::{Capacity, DeviceProfile};
@@ -16,7 +17,7 @@ use crate::latency;
 use crate::shard::Shard;
 use crate::store::{Layout, Medium};
 use crate::tier::TierKind;
-use crate::tierfile::{Previous, Recover};
+use crate::tierfile::{Backing, Previous, Recover};
 
 mod validate;
 
@@ -74,6 +75,15 @@ pub struct CacheBuilder {
     scrub_rate: u64,
     recover: Recover,
     volatile_write_back: bool,
+    /// The backing device given to the builder, attached before recovery.
+    backing: Option<GivenBacking>,
+}
+
+/// A backing device given to the builder, and for a file its identity and path
+/// (`backing_file`), checked against the tier files' before recovery writes to it.
+struct GivenBacking {
+    device: Arc<dyn Device>,
+    file: Option<(Backing, PathBuf)>,
 }
 
 /// The setting that sizes tier `index`, as errors name it (the third tier and those below it
@@ -122,7 +132,38 @@ impl CacheBuilder {
             scrub_rate: crate::scrub::DEFAULT_RATE,
             recover: Recover::Quiet,
             volatile_write_back: false,
+            backing: None,
         }
+    }
+
+    /// The device the cache's dirty blocks are written back to, attached before recovery:
+    /// a block recovery finds but cannot keep (a tier over its policy's share after a crash
+    /// between a block's move and the next sync) is written back to it rather than lost. Put
+    /// the cache over the same device ([`CachedFile::over`](crate::CachedFile::over)). Nothing
+    /// checks that the blocks recovered are this device's: the caller vouches for it.
+    pub fn backing_device(mut self, device: Arc<dyn Device>) -> Self {
+        self.backing = Some(GivenBacking { device, file: None });
+        self
+    }
+
+    /// As [`backing_device`](Self::backing_device), the file (or block device) at `path`,
+    /// read and written with direct I/O if `direct`. Recovery checks that the tier files hold
+    /// this file's blocks before it writes anything to it (an error naming both otherwise).
+    /// Open the cache's [`CachedFile`](crate::CachedFile) over the same path.
+    pub fn backing_file(mut self, path: &Path, direct: bool) -> Result<Self, EngineError> {
+        let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| io("cannot open the backing file", e))?;
+        let identity = Backing::of(&file).map_err(|e| io("cannot stat the backing file", e))?;
+        let device: Arc<dyn Device> = match direct {
+            true => Arc::new(crate::direct::DirectFile::open(path)?),
+            false => Arc::new(crate::device::FileDevice::new(file, path)),
+        };
+        self.backing = Some(GivenBacking { device, file: Some((identity, path.to_path_buf())) });
+        Ok(self)
     }
 
     /// Allows write-back (and write-only) over DRAM tiers only. Without a persistent tier
@@ -559,6 +600,14 @@ impl CacheBuilder {
                 return Err(EngineError::Damaged { path: path.to_path_buf(), what });
             }
         }
+        // Blocks found are about to be written back to a backing file given to the builder:
+        // it must be theirs.
+        if let Some(GivenBacking { file: Some((identity, backing)), .. }) = &self.backing {
+            if recovery.backing != Some(*identity) && scans.iter().any(|s| !s.is_empty()) {
+                let tier = tiers[0].1;
+                return Err(crate::cache::mismatch(tier, recovery.backing, *identity, backing));
+            }
+        }
         in_parallel(shards.iter_mut().zip(scans).collect(), |(shard, scan)| shard.restore(scan))
             .into_iter()
             .collect::<Result<(), EngineError>>()?;
@@ -648,6 +697,11 @@ impl CacheBuilder {
             }
             shards.push(shard);
         }
+        if let Some(given) = &self.backing {
+            for shard in &mut shards {
+                shard.backing = Some(given.device.clone());
+            }
+        }
         let recovery = self.recover_blocks(&media, &mut shards)?;
         // From here on blocks are written: the tier files say a cache has them open.
         for medium in &mut media {
@@ -682,6 +736,12 @@ impl CacheBuilder {
         };
         let mut core = CacheCore::new(shards, media, settings);
         core.recovery = recovery;
+        if let Some(GivenBacking { device, file }) = self.backing.take() {
+            if let Some((identity, path)) = file {
+                core.attach_backing(identity, &path)?;
+            }
+            core.attach_device(device);
+        }
         Ok(Cache::start(core, tick_every, writers, self.scrub_rate))
     }
 }

@@ -28,6 +28,8 @@ use crate::store::Medium;
 mod durability;
 mod report;
 
+pub(crate) use durability::mismatch;
+
 /// What a read did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadOutcome {

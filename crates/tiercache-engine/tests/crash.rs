@@ -124,10 +124,10 @@ fn over_crash_images(
             image
         });
     }
-    let cache = builder.build().unwrap();
+    let backing_image = Arc::new(CrashImage::new(file_device(backing)));
+    let cache = builder.backing_device(backing_image.clone()).build().unwrap();
     let tier_images = std::mem::take(&mut *images.lock().unwrap());
     assert_eq!(tier_images.len(), tiers.len(), "every tier was wrapped");
-    let backing_image = Arc::new(CrashImage::new(file_device(backing)));
     (CachedFile::over(backing_image.clone(), cache), tier_images, backing_image)
 }
 
@@ -253,8 +253,11 @@ fn crash_after(
     backing_image.crash(Tear::None).unwrap();
     // The tiers' devices share the locked tier files: all of it goes before the reopen.
     drop((file, tier_images, backing_image));
-    let cache = builder(kind, &cache_path, mode, cleaner).recover(Recover::Quiet).build().unwrap();
-    let file = CachedFile::over(file_device(&backing), cache);
+    // Recovery runs with the backing file attached (`CacheBuilder::backing_device`), as the
+    // fronts open it, so a block it cannot keep is written back.
+    let device = file_device(&backing);
+    let cache = builder(kind, &cache_path, mode, cleaner).recover(Recover::Quiet);
+    let file = CachedFile::over(device.clone(), cache.backing_device(device).build().unwrap());
     model.check(&name, &file);
     file.cache().stats().recovered
 }
@@ -313,14 +316,22 @@ fn write_back_under_dram_survives_a_crash_at_every_sync_point() {
     assert!(recovered > 100, "{recovered} blocks recovered over all the crashes");
 }
 
-/// Write-back over three tiers: DRAM over a mapped or file tier over a flash tier. A sync moves
-/// DRAM's dirty blocks down, the middle tier's victims move down to the bottom one still
-/// dirty, and a crash of both tier files at any sync point finds every synced write.
+/// Write-back over three tiers: DRAM over a mapped or file tier over a flash tier, DRAM-first,
+/// SCM-first and bidirectional, the bottom tier fully associative or set-associative. A sync
+/// moves DRAM's dirty blocks down, the middle tier's victims move down to the bottom one still
+/// dirty (and up again, with the placements that promote), and a crash of both tier files at
+/// any sync point finds every synced write.
 #[test]
 fn write_back_over_three_tiers_survives_a_crash_at_every_sync_point() {
     let tears = [Tear::None, Tear::Keep { sector: 512, sectors: 1 }];
     let mut recovered = 0;
-    for kind in ["dram+mapped+flash", "dram+file+flash"] {
+    let kinds = [
+        "dram+mapped+flash",
+        "dram+file+flash",
+        "dram+mapped+flash@scm-first:2",
+        "dram+file+flash@bidirectional:2",
+    ];
+    for kind in kinds {
         for cleaner in [false, true] {
             for syncs in 0..=SYNC_POINTS {
                 for (i, tear) in tears.into_iter().enumerate() {
@@ -449,8 +460,8 @@ fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
         let budget = shared.clone();
         cache = cache.wrap_tier(tier, move |inner| Arc::new(Killed { inner, budget, tear }));
     }
-    let cache = cache.build().unwrap();
     let killed = Arc::new(Killed { inner: file_device(&backing), budget: left.clone(), tear });
+    let cache = cache.backing_device(killed.clone()).build().unwrap();
     let file = CachedFile::over(killed, cache);
     let mut model = Model::new();
     let mut rng = SeededRng::new(budget as u64);
@@ -482,8 +493,9 @@ fn killed_after(kind: &str, cleaner: bool, budget: i64, tear: bool) -> bool {
     let landed = Killed::dead(&left);
     // Dropping writes nothing more: the process is dead.
     drop(file);
-    let cache = builder(kind, &cache_path, CacheMode::WriteBack, cleaner).build().unwrap();
-    let file = CachedFile::over(file_device(&backing), cache);
+    let device = file_device(&backing);
+    let cache = builder(kind, &cache_path, CacheMode::WriteBack, cleaner);
+    let file = CachedFile::over(device.clone(), cache.backing_device(device).build().unwrap());
     model.check(&name, &file);
     landed
 }
@@ -513,9 +525,11 @@ fn a_kill_at_every_write_loses_no_synced_write() {
     assert!(kills > 400, "{kills} kills");
 }
 
-/// Write-back over two persistent tiers is refused where a crash could lose what recovery
-/// must take back (see `CacheBuilder::check_dirty_moves`): a placement that moves blocks up,
-/// and a set-associative tier below another persistent tier. The error names the setting.
+/// Write-back over two persistent tiers where a crash could leave a tier too full to take back
+/// its dirty blocks (see `CacheBuilder::check_dirty_moves`): a placement that moves blocks up
+/// needs the backing device given to the builder, attached before recovery, and without it
+/// the build is refused; a set-associative tier below another persistent tier is refused with
+/// it too. Each error names the setting and the way out.
 #[test]
 fn three_tier_write_back_refuses_what_a_crash_could_lose() {
     let path = common::scratch("crash", "refused.tier");
@@ -524,9 +538,19 @@ fn three_tier_write_back_refuses_what_a_crash_could_lose() {
         Err(e) => e.to_string(),
     };
     let e = refused("dram+mapped+flash@scm-first:2");
-    assert!(e.contains("placement") && e.contains("dram-first"), "{e}");
+    assert!(e.contains("placement") && e.contains("backing_file"), "{e}");
     let e = refused("dram+mapped+flash-sets");
     assert!(e.contains("policy") && e.contains("set-associative"), "{e}");
+    let (backing, _) = files("refused-backing");
+    let with_backing = |kind: &str, name: &str| {
+        let path = common::scratch("crash", name);
+        let builder = builder(kind, &path, CacheMode::WriteBack, false);
+        builder.backing_device(file_device(&backing)).build()
+    };
+    let built = with_backing("dram+mapped+flash@scm-first:2", "given-0.tier");
+    assert!(built.is_ok(), "SCM-first with its backing device: {:?}", built.err());
+    let e = with_backing("dram+mapped+flash-sets", "given-1.tier").err().expect("refused");
+    assert!(e.to_string().contains("set-associative"), "{e}");
     // Write-through keeps nothing dirty: any placement, any tier.
     for (i, kind) in ["dram+mapped+flash@scm-first:2", "dram+mapped+flash-sets"].iter().enumerate()
     {
@@ -536,19 +560,24 @@ fn three_tier_write_back_refuses_what_a_crash_could_lose() {
     }
 }
 
-/// Kill -9 at every write of a write-back cache over three tiers (DRAM, mapped, flash): the
-/// kill lands at one point of the writes to both tier files and the backing file together,
-/// and every block then reads as its last synced version or a later one.
+/// Kill -9 at every write of a write-back cache over three tiers (DRAM, mapped, flash;
+/// DRAM-first and SCM-first, the flash tier fully or set-associative): the kill lands at one
+/// point of the writes to both tier files and the backing file together, and every block then
+/// reads as its last synced version or a later one.
 #[test]
 fn a_kill_at_every_write_over_three_tiers_loses_no_synced_write() {
     let mut kills = 0;
-    for tear in [false, true] {
-        for budget in 1.. {
-            if !killed_after("dram+mapped+flash", false, budget, tear) {
-                break;
+    let kinds =
+        ["dram+mapped+flash", "dram+mapped+flash@scm-first:2", "dram+file+flash@bidirectional:2"];
+    for kind in kinds {
+        for tear in [false, true] {
+            for budget in 1.. {
+                if !killed_after(kind, false, budget, tear) {
+                    break;
+                }
+                kills += 1;
             }
-            kills += 1;
         }
     }
-    assert!(kills > 100, "{kills} kills");
+    assert!(kills > 300, "{kills} kills");
 }

@@ -531,7 +531,7 @@ fn dirty_caches_decide_as_the_simulator() {
         if let Some(mode) = mode {
             builder = builder.mode(mode);
         }
-        let file = replay_file(&path, builder.build().unwrap(), &clock, &reqs);
+        let file = replay_file(&path, builder, &clock, &reqs);
         let s = file.cache().stats();
         let got = [s.hits, s.inserts, s.evictions, s.promotions + s.demotions, s.write_backs];
         assert!(want[0] > 0 && want[4] > 0, "{name}: {want:?}");
@@ -549,7 +549,8 @@ fn dirty_caches_decide_as_the_simulator() {
 
 /// Three tiers in write-back, DRAM over a mapped tier over a flash tier, behind a
 /// `CachedFile`: the engine's read hits, inserts, evictions, moves and write-backs are the
-/// simulated hierarchy's in the same Open CAS mode, and nothing dirty is lost.
+/// simulated hierarchy's in the same Open CAS mode, and nothing dirty is lost: DRAM-first,
+/// SCM-first and bidirectional placement.
 #[test]
 fn three_tier_write_back_decides_as_the_simulator() {
     use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
@@ -559,23 +560,21 @@ fn three_tier_write_back_decides_as_the_simulator() {
     let mode =
         CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(CacheMode::WriteBack) };
     let tiers = [("lru", 300u64), ("lru", 800), ("arc", 2000)];
-    // Write-back over two persistent tiers runs DRAM-first only (the builder refuses the
-    // others: `crash.rs`); write-through runs every placement (the test above).
-    for (i, placement) in ["dram-first"].iter().enumerate() {
+    // With placements that move blocks up, write-back over two persistent tiers needs the
+    // backing device given to the builder (`replay_file` does): see `crash.rs`.
+    for (i, placement) in ["dram-first", "scm-first:2", "bidirectional:4"].iter().enumerate() {
         let placement = Placement::parse(placement).unwrap();
         let (sim, want) = simulated_hierarchy(placement, &tiers, Some(mode.clone()), &reqs);
         let read_hits =
             reqs.iter().zip(&sim).filter(|(r, t)| r.op != Op::Write && t.is_some()).count();
         let clock = Arc::new(ManualClock::default());
-        let cache = three_tiers(&tiers, placement, &dir, i)
+        let builder = three_tiers(&tiers, placement, &dir, i)
             .mode(mode.clone())
             .clock(clock.clone())
-            .without_worker()
-            .build()
-            .unwrap();
+            .without_worker();
         let path = dir.join(format!("{i}.img"));
         std::fs::File::create(&path).unwrap().set_len(32 << 30).unwrap();
-        let file = replay_file(&path, cache, &clock, &reqs);
+        let file = replay_file(&path, builder, &clock, &reqs);
         let s = file.cache().stats();
         let got = [s.inserts, s.evictions, s.promotions + s.demotions, s.write_backs];
         assert!(want[3] > 0 && want[2] > 0, "{placement:?}: {want:?}");
@@ -591,16 +590,18 @@ fn three_tier_write_back_decides_as_the_simulator() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `reqs` through a `CachedFile` over `cache` and the backing file at `path` (its syncs
-/// skipped, see `Unsynced`), on the trace's clock: writes write the key's bytes, reads read.
+/// `reqs` through a `CachedFile` over the cache `builder` makes and the backing file at `path`
+/// (its syncs skipped, see `Unsynced`; given to the builder too), on the trace's clock: writes
+/// write the key's bytes, reads read.
 fn replay_file(
     path: &std::path::Path,
-    cache: tiercache_engine::Cache,
+    builder: CacheBuilder,
     clock: &ManualClock,
     reqs: &[Request],
 ) -> CachedFile {
     let backing = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
     let backing = Arc::new(Unsynced(tiercache_engine::device::FileDevice::new(backing, path)));
+    let cache = builder.backing_device(backing.clone()).build().unwrap();
     let file = CachedFile::over(backing, cache);
     replay_requests(&file, reqs, Some(clock));
     file

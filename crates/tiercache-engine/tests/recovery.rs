@@ -468,6 +468,18 @@ fn blocks_of_another_backing_file_are_refused() {
     let e = CachedFile::open(&b, open("file", &path, 8, 1, Recover::Quiet)).err().unwrap();
     let e = e.to_string();
     assert!(e.contains("backed.img") && e.contains("backing-b") && e.contains("inode"), "{e}");
+    // Given to the builder, the other file is refused before recovery writes anything to it.
+    let (tier_bytes, b_bytes) = (bytes(&path), bytes(&b));
+    let builder = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(tier("file", &path))
+        .block_size(BLOCK)
+        .shards(1)
+        .capacity_bytes(8 * BLOCK as u64)
+        .backing_file(&b, false)
+        .unwrap();
+    let e = builder.build().err().unwrap().to_string();
+    assert!(e.contains("backed.img") && e.contains("backing-b") && e.contains("inode"), "{e}");
+    assert!(bytes(&path) == tier_bytes && bytes(&b) == b_bytes, "refusing changed nothing");
     // Over its own file, the cache is warm and serves that file's bytes.
     let file = CachedFile::open(&a, open("file", &path, 8, 1, Recover::Strict)).unwrap();
     assert_eq!(file.cache().stats().recovered, 4);

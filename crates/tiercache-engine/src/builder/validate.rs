@@ -189,12 +189,13 @@ impl CacheBuilder {
     /// With dirty blocks over two or more persistent tiers, refuses what a crash could lose.
     /// A dirty block moving between two persistent tiers keeps its old copy until the next
     /// sync; a crash before it can find the old copy and lose the new one, so at recovery the
-    /// tier it left holds one block more than its policy's share. Recovery takes the blocks
-    /// back before a backing device is attached, so a dirty block the policy then evicts to
-    /// make room cannot be written back. With DRAM-first placement and fully associative
-    /// tiers, the tier the block was moving to lost the new copy and has that room; a
-    /// placement that also moves blocks up, or a set-associative tier below another
-    /// persistent one (the room is in another set), does not guarantee it.
+    /// tier it left holds one block more than its policy's share. With DRAM-first placement
+    /// the tier the block was moving to lost the new copy and has that room; a placement that
+    /// also moves blocks up does not guarantee it, and a dirty block the policy then evicts to
+    /// make room is written back only if the backing device was given to the builder
+    /// (`backing_file`, `backing_device`): attached before recovery. Without it, such a
+    /// placement is refused. A set-associative tier below another persistent tier is refused
+    /// in any case: the kill test found a synced block read back at an older version there.
     pub(super) fn check_dirty_moves(&self, mode: &str) -> Result<(), EngineError> {
         let persistent: Vec<usize> = (0..self.tiers.len())
             .filter(|&t| !matches!(self.tiers[t].kind, TierKind::Dram))
@@ -202,20 +203,22 @@ impl CacheBuilder {
         if persistent.len() < 2 {
             return Ok(());
         }
-        if self.placement != Placement::DramFirst {
+        if self.backing.is_none() && self.placement != Placement::DramFirst {
             let reason = format!(
                 "{mode} over {} persistent tiers moves dirty blocks up and down between them, and \
                  a crash between a move and the next sync could leave a tier too full to take \
-                 back its dirty blocks: use dram-first placement",
+                 back its dirty blocks: give the builder the backing device (backing_file), so \
+                 recovery writes back what it cannot keep, or use dram-first placement",
                 persistent.len()
             );
             return Err(EngineError::config("placement", reason));
         }
         if let Some(&t) = persistent[1..].iter().find(|&&t| self.placed(&self.tiers[t]).is_some()) {
             let reason = format!(
-                "{mode} with tier {t} set-associative below another persistent tier: a crash \
-                 between a dirty block's move and the next sync could leave a set too full to \
-                 take back its dirty blocks; run that tier with a fully associative policy (lru)"
+                "{mode} with tier {t} set-associative below another persistent tier: a kill \
+                 while dirty blocks move into it can leave a synced block's newer copy \
+                 unreadable and an older one in its place (found by the kill test); run that \
+                 tier with a fully associative policy (lru)"
             );
             return Err(EngineError::config("policy", reason));
         }

@@ -122,14 +122,7 @@ impl CacheCore {
         let mut media = self.media();
         if let Some(found) = recovered.map(|r| r.backing).filter(|b| *b != Some(backing)) {
             let tier = media.iter().find_map(|m| m.path()).expect("a tier file was recovered");
-            return Err(EngineError::Mismatch {
-                path: tier.to_path_buf(),
-                found: match found {
-                    Some(other) => format!("blocks of the backing file at {other}"),
-                    None => "blocks of no backing file (put through the cache directly)".into(),
-                },
-                wanted: format!("{} ({backing}) behind it", path.display()),
-            });
+            return Err(mismatch(tier, found, backing, path));
         }
         media.iter_mut().try_for_each(|m| m.set_backing(Some(backing)))
     }
@@ -149,5 +142,23 @@ impl CacheCore {
         let dirty_left = self.keeps_dirty && self.dirty_blocks() > 0;
         self.media().iter_mut().try_for_each(|m| m.close_clean(dirty_left))?;
         written_back
+    }
+}
+
+/// The error for a backing file other than the one whose blocks the tier at `tier` holds
+/// (`found`: that file's identity, or none for blocks put through the cache directly).
+pub(crate) fn mismatch(
+    tier: &std::path::Path,
+    found: Option<Backing>,
+    backing: Backing,
+    path: &std::path::Path,
+) -> EngineError {
+    EngineError::Mismatch {
+        path: tier.to_path_buf(),
+        found: match found {
+            Some(other) => format!("blocks of the backing file at {other}"),
+            None => "blocks of no backing file (put through the cache directly)".into(),
+        },
+        wanted: format!("{} ({backing}) behind it", path.display()),
     }
 }

@@ -28,6 +28,11 @@ pub struct Scanned {
 }
 
 impl Scanned {
+    /// Whether the scan found no whole block.
+    pub fn is_empty(&self) -> bool {
+        self.copies.is_empty()
+    }
+
     /// Counts the copies on `tiers` clean: their cache stopped after writing every dirty block
     /// back, so the dirty flags their headers still carry are history.
     pub fn written_back(&mut self, tiers: &[usize]) {
@@ -147,6 +152,9 @@ impl Shard {
                     let placed = self.tiers[copy.tier].placed.as_mut().expect("a placed tier");
                     placed.pending.retain(|(k, _)| *k != copy.key);
                     self.stats.recovery_declined += 1;
+                    if copy.dirty {
+                        self.write_back_found(&copy);
+                    }
                     self.tiers[copy.tier].give_back(copy.slot, &mut self.stats);
                     continue;
                 }
@@ -163,5 +171,33 @@ impl Shard {
         self.stats.recovered = self.resident_count();
         self.stats.recovery_declined += std::mem::take(&mut self.stats.evictions);
         Ok(())
+    }
+
+    /// Writes back a dirty block recovery found and does not keep (its set has no room for
+    /// it), from the slot it lies in, before that slot is freed: to the backing device
+    /// attached before recovery (`CacheBuilder::backing_file`), synced. Without one, or if the
+    /// block does not read back or the write fails, its key is recorded lost (reads fail until
+    /// it is written again) rather than served from the backing device's older data.
+    fn write_back_found(&mut self, copy: &Copy) {
+        let region = &mut self.tiers[copy.tier].region;
+        let mut value = vec![0u8; region.value_bytes()];
+        let read = region.read(copy.slot, copy.key, &mut value);
+        let at = copy.key * self.block_size as u64;
+        let written = match (&self.backing, read) {
+            (Some(backing), Ok(len)) => backing.write_at(&value[..len], at).is_ok().then_some(len),
+            _ => None,
+        };
+        match written {
+            Some(len) => {
+                self.backing_unsynced = true;
+                self.stats.write_backs += 1;
+                self.stats.bytes_written_back += len as u64;
+                self.sync_backing();
+            }
+            None => {
+                self.stats.dirty_lost += 1;
+                self.lost.insert(copy.key);
+            }
+        }
     }
 }
