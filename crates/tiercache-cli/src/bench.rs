@@ -16,9 +16,10 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tiercache_core::{format_size, parse_size, DeviceProfile, Op};
 use tiercache_engine::latency::{self, Percentiles};
-use tiercache_engine::{CacheBuilder, CachedFile, StatsSnapshot, TierKind};
-use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
-use tiercache_policy::{AdmissionConfig, PolicyConfig};
+use tiercache_engine::{CacheConfig, CachedFile, Recover, StatsSnapshot, TierKind};
+use tiercache_policy::PolicyConfig;
+
+use crate::cache_args::Defaults;
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
 
 use crate::progress::Progress;
@@ -28,8 +29,6 @@ pub struct BenchArgs {
     /// Client threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    #[arg(long, default_value = "4KiB")]
-    pub block_size: String,
     /// Fraction of operations that are reads.
     #[arg(long, default_value_t = 0.9)]
     pub read_ratio: f64,
@@ -54,29 +53,6 @@ pub struct BenchArgs {
     /// Seconds of unmeasured warm-up first.
     #[arg(long, default_value_t = 1.0)]
     pub warmup: f64,
-    /// A DRAM tier of this size (the default tier: 64MiB).
-    #[arg(long)]
-    pub dram: Option<String>,
-    /// A memory-mapped slow tier at this path (a DAX file, tmpfs, /dev/shm), with --slow-size.
-    #[arg(long)]
-    pub slow_path: Option<PathBuf>,
-    #[arg(long)]
-    pub slow_size: Option<String>,
-    /// A file (flash) tier at this path, with --flash-size.
-    #[arg(long)]
-    pub flash_path: Option<PathBuf>,
-    #[arg(long)]
-    pub flash_size: Option<String>,
-    /// Make the DRAM tier behave like a device: a preset (dram, optane-dcpm, cxl, optane-ssd,
-    /// nvme, sata-ssd, hdd) or a TOML profile file (see `tiercache profile show NAME`).
-    #[arg(long)]
-    pub dram_profile: Option<String>,
-    /// Make the slow-memory tier behave like a device preset.
-    #[arg(long)]
-    pub slow_profile: Option<String>,
-    /// Make the flash tier behave like a device preset.
-    #[arg(long)]
-    pub flash_profile: Option<String>,
     /// The backing file, which the bench writes: created and filled to --working-set. A file
     /// that exists is refused unless --reuse-backing. Default: a new file in the temporary
     /// directory, removed at the end.
@@ -90,33 +66,6 @@ pub struct BenchArgs {
     /// (without it, such a file is refused and left as it was).
     #[arg(long)]
     pub force: bool,
-    /// What to do with the blocks a reused --slow-path or --flash-path holds: wipe (start
-    /// empty, the default for a benchmark), quiet (restart warm, dropping what fails its
-    /// checks) or strict (restart warm, or refuse to start on any damage).
-    #[arg(long, default_value = "wipe")]
-    pub recover: tiercache_engine::Recover,
-    /// The replacement policy, optionally with controllers joined by '+': 'nhc+lru',
-    /// 'obp:0.1+s3fifo', 'interference:0.1+lru' (the same specs as --nhc and --nvcache).
-    #[arg(long, default_value = "lru")]
-    pub policy: String,
-    /// Policy of the lower tier when --dram sits over --slow-path or --flash-path.
-    #[arg(long, default_value = "lru")]
-    pub lower_policy: String,
-    /// With two or more tiers, where misses go and when blocks move up (Kassa et al.):
-    /// dram-first, scm-first[:T] (misses into the tier below DRAM, promoted after T hits
-    /// there), bidirectional[:T].
-    #[arg(long, default_value = "dram-first")]
-    pub placement: String,
-    /// Admit through NVCache's rules, live in the engine: obp[:TARGET], alloc-read-write or
-    /// no-write-allocate, then ',small-bypass=BYTES', ',window=LOOKUPS', ',write-allocate',
-    /// ',no-eviction'.
-    #[arg(long)]
-    pub nvcache: Option<String>,
-    /// Non-hierarchical caching live in the engine (Orthus, section 4): 'nhc' tunes
-    /// load_admit on the engine's measured throughput every --measure-ms; options as in
-    /// `sim --nhc` (':target=p99-latency', ':load_admit=0.7' for a static split).
-    #[arg(long)]
-    pub nhc: Option<String>,
     /// Interval of the controllers' measurements, in milliseconds.
     #[arg(long, default_value_t = 10.0)]
     pub measure_ms: f64,
@@ -124,14 +73,6 @@ pub struct BenchArgs {
     /// profile: its reads and writes then take the profile's time.
     #[arg(long)]
     pub backing_profile: Option<String>,
-    #[arg(long, default_value = "always")]
-    pub admission: String,
-    /// The Open CAS mode the policy runs in: write-through, write-back, write-around,
-    /// write-invalidate, write-only, pass-through. Write-back and write-only keep written blocks
-    /// dirty on a mapped or file tier; what is still dirty at the end is written back after
-    /// the timed run, and that time is reported apart.
-    #[arg(long, default_value = "write-through")]
-    pub write_mode: String,
     /// Allow write-back over DRAM only (acknowledged writes are lost in a crash until a sync).
     #[arg(long)]
     pub volatile_write_back: bool,
@@ -139,9 +80,6 @@ pub struct BenchArgs {
     /// Default: 4 with a flash tier.
     #[arg(long)]
     pub write_behind: Option<usize>,
-    /// Shards (a power of two); 0 picks 16 per core.
-    #[arg(long, default_value_t = 0)]
-    pub shards: usize,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Read hits through read handles (`get_ref`: in place on DRAM and mapped tiers, the slot
@@ -169,6 +107,11 @@ pub struct BenchArgs {
     pub raw_backing: bool,
     #[arg(long)]
     pub json: bool,
+    /// The cache: its tiers, policies and engine options (shared with `serve` and `ycsb`).
+    /// bench puts no DRAM over --slow-path or --flash-path unless --dram is given, starts its
+    /// tiers empty unless --recover says otherwise, and runs 16 shards a core.
+    #[command(flatten)]
+    pub cache: crate::cache_args::CacheArgs,
 }
 
 #[derive(Serialize)]
@@ -275,7 +218,7 @@ fn validate(args: &BenchArgs, block: usize) -> anyhow::Result<()> {
     anyhow::ensure!(
         (BLOCK_SIZE_MIN..=block_max).contains(&block) && block.is_multiple_of(BLOCK_SIZE_MIN),
         "--block-size {} must be a multiple of {BLOCK_SIZE_MIN} B up to {}",
-        args.block_size,
+        block_size(args),
         format_size(block_max as u64)
     );
     anyhow::ensure!(
@@ -325,7 +268,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 /// One bench run and its report; with `replay`, the threads take its requests rather than
 /// drawing keys (--dist, --read-ratio, --duration, --warmup and --ops are then unused).
 pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<BenchReport> {
-    let block = parse_size(&args.block_size).context("--block-size")? as usize;
+    let block = parse_size(block_size(args)).context("--block-size")? as usize;
     validate(args, block)?;
     let working_set = parse_size(&args.working_set).context("--working-set")?;
     let blocks = working_set / block as u64;
@@ -359,8 +302,8 @@ pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<Bench
             anyhow::bail!("the replayed key {} lies beyond the {blocks} blocks", r.key);
         }
     }
-    // The policy is checked before the backing file is made.
-    PolicySpec::parse(&args.policy)?;
+    // The stack is checked before the backing file is made.
+    config(args)?.stack()?;
     let backing = Backing::prepare(args, blocks * block as u64)?;
     let report = if args.raw_backing {
         raw::backing(args, &plan, &backing.path)?
@@ -376,29 +319,53 @@ pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<Bench
 /// The tiers, upper first: --dram, --slow-path and --flash-path, those given, in that order
 /// (DRAM alone by default); two or three form a DRAM-first hierarchy.
 fn tiers(args: &BenchArgs) -> anyhow::Result<Vec<(TierKind, u64)>> {
+    let c = &args.cache;
     let size = |text: &Option<String>, flag: &str| -> anyhow::Result<u64> {
         let text =
             text.as_deref().ok_or_else(|| anyhow::anyhow!("{flag} is required with its path"))?;
         parse_size(text).with_context(|| flag.to_string())
     };
     let mut tiers = Vec::new();
-    if args.dram.is_some() || (args.slow_path.is_none() && args.flash_path.is_none()) {
-        let dram = parse_size(args.dram.as_deref().unwrap_or("64MiB")).context("--dram")?;
-        tiers.push((TierKind::Dram, dram));
+    if c.dram.is_some() || (c.slow_path.is_none() && c.flash_path.is_none()) {
+        let dram = parse_size(c.dram.as_deref().unwrap_or("64MiB")).context("--dram")?;
+        anyhow::ensure!(
+            dram > 0 || tiers_below(args) > 0,
+            "--dram 0 needs --slow-path or --flash-path"
+        );
+        if dram > 0 {
+            tiers.push((TierKind::Dram, dram));
+        }
     }
-    if let Some(path) = &args.slow_path {
-        tiers
-            .push((TierKind::Mapped { path: path.clone() }, size(&args.slow_size, "--slow-size")?));
+    if let Some(path) = &c.slow_path {
+        tiers.push((TierKind::Mapped { path: path.clone() }, size(&c.slow_size, "--slow-size")?));
     }
-    if let Some(path) = &args.flash_path {
-        tiers.push((
-            TierKind::Flash { path: path.clone() },
-            size(&args.flash_size, "--flash-size")?,
-        ));
+    if let Some(path) = &c.flash_path {
+        tiers.push((TierKind::Flash { path: path.clone() }, size(&c.flash_size, "--flash-size")?));
     }
     anyhow::ensure!(!(args.raw && tiers.len() > 1), "--raw measures one medium: give one tier");
     anyhow::ensure!(!(args.raw && args.handle), "--handle reads through the cache; --raw has none");
     Ok(tiers)
+}
+
+/// Tiers given below DRAM.
+fn tiers_below(args: &BenchArgs) -> usize {
+    args.cache.slow_path.is_some() as usize + args.cache.flash_path.is_some() as usize
+}
+
+/// `--block-size`, 4 KiB unless given.
+fn block_size(args: &BenchArgs) -> &str {
+    args.cache.block_size.as_deref().unwrap_or("4KiB")
+}
+
+/// The cache the options describe (`crate::cache_args`): no DRAM over lower tiers unless
+/// `--dram` is given, tiers started empty unless `--recover` says otherwise, 16 shards a core.
+fn config(args: &BenchArgs) -> anyhow::Result<CacheConfig> {
+    let defaults =
+        Defaults { dram_over_lower: false, shards: shards(args), recover: Recover::Wipe };
+    let mut config = args.cache.config(&defaults, None)?;
+    config.stack.seed = args.seed;
+    config.engine.overwrite_foreign_files = args.force;
+    Ok(config)
 }
 
 /// The file the bench writes through the cache: one it made (and removes, when it chose the
@@ -482,10 +449,10 @@ fn fill(mut file: &std::fs::File, path: &std::path::Path, bytes: u64) -> anyhow:
 }
 
 fn shards(args: &BenchArgs) -> usize {
-    if args.shards > 0 {
-        return args.shards;
+    match args.cache.shards {
+        Some(shards) if shards > 0 => shards,
+        _ => default_shards(),
     }
-    default_shards()
 }
 
 /// The shards `bench` gives a cache without `--shards`: 16 a core, rounded up to a power of two.
@@ -614,119 +581,26 @@ where
     Ok((reads, writes))
 }
 
-/// `--policy`: a replacement policy, optionally with controllers joined by `+`, e.g. `lru`,
-/// `nhc+lru`, `obp:0.1+s3fifo`, `interference:0.1,measured+lru`, `nhc:target=p99-latency`
-/// (LRU when only controllers are given).
-struct PolicySpec {
-    base: PolicyConfig,
-    nvcache: Option<String>,
-    nhc: Option<String>,
-}
-
-impl PolicySpec {
-    fn parse(text: &str) -> anyhow::Result<PolicySpec> {
-        let mut spec = PolicySpec { base: PolicyConfig::Lru, nvcache: None, nhc: None };
-        let mut base = None;
-        for part in text.split('+').map(str::trim) {
-            let controller = ["obp", "interference", "alloc-read-write", "no-write-allocate"]
-                .iter()
-                .any(|name| part.split([':', ',']).next() == Some(name));
-            let slot = if part.split(':').next() == Some("nhc") {
-                &mut spec.nhc
-            } else if controller {
-                &mut spec.nvcache
-            } else {
-                anyhow::ensure!(base.is_none(), "--policy {text}: two replacement policies");
-                base = Some(PolicyConfig::parse(part).with_context(|| format!("--policy {text}"))?);
-                continue;
-            };
-            anyhow::ensure!(slot.is_none(), "--policy {text}: '{part}' repeats a controller");
-            *slot = Some(part.to_string());
-        }
-        spec.base = base.unwrap_or(PolicyConfig::Lru);
-        Ok(spec)
-    }
-}
-
-/// A controller given in `--policy` or by its own flag, not both.
-fn either<'a>(
-    in_policy: &'a Option<String>,
-    flag: &'a Option<String>,
-    name: &str,
-) -> anyhow::Result<Option<&'a String>> {
-    match (in_policy, flag) {
-        (Some(_), Some(_)) => anyhow::bail!("{name} given twice: in --policy and as {name}"),
-        (spec, None) | (None, spec) => Ok(spec.as_ref()),
-    }
-}
-
 fn cached(
     args: &BenchArgs,
     plan: &Plan,
     tiers: &[(TierKind, u64)],
     backing: &std::path::Path,
 ) -> anyhow::Result<BenchReport> {
-    let (tier, tier_bytes) = (&tiers[0].0, tiers[0].1);
-    let policy = PolicySpec::parse(&args.policy)?;
+    let config = config(args)?;
+    let policy_base = config.stack()?.tiers[0].0.clone();
     let anon_before = rss_anon_bytes();
     // Hibachi and Hybrid-ARC place clean and dirty blocks themselves, in their own modes.
-    let own = matches!(policy.base, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc);
-    let policy_base = policy.base.clone();
-    let mut builder = CacheBuilder::new(policy.base)
-        .admission(AdmissionConfig::parse_chain(&args.admission)?)
-        .tier(tier.clone())
-        .capacity_bytes(tier_bytes)
-        .overwrite_foreign_files(args.force)
-        .recover(args.recover);
-    let nvcache = either(&policy.nvcache, &args.nvcache, "--nvcache")?;
-    if let Some(spec) = nvcache {
-        let config = tiercache_policy::nvcache::NvcacheConfig::parse(spec).context("--nvcache")?;
-        builder = builder.nvcache(config);
-    }
-    let nhc = either(&policy.nhc, &args.nhc, "--nhc")?;
-    if let Some(spec) = nhc {
-        let config = tiercache_policy::nhc::NhcConfig::parse(spec).context("--nhc")?;
+    let own = matches!(policy_base, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc);
+    let mut builder = config.builder()?;
+    if args.cache.nhc.is_some() {
         // --measure-ms was checked with the other numbers (`validate`).
-        builder =
-            builder.nhc(config).measure_every(Duration::from_secs_f64(args.measure_ms / 1000.0));
-    }
-    let lower_policy = PolicyConfig::parse(&args.lower_policy).context("--lower-policy")?;
-    let placement = tiercache_policy::Placement::parse(&args.placement).context("--placement")?;
-    builder = builder.placement(placement);
-    for (lower, lower_bytes) in &tiers[1..] {
-        builder = builder.add_tier(lower.clone(), *lower_bytes, lower_policy.clone());
-    }
-    for (i, (kind, _)) in tiers.iter().enumerate() {
-        let preset = match kind {
-            TierKind::Dram => &args.dram_profile,
-            TierKind::Mapped { .. } => &args.slow_profile,
-            TierKind::File { .. } | TierKind::Flash { .. } => &args.flash_profile,
-        };
-        if let Some(name) = preset {
-            let profile = DeviceProfile::load(name).map_err(anyhow::Error::msg)?;
-            builder = builder.emulate(i, profile);
-        }
+        builder = builder.measure_every(Duration::from_secs_f64(args.measure_ms / 1000.0));
     }
     if let Some(threads) = args.write_behind {
         builder = builder.write_behind(threads);
     }
-    let mode = CacheMode::parse(&args.write_mode).with_context(|| {
-        format!(
-            "--write-mode {}: not one of write-through, write-back, write-around, \
-             write-invalidate, write-only, pass-through (or wt, wb, wa, wi, wo, pt)",
-            args.write_mode
-        )
-    })?;
-    // Write-through is what a policy does on its own (a write places its block as a miss
-    // would), so it needs no mode around the policy.
-    if mode != CacheMode::WriteThrough {
-        let config = CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) };
-        builder = builder.mode(config);
-    }
     let cache = builder
-        .block_size(plan.block)
-        .shards(shards(args))
-        .seed(args.seed)
         .unlocked_hits(!args.locked_hits)
         .scrub_rate(parse_size(&args.scrub_rate).context("--scrub-rate")?)
         .volatile_write_back(args.volatile_write_back)
@@ -801,12 +675,19 @@ fn cached(
         .iter()
         .map(|(kind, bytes)| format!("{} {}", tier_name(kind), format_size(*bytes)))
         .collect();
+    let c = &args.cache;
+    // The policy with its controllers in front, as `nhc+lru` or `obp:0.1+s3fifo`.
+    let controllers = [&c.nhc, &c.nvcache].into_iter().flatten().map(String::as_str);
+    let top = controllers.chain([c.policy.as_deref().unwrap_or("lru")]).collect::<Vec<_>>();
+    let top = top.join("+");
+    let mode = c.mode.as_deref().unwrap_or("write-through");
     let (policy, write_mode) = match tiers.len() {
-        _ if own => (args.policy.clone(), "clean in DRAM, dirty in the lower tier"),
-        1 => (args.policy.clone(), args.write_mode.as_str()),
+        _ if own => (top, "clean in DRAM, dirty in the lower tier"),
+        1 => (top, mode),
         n => {
-            let lower = vec![args.lower_policy.as_str(); n - 1].join(" > ");
-            (format!("{} {} > {lower}", args.placement, args.policy), &*args.write_mode)
+            let lower = vec![c.lower_policy.as_deref().unwrap_or("lru"); n - 1].join(" > ");
+            let placement = c.placement.as_deref().unwrap_or("dram-first");
+            (format!("{placement} {top} > {lower}"), mode)
         }
     };
     let backing = match &args.backing_profile {

@@ -2,6 +2,7 @@
 //! the command line and the Python package (`tiercache-py`) run the same code.
 
 pub mod bench;
+pub mod cache_args;
 pub mod crashtest;
 pub mod demo;
 pub mod experiment;

@@ -22,11 +22,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser};
-use tiercache_core::parse_size;
-use tiercache_engine::{CacheBuilder, CachedFile, EngineError, Recover, TierKind};
-use tiercache_policy::cas::CacheMode;
-use tiercache_policy::stack::Amount;
-use tiercache_policy::{PolicyConfig, StackConfig, StackSpec};
+use tiercache_engine::{CacheConfig, CachedFile, EngineError};
+use tiercache_policy::StackSpec;
+
+use crate::cache_args::Defaults;
 
 use tiercache_engine::nbd::{self, Request};
 
@@ -52,46 +51,9 @@ pub struct ServeArgs {
     /// without one.
     #[arg(long)]
     pub backing_profile: Option<String>,
-    /// The DRAM tier (0: none, the slow or flash tier alone) [default: 64MiB].
-    #[arg(long)]
-    pub dram: Option<String>,
-    /// A mapped tier file (persistent memory, CXL memory, tmpfs), below DRAM (and above a
-    /// flash tier, if one is given too).
-    #[arg(long)]
-    pub slow_path: Option<PathBuf>,
-    #[arg(long)]
-    pub slow_size: Option<String>,
-    /// A flash tier (a file or block device read with direct I/O), below DRAM and a mapped
-    /// tier, those given.
-    #[arg(long)]
-    pub flash_path: Option<PathBuf>,
-    #[arg(long)]
-    pub flash_size: Option<String>,
-    /// The top tier's policy, with parameters (`lru`, `clock:bits=2`, `hibachi`) [default: lru].
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// The policy of the tiers below the top one [default: lru].
-    #[arg(long)]
-    pub lower_policy: Option<String>,
-    /// The Open CAS mode: wt, wb, wa, wi, wo, pt [default: wt]. Write-back needs a mapped or
-    /// flash tier.
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// NVCache's admission in front of the cache: `obp[:TARGET]`, `alloc-read-write`, ...
-    #[arg(long)]
-    pub nvcache: Option<String>,
-    /// Admission filters joined by `+`: `always`, `prob:P`, `second-hit[:N]` [default: always].
-    #[arg(long)]
-    pub admission: Option<String>,
-    /// What to do with the blocks the tier files hold: quiet, strict or wipe [default: quiet].
-    #[arg(long)]
-    pub recover: Option<Recover>,
-    /// [default: 4KiB]
-    #[arg(long)]
-    pub block_size: Option<String>,
-    /// [default: 16]
-    #[arg(long)]
-    pub shards: Option<usize>,
+    /// The cache: its tiers, policies and engine options (shared with `bench` and `ycsb`).
+    #[command(flatten)]
+    pub cache: crate::cache_args::CacheArgs,
     /// Where to listen: unix:PATH or tcp:HOST:PORT.
     #[arg(long)]
     pub listen: Option<String>,
@@ -124,39 +86,12 @@ impl ServeArgs {
             backing: self.backing.or(file.backing),
             direct: self.direct || file.direct,
             backing_profile: self.backing_profile.or(file.backing_profile),
-            dram: self.dram.or(file.dram),
-            slow_path: self.slow_path.or(file.slow_path),
-            slow_size: self.slow_size.or(file.slow_size),
-            flash_path: self.flash_path.or(file.flash_path),
-            flash_size: self.flash_size.or(file.flash_size),
-            policy: self.policy.or(file.policy),
-            lower_policy: self.lower_policy.or(file.lower_policy),
-            mode: self.mode.or(file.mode),
-            nvcache: self.nvcache.or(file.nvcache),
-            admission: self.admission.or(file.admission),
-            recover: self.recover.or(file.recover),
-            block_size: self.block_size.or(file.block_size),
-            shards: self.shards.or(file.shards),
+            cache: self.cache.or(file.cache),
             listen: self.listen.or(file.listen),
             max_connections: self.max_connections.or(file.max_connections),
             metrics: self.metrics.or(file.metrics),
             threads_per_connection: self.threads_per_connection.or(file.threads_per_connection),
         }
-    }
-
-    /// The options that describe the policy stack, by flag, when given.
-    pub(crate) fn stack_options(&self) -> Vec<&'static str> {
-        let given = [
-            ("--dram", self.dram.is_some()),
-            ("--slow-size", self.slow_size.is_some()),
-            ("--flash-size", self.flash_size.is_some()),
-            ("--policy", self.policy.is_some()),
-            ("--lower-policy", self.lower_policy.is_some()),
-            ("--mode", self.mode.is_some()),
-            ("--nvcache", self.nvcache.is_some()),
-            ("--admission", self.admission.is_some()),
-        ];
-        given.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect()
     }
 }
 
@@ -189,8 +124,8 @@ fn read_config(path: &Path) -> anyhow::Result<(ServeArgs, Option<toml::Table>)> 
         .map_err(|e| anyhow::anyhow!("{}: [serve]: {e}", path.display()))?
         .args;
     let base = path.parent().unwrap_or(Path::new("."));
-    for path in [&mut args.backing, &mut args.slow_path, &mut args.flash_path].into_iter().flatten()
-    {
+    let paths = [&mut args.backing, &mut args.cache.slow_path, &mut args.cache.flash_path];
+    for path in paths.into_iter().flatten() {
         *path = base.join(&*path);
     }
     Ok((args, cache))
@@ -203,53 +138,10 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-/// The stack the options describe: the DRAM tier of `--dram`, the lower tier of
-/// `--slow-size` or `--flash-size`, and the rest.
-fn stack_of_options(args: &ServeArgs, lower_sizes: &[&str]) -> anyhow::Result<StackSpec> {
-    let dram = args.dram.as_deref().unwrap_or("64MiB");
-    let policy = args.policy.as_deref().unwrap_or("lru");
-    let mode = args.mode.as_deref().unwrap_or("wt");
-    CacheMode::parse(mode)
-        .with_context(|| format!("--mode {mode}: not one of wt, wb, wa, wi, wo, pt"))?;
-    let own = matches!(
-        PolicyConfig::parse(policy).with_context(|| format!("--policy {policy}"))?,
-        PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc
-    );
-    // The tiers' sizes top down: DRAM's unless 0, then the slow tier's and the flash tier's.
-    let sizes: Vec<&str> = match parse_size(dram).context("--dram")? {
-        0 if lower_sizes.is_empty() => bail!("--dram 0 needs --slow-path or --flash-path"),
-        0 => lower_sizes.to_vec(),
-        _ => std::iter::once(dram).chain(lower_sizes.iter().copied()).collect(),
-    };
-    let lower_policy = args.lower_policy.clone().unwrap_or_else(|| "lru".into());
-    let mut spec = StackSpec::new(policy, Amount::Text(sizes[0].into()));
-    spec.lower_capacity = sizes.get(1).map(|size| Amount::Text((*size).into()));
-    spec.tier = sizes.iter().skip(2).map(|size| format!("{size}:{lower_policy}")).collect();
-    spec.lower_policy = lower_policy;
-    // Write-through is what a policy does on its own; Hibachi and Hybrid-ARC place clean and
-    // dirty blocks themselves.
-    spec.mode = (mode != "wt" && mode != "write-through" && !own).then(|| mode.to_string());
-    // The engine has no sequential cutoff (each shard sees only its own keys).
-    spec.seq_cutoff = "never".into();
-    spec.nvcache = args.nvcache.clone();
-    spec.admission = args.admission.clone().unwrap_or_else(|| "always".into());
-    Ok(spec)
-}
-
-/// The media of a stack's tiers, top down: `lower` (the slow tier's, then the flash tier's,
-/// those given) at the bottom, and DRAM on top when the stack has a tier more than they are.
-pub fn media(stack: &StackConfig, lower: Vec<TierKind>) -> Vec<TierKind> {
-    let mut media = Vec::new();
-    if lower.is_empty() || stack.tiers.len() > lower.len() {
-        media.push(TierKind::Dram);
-    }
-    media.extend(lower);
-    media
-}
-
-/// The cache the options describe, the options as resolved (the config file's under the
-/// command line's), and the media of its tiers, top down.
-pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs, Vec<TierKind>)> {
+/// The cache the options describe, and the options as resolved (the config file's under the
+/// command line's). A `[cache]` table in the config file is the stack; otherwise the options
+/// make it.
+pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheConfig, ServeArgs)> {
     let (args, table) = match &args.config {
         Some(path) => {
             let (file, table) = read_config(path)?;
@@ -257,20 +149,10 @@ pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs, Vec<T
         }
         None => (args.clone(), None),
     };
-    // Below DRAM: the slow tier, then the flash tier, those given.
-    let slow = args.slow_path.as_ref().map(|path| {
-        let kind = TierKind::Mapped { path: path.clone() };
-        (kind, "--slow-path", "--slow-size", args.slow_size.as_deref())
-    });
-    let flash = args.flash_path.as_ref().map(|path| {
-        let kind = TierKind::Flash { path: path.clone() };
-        (kind, "--flash-path", "--flash-size", args.flash_size.as_deref())
-    });
-    let lower: Vec<_> = slow.into_iter().chain(flash).collect();
     let from_file = table.as_ref().map(|(path, _)| format!("{}: [cache]", path.display()));
-    let spec: StackSpec = match table {
+    let stack: Option<StackSpec> = match table {
         Some((path, mut table)) => {
-            let given = args.stack_options();
+            let given = args.cache.stack_options();
             if !given.is_empty() {
                 bail!(
                     "{}: the [cache] table describes the stack, so {} cannot be given too",
@@ -282,31 +164,22 @@ pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheBuilder, ServeArgs, Vec<T
             if table.contains_key("mode") && !table.contains_key("seq_cutoff") {
                 table.insert("seq_cutoff".into(), toml::Value::String("never".into()));
             }
-            table.try_into().map_err(|e| anyhow::anyhow!("{}: [cache]: {e}", path.display()))?
+            let spec = table
+                .try_into()
+                .map_err(|e| anyhow::anyhow!("{}: [cache]: {e}", path.display()))?;
+            Some(spec)
         }
-        None => {
-            let mut sizes = Vec::new();
-            for (_, path_flag, size_flag, size) in &lower {
-                sizes.push(size.ok_or_else(|| anyhow::anyhow!("{path_flag} needs {size_flag}"))?);
-            }
-            stack_of_options(&args, &sizes)?
-        }
+        None => None,
     };
+    let config = args.cache.config(&Defaults::SERVE, stack)?;
     // Errors of a stack read from the file name the file.
-    let located = |e: anyhow::Error| match &from_file {
-        Some(place) => e.context(place.clone()),
-        None => e,
-    };
-    let stack = StackConfig::try_from(spec).map_err(|e| located(e.into()))?;
-    let media = media(&stack, lower.into_iter().map(|(kind, _, _, _)| kind).collect());
-    let block = parse_size(args.block_size.as_deref().unwrap_or("4KiB")).context("--block-size")?;
-    let builder = CacheBuilder::new(PolicyConfig::Lru)
-        .stack(&stack, media.clone())
-        .map_err(|e| located(e.into()))?
-        .block_size(block as usize)
-        .shards(args.shards.unwrap_or(16))
-        .recover(args.recover.unwrap_or(Recover::Quiet));
-    Ok((builder, args, media))
+    if let Err(e) = config.stack() {
+        return Err(match &from_file {
+            Some(place) => anyhow::Error::from(e).context(place.clone()),
+            None => e.into(),
+        });
+    }
+    Ok((config, args))
 }
 
 enum Listener {
@@ -422,7 +295,7 @@ impl Listener {
 }
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let (builder, args, _) = cache(args)?;
+    let (config, args) = cache(args)?;
     let Some(backing) = args.backing.clone() else {
         bail!("--backing: the file to export is missing")
     };
@@ -430,7 +303,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         bail!("--listen: where to listen (unix:PATH or tcp:HOST:PORT) is missing")
     };
     // The backing file goes to the builder too: recovery writes back what it cannot keep.
-    let cache = builder.backing_file(&backing, args.direct)?.build()?;
+    let cache = config.builder()?.backing_file(&backing, args.direct)?.build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }

@@ -14,13 +14,13 @@ use clap::Args;
 use serde::Serialize;
 use tiercache_core::{format_size, parse_size, DeviceProfile};
 use tiercache_engine::device::{Device, Emulated, FileDevice};
-use tiercache_engine::{CachedFile, Recover, StatsSnapshot, TierKind};
+use tiercache_engine::{CacheConfig, CachedFile, Recover, StatsSnapshot, TierKind};
 use tiercache_redb::redb::{self, Database, Durability};
 use tiercache_redb::ycsb::{self, LoadReport, Records, RunOptions, RunReport, YcsbWorkload};
 use tiercache_redb::{CachedBackend, DeviceBackend};
 
+use crate::cache_args::Defaults;
 use crate::progress::Progress;
-use crate::serve::ServeArgs;
 
 #[derive(Args, Clone, Debug)]
 pub struct YcsbArgs {
@@ -54,44 +54,13 @@ pub struct YcsbArgs {
     /// --backing-profile).
     #[arg(long)]
     pub no_cache: bool,
-    /// tiercache's DRAM tier (0: none, the slow tier alone) [default: 64MiB].
-    #[arg(long)]
-    pub dram: Option<String>,
-    /// A mapped slow-memory tier file (persistent memory, CXL memory, tmpfs), below DRAM; a
-    /// load starts it empty.
-    #[arg(long)]
-    pub slow_path: Option<PathBuf>,
-    #[arg(long)]
-    pub slow_size: Option<String>,
-    /// A flash tier (a file or block device read with direct I/O), below DRAM and the slow
-    /// tier, those given; a load starts it empty.
-    #[arg(long)]
-    pub flash_path: Option<PathBuf>,
-    #[arg(long)]
-    pub flash_size: Option<String>,
-    /// Make the slow tier behave like a device: a preset (optane-dcpm, cxl, ...) or a TOML
-    /// profile.
-    #[arg(long)]
-    pub slow_profile: Option<String>,
+    /// tiercache under the database: its tiers, policies and engine options (shared with
+    /// `serve` and `bench`). A load starts the tiers empty; --recover is for --check.
+    #[command(flatten)]
+    pub cache: crate::cache_args::CacheArgs,
     /// Make the database file behave like a device (sata-ssd, nvme, hdd, or a TOML profile).
     #[arg(long)]
     pub backing_profile: Option<String>,
-    /// The Open CAS mode: wt, wb, wa, wi, wo, pt [default: wt]. Write-back needs --slow-path.
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// NVCache's admission: `obp[:TARGET]`, `alloc-read-write`, `no-write-allocate`, then
-    /// `,small-bypass=BYTES` and the rest of `bench --nvcache`'s options.
-    #[arg(long)]
-    pub nvcache: Option<String>,
-    /// The top tier's policy [default: lru].
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// The policy of the tiers under DRAM [default: lru].
-    #[arg(long)]
-    pub lower_policy: Option<String>,
-    /// Admission filters joined by `+` [default: always].
-    #[arg(long)]
-    pub admission: Option<String>,
     /// Overwrite a --slow-path or --flash-path that holds a file which is not a tier file.
     #[arg(long)]
     pub force: bool,
@@ -105,9 +74,6 @@ pub struct YcsbArgs {
     /// the tier's blocks recovered (after a crash, say), every record read and checked.
     #[arg(long)]
     pub check: bool,
-    /// With --check: what to do with the blocks the slow tier holds (quiet or strict).
-    #[arg(long)]
-    pub recover: Option<Recover>,
     #[arg(long)]
     pub json: bool,
     /// Append `NUMBER VERSION` for each committed write to this file (for crash tests).
@@ -247,35 +213,26 @@ fn profile(name: &Option<String>, flag: &str) -> anyhow::Result<Option<DevicePro
         .transpose()
 }
 
-/// The cache options as `serve` takes them.
-fn serve_args(args: &YcsbArgs) -> ServeArgs {
-    ServeArgs {
-        dram: args.dram.clone(),
-        slow_path: args.slow_path.clone(),
-        slow_size: args.slow_size.clone(),
-        flash_path: args.flash_path.clone(),
-        flash_size: args.flash_size.clone(),
-        policy: args.policy.clone(),
-        lower_policy: args.lower_policy.clone(),
-        mode: args.mode.clone(),
-        nvcache: args.nvcache.clone(),
-        admission: args.admission.clone(),
-        recover: Some(match args.check {
-            true => args.recover.unwrap_or(Recover::Quiet),
-            // A new database: what the tier holds belongs to another.
-            false => Recover::Wipe,
-        }),
-        ..ServeArgs::default()
-    }
+/// The cache the options describe, as `serve` takes them: a load starts it empty.
+fn cache_config(args: &YcsbArgs) -> anyhow::Result<CacheConfig> {
+    let mut cache = args.cache.clone();
+    cache.recover = Some(match args.check {
+        true => args.cache.recover.unwrap_or(Recover::Quiet),
+        // A new database: what the tier holds belongs to another.
+        false => Recover::Wipe,
+    });
+    cache.config(&Defaults::SERVE, None)
 }
 
 /// The options that describe tiercache, by flag, when given: the stack's, as `serve` takes
-/// them, and the slow tier's file and device.
+/// them, and the tiers' files and devices.
 fn cache_options(args: &YcsbArgs) -> Vec<&'static str> {
-    let mut given = serve_args(args).stack_options();
-    given.extend(args.slow_path.as_ref().map(|_| "--slow-path"));
-    given.extend(args.flash_path.as_ref().map(|_| "--flash-path"));
-    given.extend(args.slow_profile.as_ref().map(|_| "--slow-profile"));
+    let c = &args.cache;
+    let mut given = c.stack_options();
+    given.extend(c.slow_path.as_ref().map(|_| "--slow-path"));
+    given.extend(c.flash_path.as_ref().map(|_| "--flash-path"));
+    given.extend(c.slow_profile.as_ref().map(|_| "--slow-profile"));
+    given.extend(c.flash_profile.as_ref().map(|_| "--flash-profile"));
     given
 }
 
@@ -362,15 +319,11 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
         let setup = format!("redb cache {}, no tiercache{like}", format_size(db_cache));
         return Ok(Opened { db, file: None, setup, recovered_dirty: 0 });
     }
-    let (mut cache, resolved, media) = crate::serve::cache(&serve_args(args))?;
-    if let Some(profile) = profile(&args.slow_profile, "--slow-profile")? {
-        let Some(slow) = media.iter().position(|m| matches!(m, TierKind::Mapped { .. })) else {
-            bail!("--slow-profile needs --slow-path, the tier it describes")
-        };
-        cache = cache.emulate(slow, profile);
-    }
+    let config = cache_config(args)?;
+    let media = config.tier_kinds(config.stack()?.tiers.len());
     // Given the database file before recovery, which writes back what it cannot keep.
-    let cache = cache.overwrite_foreign_files(args.force).backing_file(path, false)?.build()?;
+    let cache = config.builder()?.overwrite_foreign_files(args.force);
+    let cache = cache.backing_file(path, false)?.build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
@@ -381,28 +334,27 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
     }
     let file = Arc::new(file);
     let db = builder.create_with_backend(CachedBackend::new(file.clone())).map_err(redb_error)?;
+    let c = &args.cache;
     let tiers: Vec<String> = media
         .iter()
         .map(|m| match m {
-            TierKind::Dram => format!("dram {}", resolved.dram.as_deref().unwrap_or("64MiB")),
+            TierKind::Dram => format!("dram {}", c.dram.as_deref().unwrap_or("64MiB")),
             TierKind::Mapped { path } => format!(
                 "mapped {} {}{}",
                 path.display(),
-                resolved.slow_size.as_deref().unwrap_or("?"),
-                match &args.slow_profile {
+                c.slow_size.as_deref().unwrap_or("?"),
+                match &c.slow_profile {
                     Some(name) => format!(" behaving as {name}"),
                     None => String::new(),
                 }
             ),
-            TierKind::Flash { path } => format!(
-                "flash {} {}",
-                path.display(),
-                resolved.flash_size.as_deref().unwrap_or("?")
-            ),
+            TierKind::Flash { path } => {
+                format!("flash {} {}", path.display(), c.flash_size.as_deref().unwrap_or("?"))
+            }
             other => format!("{other:?}"),
         })
         .collect();
-    let admission = match &args.nvcache {
+    let admission = match &args.cache.nvcache {
         Some(spec) => format!(", NVCache {spec}"),
         None => String::new(),
     };
@@ -479,7 +431,7 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
     anyhow::ensure!(db_cache <= 1 << 40, "--db-cache {}: at most 1 TiB", args.db_cache);
     let durability = durability(&args.durability)?;
     anyhow::ensure!(
-        args.check || args.recover.is_none(),
+        args.check || args.cache.recover.is_none(),
         "--recover is for --check: a load makes a new database, so the slow tier starts empty"
     );
     let file = db_file(args)?;

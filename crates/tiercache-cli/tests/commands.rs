@@ -786,13 +786,14 @@ fn lab_experiments_write_reports_with_verdicts() {
     assert!(err.contains("tape") && err.contains("orthus"), "{err}");
 }
 
-/// `bench --policy` takes controllers joined to the replacement policy: NHC holding a static
-/// split sends hits to the backing file; OBP throttles admissions; a bad combination is an
-/// error that names it.
+/// `bench` runs the controllers by the flags every engine command shares (`--nhc`,
+/// `--nvcache`, in front of `--policy`): NHC holding a static split sends hits to the backing
+/// file; OBP throttles admissions. The policy is the stack spec's, so a policy joined to
+/// another, as the old `--policy nhc+lru` was, is an error that names it.
 #[test]
 fn bench_runs_the_controllers_through_policy() {
     let backing = scratch("bench-controllers.backing");
-    let run = |policy: &str| -> serde_json::Value {
+    let run = |controller: &[&str]| -> serde_json::Value {
         let args = [
             "bench",
             "--dram",
@@ -811,20 +812,19 @@ fn bench_runs_the_controllers_through_policy() {
             "--backing",
             backing.to_str().unwrap(),
             "--reuse-backing",
-            "--policy",
-            policy,
         ];
-        serde_json::from_str(&tiercache(&args)).unwrap()
+        serde_json::from_str(&tiercache(&[&args[..], controller].concat())).unwrap()
     };
-    let nhc = run("nhc:load_admit=0.5,window=2+s3fifo");
+    let nhc = run(&["--nhc", "nhc:load_admit=0.5,window=2", "--policy", "s3fifo"]);
     assert_eq!(nhc["knobs"]["load_admit"], 0.5, "{}", nhc["knobs"]);
     assert!(nhc["cache"]["offloaded"].as_u64().unwrap() > 0, "{}", nhc["cache"]);
-    let obp = run("obp:0.1+lru");
+    assert!(nhc["tier"].as_str().unwrap().contains("nhc:load_admit=0.5,window=2+s3fifo"), "{nhc}");
+    let obp = run(&["--nvcache", "obp:0.1"]);
     assert!(obp["knobs"]["obp"].as_f64().unwrap() <= 0.11, "{}", obp["knobs"]);
     assert!(obp["cache"]["rejections"]["throttled"].as_u64().unwrap() > 0, "{}", obp["cache"]);
     let e =
-        tiercache_fails(&["bench", "--policy", "lru+fifo", "--backing", backing.to_str().unwrap()]);
-    assert!(e.contains("two replacement policies"), "{e}");
+        tiercache_fails(&["bench", "--policy", "nhc+lru", "--backing", backing.to_str().unwrap()]);
+    assert!(e.contains("--policy nhc+lru"), "{e}");
 }
 
 /// `crashtest`: a child writing through a write-back cache is killed with SIGKILL 20 times per

@@ -45,6 +45,8 @@ pub mod cache;
 #[cfg(not(loom))]
 pub mod clock;
 #[cfg(not(loom))]
+pub mod config;
+#[cfg(not(loom))]
 pub mod device;
 #[cfg(not(loom))]
 pub mod direct;
@@ -83,6 +85,7 @@ pub use {
     builder::{CacheBuilder, TierSpec},
     cache::{BlockRef, Cache, CacheCore, PutOutcome, ReadOutcome, Recovery},
     clock::{Clock, ManualClock, MonotonicClock},
+    config::{CacheConfig, EngineOptions, MediumKind, MediumSpec},
     error::EngineError,
     file::CachedFile,
     latency::{LatencySnapshot, Percentiles},

@@ -9,8 +9,9 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
 use tiercache_core::{parse_size, Op, Request};
-use tiercache_engine::{Cache as EngineCache, CacheBuilder, EngineError, TierKind};
-use tiercache_policy::{PolicyConfig, PolicyError};
+use tiercache_engine::{Cache as EngineCache, CacheConfig, EngineError, MediumKind, MediumSpec};
+use tiercache_policy::stack::Amount;
+use tiercache_policy::{PolicyError, StackSpec};
 use tiercache_sim::RunError;
 use tiercache_workload::writer::{write_oracle_general, CsvWriter};
 use tiercache_workload::{TraceError as ReadError, TraceFormat, TraceOptions, TraceReader};
@@ -309,20 +310,20 @@ impl Cache {
     ) -> PyResult<Cache> {
         let table = options_table(options_json).map_err(to_py)?;
         let build = || -> anyhow::Result<Cache> {
-            let stack = tiercache_cli::experiment::cache(&table)?;
-            // Below DRAM: the slow tier, then the flash tier, those given.
-            let slow = slow_path.map(|path| TierKind::Mapped { path });
-            let lower: Vec<TierKind> =
-                slow.into_iter().chain(flash_path.map(|path| TierKind::Flash { path })).collect();
-            let media = tiercache_cli::serve::media(&stack, lower);
+            // One description of the whole cache (`tiercache_engine::config`): the stack as
+            // `sim` takes it, the media below DRAM (the slow tier, then the flash tier, those
+            // given), and the engine's options.
+            let stack: StackSpec = table.clone().try_into()?;
+            let medium = |kind, path| MediumSpec { kind, path, profile: None };
+            let slow = slow_path.map(|path| medium(MediumKind::Mapped, path));
+            let flash = flash_path.map(|path| medium(MediumKind::Flash, path));
+            let mut config = CacheConfig::new(stack, slow.into_iter().chain(flash).collect());
             let block = parse_size(block_size)
                 .map_err(|e| anyhow::anyhow!("block_size {block_size}: {e}"))?;
             anyhow::ensure!(shards >= 1, "shards must be at least 1");
-            let cache = CacheBuilder::new(PolicyConfig::Lru)
-                .stack(&stack, media)?
-                .block_size(block as usize)
-                .shards(shards)
-                .build()?;
+            config.engine.block_size = Amount::Count(block);
+            config.engine.shards = shards;
+            let cache = config.builder()?.build()?;
             Ok(Cache { cache, block_size: block as usize })
         };
         py.detach(build).map_err(to_py)
