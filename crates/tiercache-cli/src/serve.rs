@@ -118,7 +118,7 @@ fn read_config(path: &Path) -> anyhow::Result<(ServeArgs, Option<toml::Table>)> 
         bail!("{}: [serve] cannot name another config file", path.display());
     }
     let mut argv = vec!["serve".to_string()];
-    crate::experiment::words(&serve, &[], &mut argv)
+    tiercache_run::options::words(&serve, &[], &mut argv)
         .with_context(|| format!("{}: [serve]", path.display()))?;
     let mut args = ServeTable::try_parse_from(&argv)
         .map_err(|e| anyhow::anyhow!("{}: [serve]: {e}", path.display()))?

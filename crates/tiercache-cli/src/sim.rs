@@ -1,20 +1,16 @@
 //! `tiercache sim`: one policy, one capacity, one trace.
 
-use std::path::PathBuf;
-
-use anyhow::Context;
 use clap::Args;
 use tiercache_core::format_size;
 use tiercache_policy::stack::Amount;
 use tiercache_policy::{PolicyError, StackConfig, StackSpec};
 use tiercache_sim::counters::run_length_label;
-use tiercache_sim::timed::TimedReport;
-use tiercache_sim::{simulate, RunOptions, SimReport};
-use tiercache_workload::{TraceInfo, TraceReader};
+use tiercache_sim::SimReport;
 
 use crate::progress::Progress;
 use crate::run_options::RunArgs;
 use crate::TraceArgs;
+pub use tiercache_run::run::{flat_fields, simulate_stack, LoadedTrace, SimOutput};
 
 #[derive(Args)]
 pub struct SimArgs {
@@ -135,183 +131,25 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
 
 /// One simulation of `stack` over the trace (`sim`, and `run` with an experiment file).
 pub fn run_stack(trace: &TraceArgs, stack: StackConfig, args: &RunArgs) -> anyhow::Result<()> {
-    let output = simulate_stack(trace, stack, args, true)?;
+    let mut bar = Some(Progress::new("simulating", None));
+    let output = simulate_stack(trace, stack, args, &mut |done| match done {
+        Some(n) => bar.iter_mut().for_each(|bar| bar.set(n)),
+        None => bar.take().into_iter().for_each(Progress::finish),
+    })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&output.to_json())?);
     } else {
-        output.print();
+        print(&output);
     }
     Ok(())
 }
 
-/// What a simulation gives: counters, or a virtual-time report.
-pub enum SimOutput {
-    Counted { report: Box<SimReport>, info: TraceInfo, skipped: u64 },
-    Timed { report: Box<TimedReport>, trace: PathBuf },
-}
-
-impl SimOutput {
-    /// The object `sim --json` prints.
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            SimOutput::Counted { report, info, skipped } => {
-                let mut value = serde_json::to_value(report).expect("reports serialize");
-                value["trace"] = serde_json::json!(info.path);
-                value["format"] = serde_json::json!(info.format);
-                value["skipped_records"] = serde_json::json!(skipped);
-                value
-            }
-            SimOutput::Timed { report, .. } => {
-                serde_json::to_value(report).expect("reports serialize")
-            }
-        }
+/// The table `sim` prints without --json.
+pub fn print(output: &SimOutput) {
+    match output {
+        SimOutput::Counted { report, info, .. } => print_table(report, info),
+        SimOutput::Timed { report, trace } => crate::timed::print(report, trace),
     }
-
-    /// The table `sim` prints without --json.
-    pub fn print(&self) {
-        match self {
-            SimOutput::Counted { report, info, .. } => print_table(report, info),
-            SimOutput::Timed { report, trace } => crate::timed::print(report, trace),
-        }
-    }
-}
-
-/// A trace read into memory once, for many simulations of it (a sweep's cells).
-pub struct LoadedTrace {
-    pub requests: Vec<tiercache_core::Request>,
-    pub info: TraceInfo,
-    pub skipped: u64,
-    /// The requests annotated with their next access, made on the first policy that needs it.
-    annotated: std::sync::OnceLock<Vec<tiercache_core::Request>>,
-}
-
-impl LoadedTrace {
-    pub fn read(trace: &TraceArgs) -> anyhow::Result<LoadedTrace> {
-        let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
-        let mut requests = Vec::new();
-        let mut batch = Vec::new();
-        loop {
-            reader.next_batch(&mut batch)?;
-            if batch.is_empty() {
-                break;
-            }
-            requests.extend_from_slice(&batch);
-        }
-        let (info, skipped) = (reader.info().clone(), reader.skipped());
-        Ok(LoadedTrace { requests, info, skipped, annotated: std::sync::OnceLock::new() })
-    }
-
-    fn annotated(&self) -> &[tiercache_core::Request] {
-        self.annotated.get_or_init(|| {
-            let mut requests = self.requests.clone();
-            tiercache_core::annotate_next_access(&mut requests);
-            requests
-        })
-    }
-}
-
-/// As [`simulate_stack`] over a trace read already: the same report as reading it again.
-pub fn simulate_loaded(
-    trace: &TraceArgs,
-    loaded: &LoadedTrace,
-    stack: StackConfig,
-    args: &RunArgs,
-) -> anyhow::Result<SimOutput> {
-    check_run(&stack, args)?;
-    let options = RunOptions::new(stack);
-    if args.clients.is_some() || args.arrival_rate.is_some() {
-        let clients = args.clients.unwrap_or(1);
-        let report =
-            crate::timed::simulate_on(trace, Some(&loaded.requests), args, &options, clients)?;
-        return Ok(SimOutput::Timed { report: Box::new(report), trace: trace.trace.clone() });
-    }
-    let options = RunOptions { logical_time: !loaded.info.has_time, ..options };
-    let requests =
-        if options.stack.needs_future() { loaded.annotated() } else { &loaded.requests[..] };
-    let report = tiercache_sim::simulate_slice(&options, requests)?;
-    let (info, skipped) = (loaded.info.clone(), loaded.skipped);
-    Ok(SimOutput::Counted { report: Box::new(report), info, skipped })
-}
-
-fn check_run(stack: &StackConfig, args: &RunArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        stack.nhc.is_none() || args.clients.is_some() || args.arrival_rate.is_some(),
-        "--nhc tunes on measured throughput: run in virtual time with --clients or --arrival-rate"
-    );
-    anyhow::ensure!(
-        args.interval_ms > 0.0 && args.interval_ms.is_finite(),
-        "--interval-ms must be above 0"
-    );
-    Ok(())
-}
-
-/// Runs `stack` over the trace as `args` say (virtual time with --clients or --arrival-rate),
-/// writing `--csv` if asked; `progress` shows a progress bar on a terminal.
-pub fn simulate_stack(
-    trace: &TraceArgs,
-    stack: StackConfig,
-    args: &RunArgs,
-    progress: bool,
-) -> anyhow::Result<SimOutput> {
-    check_run(&stack, args)?;
-    let options = RunOptions::new(stack);
-    if args.clients.is_some() || args.arrival_rate.is_some() {
-        let report = crate::timed::simulate(trace, args, &options, args.clients.unwrap_or(1))?;
-        return Ok(SimOutput::Timed { report: Box::new(report), trace: trace.trace.clone() });
-    }
-    let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
-    let options = RunOptions { logical_time: !reader.info().has_time, ..options };
-    let mut bar = progress.then(|| Progress::new("simulating", None));
-    let report = simulate(&options, &mut |batch| reader.next_batch(batch), &mut |n| {
-        if let Some(bar) = bar.as_mut() {
-            bar.set(n)
-        }
-    })?;
-    if let Some(bar) = bar {
-        bar.finish();
-    }
-    if reader.skipped() > 0 {
-        eprintln!(
-            "warning: skipped {} malformed records; the first: {}",
-            reader.skipped(),
-            reader.first_skipped().unwrap_or("")
-        );
-    }
-    if let Some(path) = &args.csv {
-        write_csv(path, &report, reader.skipped())?;
-    }
-    let (info, skipped) = (reader.info().clone(), reader.skipped());
-    Ok(SimOutput::Counted { report: Box::new(report), info, skipped })
-}
-
-/// Flattens a report to (column, value) pairs for CSV.
-pub fn flat_fields(report: &SimReport) -> Vec<(String, String)> {
-    let value = serde_json::to_value(report).expect("reports serialize");
-    let mut fields = Vec::new();
-    if let serde_json::Value::Object(map) = value {
-        for (key, v) in map {
-            match v {
-                serde_json::Value::Object(inner) => {
-                    for (k, x) in inner {
-                        fields.push((format!("{key}_{k}"), x.to_string()));
-                    }
-                }
-                serde_json::Value::Array(_) => {}
-                serde_json::Value::String(s) => fields.push((key, s)),
-                other => fields.push((key, other.to_string())),
-            }
-        }
-    }
-    fields
-}
-
-fn write_csv(path: &std::path::Path, report: &SimReport, skipped: u64) -> anyhow::Result<()> {
-    let mut fields = flat_fields(report);
-    fields.push(("skipped_records".into(), skipped.to_string()));
-    let header: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
-    let row: Vec<&str> = fields.iter().map(|(_, v)| v.as_str()).collect();
-    let text = format!("{}\n{}\n", header.join(","), row.join(","));
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn pct(x: f64) -> String {

@@ -33,7 +33,7 @@ pyo3::create_exception!(
 
 /// The Python exception for an error of the Rust side, with the message the CLI prints.
 fn to_py(error: anyhow::Error) -> PyErr {
-    let message = tiercache_cli::error_message(&error);
+    let message = tiercache_run::error_message(&error);
     for cause in error.chain() {
         if cause.downcast_ref::<ReadError>().is_some() {
             return TraceError::new_err(message);
@@ -82,7 +82,7 @@ fn options_table(options_json: &str) -> anyhow::Result<toml::Table> {
 fn sim_json(py: Python<'_>, trace: PathBuf, options_json: &str) -> PyResult<String> {
     let options = options_table(options_json).map_err(to_py)?;
     py.detach(|| {
-        let output = tiercache_cli::experiment::simulate_options(&trace, &options)?;
+        let output = tiercache_run::options::simulate_options(&trace, &options)?;
         Ok(serde_json::to_string(&output.to_json())?)
     })
     .map_err(to_py)
@@ -119,15 +119,13 @@ fn sweep_json(
         }
     };
     let results = py
-        .detach(|| {
-            tiercache_cli::experiment::sweep_options(&trace, &common, &cells, threads, &tick)
-        })
+        .detach(|| tiercache_run::options::sweep_options(&trace, &common, &cells, threads, &tick))
         .map_err(to_py)?;
     let out: Vec<serde_json::Value> = results
         .into_iter()
         .map(|result| match result {
             Ok(output) => serde_json::json!({ "report": output.to_json() }),
-            Err(error) => serde_json::json!({ "error": tiercache_cli::error_message(&error) }),
+            Err(error) => serde_json::json!({ "error": tiercache_run::error_message(&error) }),
         })
         .collect();
     Ok(serde_json::Value::Array(out).to_string())
