@@ -62,7 +62,7 @@ fn bench_refuses_absurd_numbers() {
         (&["--warmup=-1"], &["--warmup", "0 to"]),
         (&["--threads", "20000"], &["--threads", "1 to 1024"]),
         (&["--threads", "0"], &["--threads"]),
-        (&["--raw", "--dram", "0"], &["dram tier", "fewer than one"]),
+        (&["--raw", "--dram", "0"], &["--dram 0", "--slow-path"]),
         (&["--measure-ms", "0"], &["--measure-ms"]),
         (&["--read-ratio", "2"], &["--read-ratio"]),
         (
