@@ -35,7 +35,9 @@ use crate::{Policy, PolicyError};
 #[serde(rename_all = "kebab-case")]
 pub enum Target {
     Throughput,
+    #[serde(alias = "mean")]
     MeanLatency,
+    #[serde(alias = "p99")]
     P99Latency,
 }
 
@@ -66,6 +68,7 @@ pub struct NhcConfig {
     /// Change of `load_admit` per step (2% in the paper).
     pub step: f64,
     /// The hit rate is stable when two consecutive windows differ by at most this much.
+    #[serde(rename = "stable")]
     pub stable_within: f64,
     /// Intervals per window of the stability check.
     pub window: usize,
@@ -74,10 +77,12 @@ pub struct NhcConfig {
     /// A static split instead of tuning, the baseline tuning is measured against: classic
     /// caching until the hit rate is stable, as Algorithm 1, then data_admit off and this
     /// `load_admit` for good.
+    #[serde(rename = "load_admit")]
     pub fixed_load_admit: Option<f64>,
     /// Keep admitting read misses once the hit rate is stable (data_admit on): in the held
     /// split of `fixed_load_admit`, so a split is measured apart from not admitting, or while
     /// tuning `load_admit` (the alternative of Orthus section 6.3, Figure 12c).
+    #[serde(rename = "data_admit")]
     pub held_data_admit: bool,
 }
 
@@ -96,13 +101,13 @@ impl Default for NhcConfig {
 }
 
 impl NhcConfig {
-    /// Parses `nhc` or `nhc:key=value,...` with keys `target` (throughput, mean-latency,
+    /// Parses `nhc` or `nhc:key=value,...`, the keys the fields of the config as the one grammar
+    /// of options reads them ([`crate::params`]): `target` (throughput, mean-latency,
     /// p99-latency), `step`, `stable`, `window` (intervals), `alpha`, and `load_admit`
     /// (a static split; no tuning), with `data_admit=on` to keep admitting read misses in the
     /// split or while tuning.
     pub fn parse(text: &str) -> Result<NhcConfig, PolicyError> {
-        let bad = |key: &str, reason: String| PolicyError::bad("nhc", key, reason);
-        let (base, params) = text.split_once(':').unwrap_or((text, ""));
+        let (base, options) = text.split_once(':').unwrap_or((text, ""));
         if base.trim() != "nhc" {
             return Err(PolicyError::UnknownPolicy {
                 name: base.into(),
@@ -110,61 +115,29 @@ impl NhcConfig {
                     .into(),
             });
         }
-        let mut config = NhcConfig::default();
-        let fraction = |key: &str, value: &str, low: f64| -> Result<f64, PolicyError> {
-            match value.parse::<f64>() {
-                Ok(v) if v >= low && v <= 1.0 => Ok(v),
-                _ => Err(bad(key, format!("'{value}' must be a number from {low} to 1"))),
-            }
-        };
-        for pair in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) =
-                pair.split_once('=').ok_or_else(|| bad(pair, "needs the form key=value".into()))?;
-            match key.trim() {
-                "target" => {
-                    config.target = match value {
-                        "throughput" => Target::Throughput,
-                        "mean-latency" | "mean" => Target::MeanLatency,
-                        "p99-latency" | "p99" => Target::P99Latency,
-                        _ => {
-                            return Err(bad(
-                                "target",
-                                format!("'{value}': use throughput, mean-latency or p99-latency"),
-                            ))
-                        }
-                    }
-                }
-                "step" => config.step = fraction("step", value, 1e-6)?,
-                "stable" => config.stable_within = fraction("stable", value, 0.0)?,
-                "alpha" => config.alpha = fraction("alpha", value, 0.0)?,
-                "load_admit" | "load-admit" => {
-                    config.fixed_load_admit = Some(fraction("load_admit", value, 0.0)?)
-                }
-                "data_admit" | "data-admit" => {
-                    config.held_data_admit = match value {
-                        "on" | "1" => true,
-                        "off" | "0" => false,
-                        _ => return Err(bad("data_admit", format!("'{value}': use on or off"))),
-                    }
-                }
-                "window" => {
-                    config.window = match value.parse::<usize>() {
-                        Ok(n) if n > 0 => n,
-                        _ => {
-                            return Err(bad("window", format!("'{value}' is not a count above 0")))
-                        }
-                    }
-                }
-                other => {
-                    return Err(bad(
-                        other,
-                        "is not a parameter; use target, step, stable, window, alpha, load_admit, data_admit"
-                            .into(),
-                    ))
-                }
-            }
-        }
+        let pairs = crate::params::pairs("nhc", options)?;
+        let config = crate::params::apply("nhc", &NhcConfig::default(), &pairs)?;
+        config.validate()?;
         Ok(config)
+    }
+
+    /// Checks the numbers: `step` above 0, `stable`, `alpha` and `load_admit` fractions,
+    /// `window` at least one interval. An error names the option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        let fraction = |key: &str, value: f64, low: f64| match value >= low && value <= 1.0 {
+            true => Ok(()),
+            false => Err(PolicyError::bad("nhc", key, format!("{value} must be from {low} to 1"))),
+        };
+        fraction("step", self.step, 1e-6)?;
+        fraction("stable", self.stable_within, 0.0)?;
+        fraction("alpha", self.alpha, 0.0)?;
+        if let Some(load_admit) = self.fixed_load_admit {
+            fraction("load_admit", load_admit, 0.0)?;
+        }
+        if self.window == 0 {
+            return Err(PolicyError::bad("nhc", "window", "must be at least 1 interval"));
+        }
+        Ok(())
     }
 }
 

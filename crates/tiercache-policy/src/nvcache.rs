@@ -94,7 +94,8 @@ impl NvcacheConfig {
 impl NvcacheConfig {
     /// Parses `obp[:TARGET]`, `alloc-read-write` or `no-write-allocate`, then options after
     /// commas: `small-bypass=BYTES` (the DRAM size, e.g. `16GiB`), `window=LOOKUPS` (sliding
-    /// OBP), `write-allocate`, `no-eviction`.
+    /// OBP), `write-allocate`, `no-eviction`, read into fields by the one grammar of options
+    /// ([`crate::params`]).
     pub fn parse(text: &str) -> Result<NvcacheConfig, crate::PolicyError> {
         let bad = |key: &str, reason: String| crate::PolicyError::bad("nvcache", key, reason);
         let mut parts = text.split(',');
@@ -135,41 +136,58 @@ impl NvcacheConfig {
                 return Err(crate::PolicyError::UnknownPolicy { name: base.into(), known });
             }
         };
-        for option in parts {
-            match option.split_once('=') {
-                Some(("small-bypass", bytes)) => {
-                    let bytes = tiercache_core::parse_size(bytes)
-                        .map_err(|e| bad("small-bypass", format!("'{bytes}': {e}")))?;
-                    config.small_bypass_bytes = Some(bytes);
-                }
-                Some(("window", lookups)) => {
-                    let lookups: u64 = lookups
-                        .parse()
-                        .map_err(|_| bad("window", format!("'{lookups}' is not a count")))?;
-                    config.window = ObpWindow::Sliding { lookups: lookups.max(1) };
-                }
-                Some(("profile", name)) if config.interference.is_some() => {
-                    let profile = tiercache_core::DeviceProfile::preset(name).ok_or_else(|| {
-                        bad("profile", format!("'{name}' is not a preset (tiercache profile list)"))
-                    })?;
-                    config.interference = Some(profile);
-                }
-                None if option == "measured" && config.interference.is_some() => {
-                    config.measured = true
-                }
-                None if option == "write-allocate" => config.write_allocate = true,
-                None if option == "no-eviction" => config.evict = false,
-                _ => {
-                    return Err(bad(
-                        option,
-                        "unknown option; use small-bypass=BYTES, window=LOOKUPS, write-allocate, no-eviction, profile=PRESET and measured (interference)"
-                            .into(),
-                    ))
-                }
-            }
+        // The options after the base, by the one grammar of options (`crate::params`): each a
+        // field of `NvcacheOptions`; a bare flag (`write-allocate`) is the flag set to true.
+        let flags: Vec<String> = parts
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| if p.contains('=') { p.to_string() } else { format!("{p}=true") })
+            .collect();
+        let joined = flags.join(",");
+        let pairs = crate::params::pairs("nvcache", &joined)?;
+        let options = crate::params::apply("nvcache", &NvcacheOptions::default(), &pairs)?;
+        if let Some(bytes) = options.small_bypass {
+            config.small_bypass_bytes = Some(bytes);
         }
+        if let Some(lookups) = options.window {
+            config.window = ObpWindow::Sliding { lookups: lookups.max(1) };
+        }
+        config.write_allocate |= options.write_allocate;
+        config.evict &= !options.no_eviction;
+        let interference = config.interference.is_some();
+        if let Some(name) = options.profile {
+            let profile = tiercache_core::DeviceProfile::preset(&name)
+                .filter(|_| interference)
+                .ok_or_else(|| match interference {
+                    true => {
+                        bad("profile", format!("'{name}' is not a preset (tiercache profile list)"))
+                    }
+                    false => bad("profile", "is an option of interference only".into()),
+                })?;
+            config.interference = Some(profile);
+        }
+        if options.measured && !interference {
+            return Err(bad("measured", "is an option of interference only".into()));
+        }
+        config.measured = options.measured;
         Ok(config)
     }
+}
+
+/// The options after NVCache's base in its option string, as the one grammar of options reads
+/// them into fields (keys with `-` for `_`).
+#[derive(Default, Serialize, Deserialize)]
+struct NvcacheOptions {
+    /// The DRAM size (`16GiB`): turns small-bypass on.
+    small_bypass: Option<u64>,
+    /// A sliding OBP window of this many lookups.
+    window: Option<u64>,
+    write_allocate: bool,
+    no_eviction: bool,
+    /// Interference only: the tier's device preset.
+    profile: Option<String>,
+    /// Interference only: correct the model by measurement.
+    measured: bool,
 }
 
 /// Measured interference: intervals with fewer tier reads than this are skipped, and the
@@ -669,7 +687,7 @@ mod tests {
         );
         assert_eq!(NvcacheConfig::parse("obp").unwrap(), NvcacheConfig::obp(0.1));
         for (text, needle) in
-            [("obp:x", "'x'"), ("obp:0", "above 0"), ("lru", "lru"), ("obp,size=3", "size=3")]
+            [("obp:x", "'x'"), ("obp:0", "above 0"), ("lru", "lru"), ("obp,size=3", "size")]
         {
             let e = NvcacheConfig::parse(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text}: {e}");

@@ -14,6 +14,19 @@ use serde::{forward_to_deserialize_any, Deserializer, Serialize};
 
 use crate::error::PolicyError;
 
+/// The `key=value` pairs of an option string (`bits=2,ways=8`), for `policy` (which names it in
+/// errors); blanks around each are dropped.
+pub fn pairs<'a>(policy: &str, options: &'a str) -> Result<Vec<(&'a str, &'a str)>, PolicyError> {
+    let mut pairs = Vec::new();
+    for pair in options.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| PolicyError::bad(policy, pair, "needs the form key=value"))?;
+        pairs.push((key.trim(), value.trim()));
+    }
+    Ok(pairs)
+}
+
 /// `base` with `pairs` set, for `policy` (which names it in errors). Keys may be written with
 /// `-` for `_`.
 pub fn apply<C: Serialize + DeserializeOwned>(
@@ -126,6 +139,17 @@ macro_rules! parse_as {
 impl<'de> Deserializer<'de> for Text {
     type Error = Error;
 
+    /// `true` or `false`, or `on` and `off`.
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.0.trim() {
+            "true" | "on" => visitor.visit_bool(true),
+            "false" | "off" => visitor.visit_bool(false),
+            other => {
+                Err(serde::de::Error::custom(format!("'{other}' is not true, false, on or off")))
+            }
+        }
+    }
+
     /// A field of no fixed type: a bool, a whole number, a number, or the text.
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         let text = self.0.trim();
@@ -145,7 +169,6 @@ impl<'de> Deserializer<'de> for Text {
     }
 
     parse_as! {
-        deserialize_bool => visit_bool: bool,
         deserialize_i8 => visit_i8: i8,
         deserialize_i16 => visit_i16: i16,
         deserialize_i32 => visit_i32: i32,

@@ -289,14 +289,7 @@ impl PolicyConfig {
             name: name.clone(),
             known: KNOWN.into(),
         })?;
-        let mut pairs = Vec::new();
-        for pair in options.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| PolicyError::bad(&name, pair, "needs the form key=value"))?;
-            pairs.push((key.trim(), value.trim()));
-        }
-        let config = config.with_options(&pairs)?;
+        let config = config.with_options(&crate::params::pairs(&name, options)?)?;
         config.validate()?;
         Ok(config)
     }
