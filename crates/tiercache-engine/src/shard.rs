@@ -265,12 +265,7 @@ impl Shard {
             if placed.is_some_and(|sets| sets.slot_of(key).is_none()) {
                 // Let go by the policy in this decision: the block stays where the action
                 // that takes it will look.
-                self.tiers[tier]
-                    .placed
-                    .as_mut()
-                    .expect("a placed tier")
-                    .pending
-                    .push((key, old.slot));
+                self.tiers[tier].placed_mut().pending.push((key, old.slot));
             }
         }
         if old.staged {

@@ -222,6 +222,16 @@ impl TierStore {
         }
     }
 
+    /// What the shard keeps of this tier, whose policy places its blocks.
+    pub(crate) fn placed_ref(&self) -> &Placed {
+        self.placed.as_ref().expect("a placed tier")
+    }
+
+    /// As [`placed_ref`](Self::placed_ref), to change.
+    pub(crate) fn placed_mut(&mut self) -> &mut Placed {
+        self.placed.as_mut().expect("a placed tier")
+    }
+
     /// Whether `slot` holds a block superseded since the last sync (`limbo`).
     pub(crate) fn holds_for_sync(&self, slot: u32) -> bool {
         self.limbo.iter().any(|&(s, _)| s == slot)

@@ -3,11 +3,23 @@
 //! slot a placed tier's block goes to, and whether a slot may take a block or a pin now.
 
 use tiercache_core::{Key, TierId};
-use tiercache_policy::Policy;
+use tiercache_policy::placed::PlacedSlots;
+use tiercache_policy::{AnyPolicy, Policy};
 
 use super::Shard;
 use crate::tier::Place;
 use crate::tier_store::Placed;
+
+/// The slots of placed tier `t` as its policy holds them (see `TierStore::placed`): the map of
+/// the tier's blocks, which the shard does not keep a second time.
+pub(super) fn sets(policy: &AnyPolicy, t: usize) -> &dyn PlacedSlots {
+    policy.placement_ref(TierId(t as u8)).expect("a placed tier's policy places its blocks")
+}
+
+/// As [`sets`], to change (a block moved to another free slot of its set).
+pub(super) fn sets_mut(policy: &mut AnyPolicy, t: usize) -> &mut dyn PlacedSlots {
+    policy.placement(TierId(t as u8)).expect("a placed tier's policy places its blocks")
+}
 
 impl Shard {
     /// The placed tiers (see `TierStore::placed`).
@@ -59,7 +71,7 @@ impl Shard {
 
     /// The place of the block at rest in `slot` of placed tier `t`.
     pub(super) fn at_rest(&self, t: usize, slot: u32) -> Place {
-        let dirty = self.tiers[t].placed.as_ref().expect("a placed tier").is_dirty(slot);
+        let dirty = self.tiers[t].placed_ref().is_dirty(slot);
         Place { dirty, ..Place::new(t as u8, slot) }
     }
 
@@ -103,8 +115,8 @@ impl Shard {
             if self.tiers[t].placed.is_none() {
                 continue;
             }
-            let sets = self.policy.placement(TierId(t as u8)).expect("a placed tier");
-            let placed = self.tiers[t].placed.as_mut().expect("a placed tier");
+            let sets = sets_mut(&mut self.policy, t);
+            let placed = self.tiers[t].placed_mut();
             placed.pending.extend(sets.take_vacated());
         }
     }
@@ -114,7 +126,7 @@ impl Shard {
     /// that makes one.
     pub(super) fn has_fresh_slot(&mut self, t: usize, key: Key, old: u32) -> bool {
         loop {
-            let sets = self.policy.placement_ref(TierId(t as u8)).expect("a placed tier");
+            let sets = sets(&self.policy, t);
             if sets.first_free(key, &mut |s| s != old && !self.busy(t, s)).is_some() {
                 return true;
             }
@@ -158,7 +170,7 @@ impl Shard {
     /// one, the key's current copy's (an overwrite's new copy).
     pub(super) fn placed_slot(&mut self, t: usize, key: Key, fresh: Option<u32>) -> u32 {
         let tier = TierId(t as u8);
-        let chosen = self.policy.placement_ref(tier).expect("a placed tier").slot_of(key);
+        let chosen = sets(&self.policy, t).slot_of(key);
         if let Some(chosen) = chosen.filter(|&slot| fresh.is_none() && !self.busy(t, slot)) {
             return chosen;
         }
@@ -168,11 +180,11 @@ impl Shard {
             "every free slot of key {key}'s set is busy, none held for a sync: pins are \
              limited to leave one"
         );
-        let sets = self.policy.placement_ref(tier).expect("a placed tier");
+        let sets = sets(&self.policy, t);
         let to = sets.first_free(key, &mut |s| s != avoid && !self.busy(t, s)).expect("found");
         match chosen {
             Some(_) => {
-                let sets = self.policy.placement(tier).expect("a placed tier");
+                let sets = sets_mut(&mut self.policy, tier.index());
                 sets.relocate(key, to).expect("a free slot of the key's set");
             }
             None => {
@@ -180,7 +192,7 @@ impl Shard {
                 // has let it go): its new copy waits in a free slot the policy does not know,
                 // as the old one did, for the action that takes it.
                 assert!(fresh.is_some(), "the policy placed key {key} it stores");
-                self.tiers[t].placed.as_mut().expect("a placed tier").pending.push((key, to));
+                self.tiers[t].placed_mut().pending.push((key, to));
             }
         }
         to

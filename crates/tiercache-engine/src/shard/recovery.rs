@@ -5,6 +5,7 @@
 use tiercache_core::{Key, KeyMap, Op, Request, TierId};
 use tiercache_policy::Policy;
 
+use super::places::sets_mut;
 use super::Shard;
 use crate::error::EngineError;
 use crate::tier::Place;
@@ -138,7 +139,7 @@ impl Shard {
             if self.tiers[copy.tier].placed.is_some() {
                 // Kept in the slot it lies in, which the policy is told (no decision changes);
                 // a slot outside the key's set (a tier laid out for other ways) is dropped.
-                let sets = self.policy.placement(tier).expect("a placed tier");
+                let sets = sets_mut(&mut self.policy, tier.index());
                 if sets.slot_of(copy.key) != Some(copy.slot)
                     && sets.relocate(copy.key, copy.slot).is_none()
                 {
@@ -149,7 +150,7 @@ impl Shard {
                     self.decide_sized(&Request::new(self.now_us, copy.key, 0, Op::Delete));
                     self.decision.clear();
                     self.collect_vacated();
-                    let placed = self.tiers[copy.tier].placed.as_mut().expect("a placed tier");
+                    let placed = self.tiers[copy.tier].placed_mut();
                     placed.pending.retain(|(k, _)| *k != copy.key);
                     self.stats.recovery_declined += 1;
                     if copy.dirty {

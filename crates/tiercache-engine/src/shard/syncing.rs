@@ -2,9 +2,9 @@
 //! syncs (`TierStore::limbo`), and an older copy whose free mark is not durable yet keeps the
 //! key's current copy from being rewritten (`settle_erasures`).
 
-use tiercache_core::{Key, TierId};
-use tiercache_policy::Policy;
+use tiercache_core::Key;
 
+use super::places::sets;
 use super::Shard;
 use crate::error::EngineError;
 use crate::tier_store::TierStore;
@@ -53,7 +53,7 @@ impl Shard {
             return region.flush_records(&|_| SlotState::Free, &mut self.seq);
         };
         let (policy, places) = (&self.policy, &self.places);
-        let sets = policy.placement_ref(TierId(t as u8)).expect("a placed tier");
+        let sets = sets(policy, t);
         let state = |slot: u32| {
             let in_flight = |key: Key| {
                 places.get(&key).is_some_and(|p| {

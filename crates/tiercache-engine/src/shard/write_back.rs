@@ -5,6 +5,7 @@
 use tiercache_core::{Decision, Key, TierId};
 use tiercache_policy::{AnyPolicy, Policy};
 
+use super::places::sets;
 use super::Shard;
 use crate::error::EngineError;
 use crate::io::ReadFault;
@@ -177,7 +178,7 @@ impl Shard {
             if !on(t as u8) {
                 continue;
             }
-            let sets = self.policy.placement_ref(TierId(t as u8)).expect("a placed tier");
+            let sets = sets(&self.policy, t);
             // Blocks in passing (staged, filling) are in the place map, counted there.
             let at_rest = placed.dirty.ones().filter_map(|slot| sets.key_at(slot));
             keys.extend(at_rest.filter(|k| !self.places.contains_key(k)));
