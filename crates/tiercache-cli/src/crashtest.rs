@@ -17,7 +17,7 @@ use serde::Serialize;
 use tiercache_core::{DeviceProfile, SeededRng};
 use tiercache_engine::{CacheBuilder, CachedFile, EngineError, Recover, TierKind};
 use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
-use tiercache_policy::PolicyConfig;
+use tiercache_policy::{Placement, PolicyConfig};
 
 const BLOCK: usize = 4096;
 
@@ -35,6 +35,9 @@ pub struct CrashtestArgs {
     /// run by it keeps its blocks where it places them).
     #[arg(long, default_value = "lru")]
     pub policy: String,
+    /// With two or more tiers: dram-first, scm-first[:T] or bidirectional[:T] (Kassa et al.).
+    #[arg(long, default_value = "dram-first")]
+    pub placement: String,
     /// Times the child is killed (and the cache reopened and checked).
     #[arg(long, default_value_t = 20)]
     pub kills: u64,
@@ -73,6 +76,7 @@ pub struct CrashReport {
     pub tier: String,
     pub mode: String,
     pub policy: String,
+    pub placement: String,
     pub kills: u64,
     /// Writes the child made and saw return (acknowledged).
     pub acked_writes: u64,
@@ -168,6 +172,7 @@ fn cache(args: &CrashtestArgs, first: &Path) -> anyhow::Result<CacheBuilder> {
         bail!("--blocks, --cache-blocks and --sync-every must be above 0");
     }
     let policy = PolicyConfig::parse(&args.policy).context("--policy")?;
+    let placement = Placement::parse(&args.placement).context("--placement")?;
     let bytes = |i: usize| (args.cache_blocks >> (tiers.len() - 1 - i)).max(1) * BLOCK as u64;
     let mut builder =
         CacheBuilder::new(policy.clone()).tier(tiers[0].clone()).capacity_bytes(bytes(0));
@@ -175,6 +180,7 @@ fn cache(args: &CrashtestArgs, first: &Path) -> anyhow::Result<CacheBuilder> {
         builder = builder.add_tier(tier.clone(), bytes(i), policy.clone());
     }
     Ok(builder
+        .placement(placement)
         .block_size(BLOCK)
         .shards(4)
         .mode(CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) })
@@ -202,6 +208,7 @@ pub fn run(args: &CrashtestArgs) -> anyhow::Result<()> {
         tier: args.tier.clone(),
         mode: args.mode.clone(),
         policy: args.policy.clone(),
+        placement: args.placement.clone(),
         ..Default::default()
     };
     // Per block: the version at the last sync that returned, and those written since.
@@ -286,6 +293,7 @@ fn run_child(
     let exe = std::env::current_exe().context("cannot find the tiercache executable")?;
     let mut child = Command::new(exe)
         .args(["crashtest", "--tier", &args.tier, "--mode", &args.mode, "--policy", &args.policy])
+        .args(["--placement", &args.placement])
         .args(["--blocks", &args.blocks.to_string()])
         .args(["--cache-blocks", &args.cache_blocks.to_string()])
         .args(["--sync-every", &args.sync_every.to_string()])

@@ -831,19 +831,20 @@ fn bench_runs_the_controllers_through_policy() {
 /// tier; after each kill the cache reopens over what it left, and every block holds its last
 /// synced write or a later one, whole. The flash tier also with the set-associative policy,
 /// whose blocks lie where it places them; and three tiers, DRAM over a mapped tier over a
-/// flash tier, whose dirty blocks move down through both.
+/// flash tier, whose dirty blocks move down through both (and up again, SCM-first).
 #[test]
 fn crashtest_kills_a_write_back_writer_and_loses_nothing() {
-    for (tier, policy) in [
-        ("mapped", "lru"),
-        ("file", "lru"),
-        ("flash", "lru"),
-        ("flash", "setassoc:ways=8"),
-        ("dram+mapped+flash", "lru"),
+    for (tier, policy, placement) in [
+        ("mapped", "lru", "dram-first"),
+        ("file", "lru", "dram-first"),
+        ("flash", "lru", "dram-first"),
+        ("flash", "setassoc:ways=8", "dram-first"),
+        ("dram+mapped+flash", "lru", "dram-first"),
+        ("dram+mapped+flash", "lru", "scm-first:2"),
     ] {
-        let dir = scratch(&format!("crashtest-{tier}-{}", policy.len()));
+        let dir = scratch(&format!("crashtest-{tier}-{}-{}", policy.len(), placement.len()));
         let args = ["crashtest", "--tier", tier, "--mode", "wb", "--kills", "20", "--seed", "11"];
-        let args = [&args[..], &["--policy", policy]].concat();
+        let args = [&args[..], &["--policy", policy, "--placement", placement]].concat();
         let out = tiercache(&[&args[..], &["--json", "--dir", dir.to_str().unwrap()]].concat());
         let report: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(report["kills"], 20, "{report}");
