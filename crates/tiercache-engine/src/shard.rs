@@ -70,6 +70,9 @@ pub struct Shard {
     pub lost: KeySet,
     /// Whether any tier is placed (see `TierStore::placed`).
     any_placed: bool,
+    /// While the cache drains every shard in device order: the keys the policy writes back,
+    /// whose writes the cache does itself (`deferred_write_backs`).
+    deferred: Option<Vec<Key>>,
 }
 
 impl Shard {
@@ -96,6 +99,7 @@ impl Shard {
             .collect();
         Shard {
             any_placed,
+            deferred: None,
             policy,
             decision: Decision::new(),
             places: KeyMap::default(),
@@ -437,6 +441,9 @@ impl Shard {
                     }
                 }
                 Action::Reject { reason, .. } => self.stats.rejections[reason.index()] += 1,
+                Action::WriteBack { key: k, .. } if self.deferred.is_some() => {
+                    self.deferred.as_mut().expect("deferring").push(k);
+                }
                 Action::WriteBack { key: k, .. } => {
                     // Write-backs of consecutive blocks that follow one another (Hibachi's
                     // sequential runs, section IV-E) go to the backing device as one write.

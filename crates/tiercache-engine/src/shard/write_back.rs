@@ -185,4 +185,52 @@ impl Shard {
         }
         keys
     }
+
+    /// The policy's write-back of every dirty block, as [`write_back_all`](Self::write_back_all)
+    /// asks it, with the writes left to the caller: the keys come back in the policy's order,
+    /// for the cache to write with the other shards' in device order (`flush_backing`). The
+    /// decision's other actions are applied. The blocks stay dirty here until the caller says
+    /// each was written ([`wrote_back`](Self::wrote_back)); one it never does is written back
+    /// on its own by the next `write_back_all`.
+    pub fn deferred_write_backs(&mut self) -> Result<Vec<Key>, EngineError> {
+        self.deferred = Some(Vec::new());
+        let saved = std::mem::take(&mut self.decision);
+        self.policy.write_back(None, &mut self.decision);
+        let result = self.apply(u64::MAX, None);
+        self.decision = saved;
+        let keys = self.deferred.take().unwrap_or_default();
+        result.map(|_| keys)
+    }
+
+    /// Copies dirty `key`'s value into `out` for a write-back the caller does; its length.
+    /// `None` if the block is no longer resident and dirty, or did not read back (its data is
+    /// then lost and the block dropped, as in `write_back`).
+    pub fn dirty_block(&mut self, key: Key, out: &mut [u8]) -> Option<usize> {
+        let place = self.place(key).filter(|p| p.dirty && !p.filling)?;
+        match self.read_block(key, place, out) {
+            Ok(len) => Some(len),
+            Err(fault) => {
+                self.count_fault(&fault);
+                self.lose(key);
+                self.drop_key(key);
+                None
+            }
+        }
+    }
+
+    /// Records that the caller wrote `key`'s block (`len` bytes, copied by `dirty_block`) to
+    /// the backing device: it is clean now, and the device must sync before a slot is freed.
+    pub fn wrote_back(&mut self, key: Key, len: usize) {
+        if let Some(place) = self.place(key).filter(|p| p.dirty) {
+            self.set_place(key, Place { dirty: false, ..place });
+        }
+        self.backing_unsynced = true;
+        self.stats.write_backs += 1;
+        self.stats.bytes_written_back += len as u64;
+    }
+
+    /// Records that the caller synced the backing device after the writes it reported.
+    pub fn backing_synced(&mut self) {
+        self.backing_unsynced = false;
+    }
 }
