@@ -28,7 +28,7 @@ use crate::store::Medium;
 mod durability;
 mod report;
 
-pub(crate) use durability::mismatch;
+pub(crate) use durability::{mismatch, write_in_device_order};
 
 /// What a read did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -407,9 +407,20 @@ impl CacheCore {
             return;
         }
         let now_us = self.clock.now_us();
-        for mut shard in self.each_shard() {
-            shard.tick(now_us);
+        if !self.keeps_dirty {
+            for mut shard in self.each_shard() {
+                shard.tick(now_us);
+            }
+            return;
         }
+        // The cleaner's write-backs of every shard, written in device order (see
+        // `flush_backing`): every shard locked while they are.
+        let mut shards: Vec<_> = self.each_shard().collect();
+        let mut keys = Vec::new();
+        for (i, shard) in shards.iter_mut().enumerate() {
+            keys.extend(shard.tick_deferred(now_us).into_iter().map(|key| (key, i)));
+        }
+        write_in_device_order(&mut shards, keys, self.block_size);
     }
 
     /// The start of an operation, when latency is recorded.
