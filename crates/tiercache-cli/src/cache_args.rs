@@ -72,6 +72,11 @@ pub struct CacheArgs {
     /// Admission filters joined by `+`: always, prob:P, second-hit[:N] [default: always].
     #[arg(long)]
     pub admission: Option<String>,
+    /// With a write-back mode: the cleaning policy, alru, nop, or acp with its options
+    /// ('acp:high_watermark=0.2,low_watermark=0.1'): dirty blocks of every shard written back
+    /// in device order while too many are dirty [default: alru].
+    #[arg(long)]
+    pub cleaning: Option<String>,
     /// [default: 4KiB]
     #[arg(long)]
     pub block_size: Option<String>,
@@ -118,6 +123,7 @@ impl CacheArgs {
             nvcache: self.nvcache.or(file.nvcache),
             nhc: self.nhc.or(file.nhc),
             admission: self.admission.or(file.admission),
+            cleaning: self.cleaning.or(file.cleaning),
             block_size: self.block_size.or(file.block_size),
             shards: self.shards.or(file.shards),
             recover: self.recover.or(file.recover),
@@ -138,6 +144,7 @@ impl CacheArgs {
             ("--nvcache", self.nvcache.is_some()),
             ("--nhc", self.nhc.is_some()),
             ("--admission", self.admission.is_some()),
+            ("--cleaning", self.cleaning.is_some()),
         ];
         given.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect()
     }
@@ -249,6 +256,9 @@ impl CacheArgs {
         spec.nvcache = self.nvcache.clone();
         spec.nhc = self.nhc.clone();
         spec.admission = self.admission.clone().unwrap_or_else(|| "always".into());
+        if let Some(cleaning) = &self.cleaning {
+            spec.cleaning = cleaning.clone();
+        }
         Ok(spec)
     }
 }

@@ -75,6 +75,16 @@ pub struct StackArgs {
     pub seq_cutoff: String,
     #[arg(long, default_value = "1MiB")]
     pub seq_threshold: String,
+    /// With --mode: the cleaning policy, alru, nop, or acp with its options
+    /// ('acp:high_watermark=0.2,low_watermark=0.1,flush_max_buffers=256,wake_up_us=10000'):
+    /// dirty blocks written back in block order while too many are dirty, in periodic work
+    /// (give --tick-us).
+    #[arg(long, default_value = "alru")]
+    pub cleaning: String,
+    /// Periodic work (ACP cleaning, LFRU's sweep) every this many microseconds of the trace's
+    /// time, as the engine's worker does on its clock; none without it.
+    #[arg(long)]
+    pub tick_us: Option<u64>,
     /// Seed of the policy's and filters' randomness.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -98,6 +108,8 @@ impl StackArgs {
             nhit: self.nhit,
             seq_cutoff: self.seq_cutoff.clone(),
             seq_threshold: Amount::Text(self.seq_threshold.clone()),
+            cleaning: self.cleaning.clone(),
+            tick_us: self.tick_us,
             nvcache: self.nvcache.clone(),
             nhc: self.nhc.clone(),
             seed: self.seed,

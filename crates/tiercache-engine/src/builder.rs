@@ -262,6 +262,9 @@ impl CacheBuilder {
         if let Some(shards) = stack.shards {
             self.shards = shards;
         }
+        if let Some(us) = stack.tick_us {
+            self.tick_every = Some(std::time::Duration::from_micros(us));
+        }
         Ok(self)
     }
 
@@ -516,6 +519,7 @@ impl CacheBuilder {
             nhc: self.nhc.clone(),
             seed: self.seed,
             shards: None,
+            tick_us: self.tick_every.map(|t| t.as_micros() as u64),
         };
         Ok(stack.shard(index, self.shards).build()?)
     }
@@ -716,7 +720,13 @@ impl CacheBuilder {
             (true, _, _) => None,
             (false, _, _) if measured => Some(self.measure_every),
             (false, Some(interval), _) => Some(interval),
-            (false, None, true) => Some(DEFAULT_TICK),
+            // ACP cleaning wakes up on its own period (a disk kept streaming).
+            (false, None, true) => Some(match &self.mode {
+                Some(m) if m.cleaning_policy == tiercache_policy::cas::Cleaning::Acp => {
+                    std::time::Duration::from_micros(m.acp.wake_up_us.max(1_000))
+                }
+                _ => DEFAULT_TICK,
+            }),
             (false, None, false) => None,
         };
         let record_latency = self.record_latency || measured;

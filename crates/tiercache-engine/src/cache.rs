@@ -28,7 +28,7 @@ use crate::store::Medium;
 mod durability;
 mod report;
 
-pub(crate) use durability::{mismatch, write_in_device_order};
+pub(crate) use durability::mismatch;
 
 /// What a read did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -406,21 +406,13 @@ impl CacheCore {
         if self.check_attached().is_err() {
             return;
         }
+        // Shard by shard: the cleaner runs while requests do (ACP), and writing every shard's
+        // chunk in one sweep would stop them all for the disk's time (measured: 1M ops/s down to
+        // 356). A sweep across shards needs writes that leave the locks; see flush_backing.
         let now_us = self.clock.now_us();
-        if !self.keeps_dirty {
-            for mut shard in self.each_shard() {
-                shard.tick(now_us);
-            }
-            return;
+        for mut shard in self.each_shard() {
+            shard.tick(now_us);
         }
-        // The cleaner's write-backs of every shard, written in device order (see
-        // `flush_backing`): every shard locked while they are.
-        let mut shards: Vec<_> = self.each_shard().collect();
-        let mut keys = Vec::new();
-        for (i, shard) in shards.iter_mut().enumerate() {
-            keys.extend(shard.tick_deferred(now_us).into_iter().map(|key| (key, i)));
-        }
-        write_in_device_order(&mut shards, keys, self.block_size);
     }
 
     /// The start of an operation, when latency is recorded.

@@ -758,3 +758,109 @@ fn a_set_associative_flash_tier_decides_as_the_simulator() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// ACP-like cleaning (`cleaning = "acp:..."`, periodic work every `tick_us`): the simulator
+/// ticks the policy at every tick time its trace passes, the engine at the same times on its
+/// clock, and both write back the same blocks, evict and hit the same; the engine writes each
+/// tick's chunk in device order. Without ticks (no `tick_us`), ACP writes nothing back on its
+/// own: only evictions do.
+#[test]
+fn acp_cleaning_decides_as_the_simulator() {
+    use tiercache_policy::stack::Amount;
+    use tiercache_policy::{StackConfig, StackSpec};
+    let reqs: Vec<Request> = trace().into_iter().take(150_000).collect();
+    let span = reqs.last().unwrap().time_us - reqs[0].time_us;
+    let tick_us = (span / 500).max(1);
+    let dir = std::env::temp_dir().join(format!("tiercache-eq-acp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let blocks = 2000u64;
+    let mut spec = StackSpec::new("lru", Amount::Count(blocks));
+    spec.unit = "objects".into();
+    spec.mode = Some("wb".into());
+    spec.seq_cutoff = "never".into();
+    spec.cleaning = format!(
+        "acp:high_watermark=0.3,low_watermark=0.1,flush_max_buffers=64,wake_up_us={tick_us}"
+    );
+    let mut counts = Vec::new();
+    for ticking in [true, false] {
+        spec.tick_us = ticking.then_some(tick_us);
+        let stack = StackConfig::try_from(spec.clone()).unwrap();
+        let options = tiercache_sim::RunOptions::new(stack.clone());
+        let sim = tiercache_sim::simulate_slice(&options, &reqs).unwrap().counters;
+        let path = dir.join(format!("acp-{ticking}.img"));
+        std::fs::File::create(&path).unwrap().set_len(32 << 30).unwrap();
+        let clock = Arc::new(ManualClock::default());
+        let tier = TierKind::Mapped { path: dir.join(format!("acp-{ticking}.mem")) };
+        let builder = CacheBuilder::new(PolicyConfig::Lru)
+            .tier(tier)
+            .capacity_bytes(blocks * BLOCK as u64)
+            .mode(stack.mode.clone().unwrap())
+            .shards(1)
+            .block_size(BLOCK)
+            .clock(clock.clone())
+            .without_worker();
+        let backing = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let device = unsynced(backing, &path);
+        let cache = builder.backing_device(device.clone()).build().unwrap();
+        let file = CachedFile::over(device, cache);
+        let mut ticks = Ticks { every: spec.tick_us, next: None };
+        let mut buf = vec![0u8; BLOCK];
+        for r in &reqs {
+            for at in ticks.due(r.time_us) {
+                clock.set(at);
+                file.cache().tick();
+            }
+            clock.set(r.time_us);
+            let offset = r.key * BLOCK as u64;
+            match r.op {
+                Op::Write => drop(file.write_at(offset, &r.key.to_le_bytes().repeat(BLOCK / 8))),
+                _ => drop(file.read_at(offset, &mut buf).unwrap()),
+            }
+        }
+        let s = file.cache().stats();
+        let got = [s.hits, s.inserts, s.evictions, s.write_backs];
+        let want = [sim.read_hits, sim.insertions, sim.evictions, sim.write_backs];
+        assert_eq!(got, want, "ticking {ticking}: engine (hits, inserts, evictions, write-backs)");
+        assert_eq!((s.dirty_lost, s.write_back_errors), (0, 0));
+        counts.push(want);
+        drop(file);
+        std::fs::remove_file(&path).unwrap();
+    }
+    // Cleaning wrote back blocks that eviction alone would have written later, or never.
+    assert!(counts[0][3] > counts[1][3], "ACP cleaned: {counts:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The tick times a trace passes, as the simulator's loop takes them (`tiercache_sim::run`):
+/// the first a period after the first request, then every period; a gap of more than
+/// `TICKS_PER_GAP` periods runs its last one only.
+struct Ticks {
+    every: Option<u64>,
+    next: Option<u64>,
+}
+
+impl Ticks {
+    fn due(&mut self, now_us: u64) -> Vec<u64> {
+        let Some(every) = self.every else { return Vec::new() };
+        let mut at = *self.next.get_or_insert(now_us + every);
+        if now_us < at {
+            return Vec::new();
+        }
+        if (now_us - at) / every >= tiercache_sim::run::TICKS_PER_GAP {
+            at = now_us - (now_us - at) % every;
+        }
+        let mut due = Vec::new();
+        while at <= now_us {
+            due.push(at);
+            at += every;
+        }
+        self.next = Some(at);
+        due
+    }
+}
+
+/// A file device whose syncs do nothing (see `Unsynced`), shareable as the builder's and the
+/// `CachedFile`'s backing device.
+fn unsynced(file: std::fs::File, path: &std::path::Path) -> Arc<Unsynced> {
+    Arc::new(Unsynced(tiercache_engine::device::FileDevice::new(file, path)))
+}

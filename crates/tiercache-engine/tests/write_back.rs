@@ -392,51 +392,6 @@ fn a_flush_writes_every_shard_s_dirty_blocks_in_device_order() {
     }
 }
 
-/// The ALRU cleaner of every shard, run by the cache's periodic tick, writes in device order
-/// too: its write-backs gathered across the shards, sorted and written as runs. Here the writes
-/// come at time 0 and the tick after the cache has been idle a millisecond, when every dirty
-/// block is due at once (no wait, no staleness).
-#[test]
-fn the_cleaner_writes_every_shard_s_blocks_in_device_order() {
-    use tiercache_policy::cas::AlruConfig;
-    let backing = backing_file("cleaner-order", 512);
-    let tier_path = scratch("cleaner-order.tier");
-    let mut mode =
-        CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(CacheMode::WriteBack) };
-    mode.cleaning = AlruConfig {
-        wake_up_us: 0,
-        staleness_us: 0,
-        flush_max_buffers: 1000,
-        activity_threshold_us: 1000,
-    };
-    let clock = Arc::new(tiercache_engine::ManualClock::default());
-    let cache = builder("mapped", &tier_path, 512, CacheMode::WriteBack)
-        .mode(mode)
-        .shards(8)
-        .clock(clock.clone())
-        .without_worker()
-        .build()
-        .unwrap();
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(&backing).unwrap();
-    let recorder = Arc::new(Recorder {
-        inner: Arc::new(FileDevice::new(file, &backing)),
-        writes: std::sync::Mutex::new(Vec::new()),
-    });
-    let file = CachedFile::over(recorder.clone(), cache);
-    for i in 0..128u64 {
-        write(&file, (i * 37) % 128, 4);
-    }
-    assert!(recorder.writes.lock().unwrap().is_empty(), "nothing cleaned while busy");
-    clock.set(10_000);
-    file.cache().tick();
-    let writes = recorder.writes.lock().unwrap().clone();
-    assert_eq!(writes, vec![(0, 128 * BLOCK)], "one sweep");
-    assert_eq!(file.cache().dirty_blocks(), 0);
-    for b in 0..128 {
-        assert_eq!(on_backing(&backing, b), 4, "block {b}");
-    }
-}
-
 /// Write-backs of consecutive blocks that follow one another in a decision go to the backing
 /// file as one write: Hibachi's sequential runs (section IV-E), and a flush of blocks written
 /// in order.

@@ -14,7 +14,9 @@
 //!
 //! Dirty blocks are written back before they are evicted, and by ALRU cleaning: when the cache
 //! has been idle for `activity_threshold_us`, at most every `wake_up_us`, up to
-//! `flush_max_buffers` blocks dirty for at least `staleness_us`, oldest first. NHIT promotion
+//! `flush_max_buffers` blocks dirty for at least `staleness_us`, oldest first; or by ACP-like
+//! cleaning (`cleaning_policy`, [`AcpConfig`]): in periodic work, while the dirty share is above
+//! a watermark, chunks of dirty blocks in block order; or not at all (`nop`). NHIT promotion
 //! admits a missed key only on its `insertion_threshold`-th miss, and only filters once the
 //! cache is `trigger_fill` full. Sequential cutoff handles a run of consecutive blocks longer
 //! than `threshold_bytes` in pass-through: always, only when the cache is full (`full`, the
@@ -115,6 +117,70 @@ impl Default for AlruConfig {
     }
 }
 
+/// Which dirty blocks a write-back cache writes back on its own, before they are evicted (Open
+/// CAS's cleaning policies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cleaning {
+    /// None: dirty blocks are written back when evicted, flushed or at a stop.
+    Nop,
+    /// The stalest dirty blocks, when the cache is idle ([`AlruConfig`]).
+    Alru,
+    /// Dirty blocks in block order, while too many are dirty ([`AcpConfig`]).
+    Acp,
+}
+
+/// ACP-like cleaning: Open CAS's aggressive cleaning policy writes dirty blocks back in address
+/// order, chunk after chunk, whether or not the cache is idle; ours does so between a dirty high
+/// and low watermark. Every `wake_up_us`, once the dirty blocks are `high_watermark` of the
+/// cache or more, up to `flush_max_buffers` of them are written back in block order from where
+/// the last pass stopped (wrapping around), until they are `low_watermark` or less. It runs in
+/// the periodic work (`Policy::tick`), not in requests, so that the engine can write every
+/// shard's chunk as one sweep of the disk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AcpConfig {
+    pub wake_up_us: u64,
+    pub flush_max_buffers: usize,
+    /// Dirty share of the cache (of its capacity, all tiers) at which cleaning starts.
+    pub high_watermark: f64,
+    /// Dirty share at which it stops.
+    pub low_watermark: f64,
+}
+
+impl Default for AcpConfig {
+    /// Aggressive, as Open CAS's: every 10 ms, 1,024 blocks, whenever any block is dirty.
+    fn default() -> AcpConfig {
+        AcpConfig {
+            wake_up_us: 10_000,
+            flush_max_buffers: 1024,
+            high_watermark: 0.0,
+            low_watermark: 0.0,
+        }
+    }
+}
+
+impl AcpConfig {
+    /// Checks the watermarks: fractions, the low one at most the high one.
+    pub fn validate(&self) -> Result<(), crate::PolicyError> {
+        let bad = |key: &str, reason: String| crate::PolicyError::bad("acp", key, reason);
+        for (key, value) in
+            [("high_watermark", self.high_watermark), ("low_watermark", self.low_watermark)]
+        {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(bad(key, format!("{value} must be from 0 to 1")));
+            }
+        }
+        if self.low_watermark > self.high_watermark {
+            return Err(bad("low_watermark", "must be at most high_watermark".into()));
+        }
+        if self.flush_max_buffers == 0 {
+            return Err(bad("flush_max_buffers", "must be at least 1".into()));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SeqCutoffPolicy {
@@ -128,6 +194,9 @@ pub struct CasConfig {
     pub mode: CacheMode,
     pub nhit: Option<NhitConfig>,
     pub cleaning: AlruConfig,
+    /// Which cleaning runs: ALRU (with `cleaning`), ACP (with `acp`) or none.
+    pub cleaning_policy: Cleaning,
+    pub acp: AcpConfig,
     pub seq_cutoff: SeqCutoffPolicy,
     pub seq_threshold_bytes: u64,
 }
@@ -138,6 +207,8 @@ impl CasConfig {
             mode,
             nhit: None,
             cleaning: AlruConfig::default(),
+            cleaning_policy: Cleaning::Alru,
+            acp: AcpConfig::default(),
             seq_cutoff: SeqCutoffPolicy::Full,
             seq_threshold_bytes: 1 << 20,
         }
@@ -153,6 +224,13 @@ pub struct Cas<P> {
     /// keys oldest first.
     dirty: KeyMap<(u64, TierId, u32)>,
     dirty_order: BTreeSet<(u64, Key)>,
+    /// With ACP cleaning: the dirty keys in block order, where the last pass stopped, and
+    /// whether a pass is on (between the watermarks).
+    dirty_blocks: BTreeSet<Key>,
+    acp_cursor: Key,
+    acp_on: bool,
+    /// Bytes of the dirty blocks.
+    dirty_bytes: u64,
     misses: KeyMap<u32>,
     next_sequential_key: Key,
     run_bytes: u64,
@@ -167,6 +245,10 @@ impl<P: Policy> Cas<P> {
             config,
             dirty: KeyMap::default(),
             dirty_order: BTreeSet::new(),
+            dirty_blocks: BTreeSet::new(),
+            acp_cursor: 0,
+            acp_on: false,
+            dirty_bytes: 0,
             misses: KeyMap::default(),
             next_sequential_key: u64::MAX,
             run_bytes: 0,
@@ -249,15 +331,29 @@ impl<P: Policy> Cas<P> {
     }
 
     fn mark_dirty(&mut self, key: Key, now_us: u64, tier: TierId, size: u32) {
-        if let Some((old, _, _)) = self.dirty.insert(key, (now_us, tier, size)) {
-            self.dirty_order.remove(&(old, key));
+        match self.dirty.insert(key, (now_us, tier, size)) {
+            Some((old, _, old_size)) => {
+                self.dirty_order.remove(&(old, key));
+                self.dirty_bytes -= old_size as u64;
+            }
+            None if self.config.cleaning_policy == Cleaning::Acp => {
+                self.dirty_blocks.insert(key);
+            }
+            None => {}
         }
+        self.dirty_bytes += size as u64;
         self.dirty_order.insert((now_us, key));
     }
 
     fn forget_dirty(&mut self, key: Key) -> bool {
         match self.dirty.remove(&key) {
-            Some((since, _, _)) => self.dirty_order.remove(&(since, key)),
+            Some((since, _, size)) => {
+                self.dirty_bytes -= size as u64;
+                if self.config.cleaning_policy == Cleaning::Acp {
+                    self.dirty_blocks.remove(&key);
+                }
+                self.dirty_order.remove(&(since, key))
+            }
             None => false,
         }
     }
@@ -297,8 +393,68 @@ impl<P: Policy> Cas<P> {
         out.actions.extend(settled);
     }
 
+    /// The cleaning policy's write-backs due at `now_us`: ALRU's in requests and periodic work
+    /// alike, ACP's in periodic work only (`periodic`).
+    fn clean(&mut self, now_us: u64, periodic: bool, out: &mut Decision) {
+        match self.config.cleaning_policy {
+            Cleaning::Nop => {}
+            Cleaning::Alru => self.clean_alru(now_us, out),
+            Cleaning::Acp if periodic => self.clean_acp(now_us, out),
+            Cleaning::Acp => {}
+        }
+    }
+
+    /// ACP-like cleaning ([`AcpConfig`]): while the dirty share is between the watermarks, a
+    /// chunk of dirty blocks in block order from the cursor, wrapping around.
+    fn clean_acp(&mut self, now_us: u64, out: &mut Decision) {
+        let acp = &self.config.acp;
+        if now_us < self.next_clean_us || self.dirty.is_empty() {
+            self.acp_on &= !self.dirty.is_empty();
+            return;
+        }
+        let share = self.dirty_share();
+        self.acp_on = match self.acp_on {
+            false => share >= acp.high_watermark,
+            true => share > acp.low_watermark,
+        };
+        if !self.acp_on {
+            return;
+        }
+        self.next_clean_us = now_us + acp.wake_up_us;
+        let chunk: Vec<Key> = self
+            .dirty_blocks
+            .range(self.acp_cursor..)
+            .chain(self.dirty_blocks.range(..self.acp_cursor))
+            .take(acp.flush_max_buffers)
+            .copied()
+            .collect();
+        if let Some(&last) = chunk.last() {
+            self.acp_cursor = last.wrapping_add(1);
+        }
+        for key in chunk {
+            self.write_back_key(key, out);
+        }
+    }
+
+    /// The dirty blocks' share of the cache: of its bytes, or of its blocks where the tiers
+    /// count objects.
+    fn dirty_share(&self) -> f64 {
+        let tiers = (0..self.inner.tier_count()).map(|t| self.inner.capacity(TierId(t as u8)));
+        let (mut bytes, mut objects) = (0u64, 0u64);
+        for capacity in tiers {
+            match capacity.unit {
+                tiercache_core::Unit::Bytes => bytes += capacity.amount,
+                tiercache_core::Unit::Objects => objects += capacity.amount,
+            }
+        }
+        match bytes > 0 {
+            true => self.dirty_bytes as f64 / bytes as f64,
+            false => self.dirty.len() as f64 / objects.max(1) as f64,
+        }
+    }
+
     /// ALRU cleaning: when idle long enough and due, write back the stalest dirty blocks.
-    fn clean(&mut self, now_us: u64, out: &mut Decision) {
+    fn clean_alru(&mut self, now_us: u64, out: &mut Decision) {
         let alru = &self.config.cleaning;
         let idle = now_us.saturating_sub(self.last_io_us) >= alru.activity_threshold_us;
         if !idle || now_us < self.next_clean_us || self.dirty.is_empty() {
@@ -401,7 +557,7 @@ impl<P: Policy> Policy for Cas<P> {
     }
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
-        self.clean(req.time_us, out);
+        self.clean(req.time_us, false, out);
         self.last_io_us = req.time_us;
         let from = out.actions.len();
         let mode = self.config.mode;
@@ -437,7 +593,7 @@ impl<P: Policy> Policy for Cas<P> {
         self.inner.tick(now_us, out);
         let idle = Request::new(now_us, u64::MAX, 0, Op::Lookup);
         self.settle(&idle, false, from, out);
-        self.clean(now_us, out);
+        self.clean(now_us, true, out);
     }
 
     fn label(&self) -> String {
@@ -469,6 +625,59 @@ mod tests {
         let mut d = Decision::new();
         c.decide(&Request::new(time_us, key * 10, 4096, op), &mut d);
         d
+    }
+
+    /// ACP-like cleaning: above the high watermark, each wake-up writes back a chunk of dirty
+    /// blocks in block order from where the last stopped, in periodic work only, and stops
+    /// once the dirty share is at the low watermark.
+    #[test]
+    fn acp_cleans_in_block_order_between_its_watermarks() {
+        let mut config = CasConfig {
+            seq_cutoff: SeqCutoffPolicy::Never,
+            ..CasConfig::new(CacheMode::WriteBack)
+        };
+        config.cleaning_policy = Cleaning::Acp;
+        config.acp = AcpConfig {
+            wake_up_us: 10,
+            flush_max_buffers: 10,
+            high_watermark: 0.5,
+            low_watermark: 0.2,
+        };
+        let mut c = cas(config, 100);
+        // 49 dirty blocks (keys 10, 20, ..., written out of order): under the high watermark.
+        for i in 0..49u64 {
+            let d = run(&mut c, Op::Write, (i * 5) % 49, 1);
+            assert!(
+                !d.actions.iter().any(|a| matches!(a, Action::WriteBack { .. })),
+                "in a request"
+            );
+        }
+        let mut tick = |c: &mut Cas<AnyPolicy>, now| {
+            let mut d = Decision::new();
+            c.tick(now, &mut d);
+            d.actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::WriteBack { key, .. } => Some(key / 10),
+                    _ => None,
+                })
+                .collect::<Vec<u64>>()
+        };
+        assert!(tick(&mut c, 100).is_empty(), "49% dirty: under the high watermark");
+        run(&mut c, Op::Write, 60, 101);
+        // 50% dirty: passes, ten blocks each, in block order, until 20% (20 blocks) are left.
+        assert_eq!(tick(&mut c, 200), (0..10).collect::<Vec<_>>());
+        assert!(tick(&mut c, 205).is_empty(), "not woken up yet");
+        assert_eq!(tick(&mut c, 210), (10..20).collect::<Vec<_>>());
+        assert_eq!(tick(&mut c, 220), (20..30).collect::<Vec<_>>());
+        // Block 5 written again: dirty behind the cursor, taken when the pass wraps around.
+        run(&mut c, Op::Write, 5, 221);
+        assert_eq!(tick(&mut c, 230), [30, 31, 32, 33, 34, 35, 36, 37, 38, 39]);
+        assert_eq!(c.dirty.len(), 11, "40..49, 60 and 5");
+        assert!(tick(&mut c, 240).is_empty(), "11% dirty: at most the low watermark");
+        let mut config = CasConfig::new(CacheMode::WriteBack);
+        config.acp = AcpConfig { low_watermark: 0.6, ..AcpConfig::default() };
+        assert!(config.acp.validate().unwrap_err().to_string().contains("low_watermark"));
     }
 
     /// Found by fuzzing the policy stack: in a mode that looks writes up first (write-around),

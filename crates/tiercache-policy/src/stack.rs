@@ -32,7 +32,7 @@ use tiercache_core::limits::SHARDS_MAX;
 use tiercache_core::{parse_size, Capacity, Unit};
 
 use crate::admission::AdmissionConfig;
-use crate::cas::{CacheMode, CasConfig, NhitConfig, SeqCutoffPolicy};
+use crate::cas::{AcpConfig, CacheMode, CasConfig, Cleaning, NhitConfig, SeqCutoffPolicy};
 use crate::hierarchy::Placement;
 use crate::nhc::NhcConfig;
 use crate::nvcache::NvcacheConfig;
@@ -62,6 +62,8 @@ pub struct StackConfig {
     /// of every tier. The simulator builds that model of the engine ([`Sharded`]); `None`: the
     /// engine's default, and one stack over the whole cache in the simulator.
     pub shards: Option<usize>,
+    /// Periodic work every this many microseconds (see `StackSpec::tick_us`).
+    pub tick_us: Option<u64>,
 }
 
 impl StackConfig {
@@ -76,6 +78,7 @@ impl StackConfig {
             nhc: None,
             seed: 0,
             shards: None,
+            tick_us: None,
         }
     }
 
@@ -204,6 +207,9 @@ fn default_unit() -> String {
 fn default_seq_cutoff() -> String {
     "full".into()
 }
+fn default_cleaning() -> String {
+    "alru".into()
+}
 fn default_seq_threshold() -> Amount {
     Amount::Text("1MiB".into())
 }
@@ -248,6 +254,14 @@ pub struct StackSpec {
     /// With `mode`: the sequential cutoff threshold.
     #[serde(default = "default_seq_threshold")]
     pub seq_threshold: Amount,
+    /// With `mode`: the cleaning policy, `alru`, `nop`, or `acp` with the options of
+    /// `AcpConfig` (`acp:high_watermark=0.2,low_watermark=0.1,flush_max_buffers=256`).
+    #[serde(default = "default_cleaning")]
+    pub cleaning: String,
+    /// Periodic work (ACP cleaning, LFRU's sweep) every this many microseconds: of the trace's
+    /// time in the simulator, of the clock in the engine. The simulator does none without it.
+    #[serde(default)]
+    pub tick_us: Option<u64>,
     /// NVCache's admission: `obp[:TARGET]`, `alloc-read-write`, ... (see `NvcacheConfig`).
     #[serde(default)]
     pub nvcache: Option<String>,
@@ -278,6 +292,8 @@ impl StackSpec {
             nhit: false,
             seq_cutoff: default_seq_cutoff(),
             seq_threshold: default_seq_threshold(),
+            cleaning: default_cleaning(),
+            tick_us: None,
             nvcache: None,
             nhc: None,
             seed: 0,
@@ -317,6 +333,10 @@ impl StackSpec {
             if self.nhit {
                 return Err(PolicyError::setting("nhit", "applies to a cache mode: give `mode`"));
             }
+            if self.cleaning != default_cleaning() {
+                let reason = "applies to a cache mode: give `mode`";
+                return Err(PolicyError::setting("cleaning", reason));
+            }
             return Ok(None);
         };
         let mode = CacheMode::parse(text).ok_or_else(|| {
@@ -336,6 +356,23 @@ impl StackSpec {
             }
         };
         config.seq_threshold_bytes = self.seq_threshold.value("seq_threshold")?;
+        let (cleaning, options) = self.cleaning.split_once(':').unwrap_or((&self.cleaning, ""));
+        config.cleaning_policy = match cleaning.trim() {
+            "alru" => Cleaning::Alru,
+            "nop" => Cleaning::Nop,
+            "acp" => Cleaning::Acp,
+            other => {
+                let reason = format!("'{other}': use alru, acp or nop");
+                return Err(PolicyError::setting("cleaning", reason));
+            }
+        };
+        let pairs = under("cleaning", crate::params::pairs("acp", options))?;
+        if !pairs.is_empty() && config.cleaning_policy != Cleaning::Acp {
+            let reason = format!("'{}': options are acp's", self.cleaning);
+            return Err(PolicyError::setting("cleaning", reason));
+        }
+        config.acp = under("cleaning", crate::params::apply("acp", &AcpConfig::default(), &pairs))?;
+        under("cleaning", config.acp.validate())?;
         Ok(Some(config))
     }
 }
@@ -387,6 +424,10 @@ impl TryFrom<StackSpec> for StackConfig {
             nhc: under("nhc", spec.nhc.as_deref().map(NhcConfig::parse).transpose())?,
             seed: spec.seed,
             shards: spec.shards()?,
+            tick_us: match spec.tick_us {
+                Some(0) => return Err(PolicyError::setting("tick_us", "must be above 0")),
+                other => other,
+            },
         })
     }
 }

@@ -124,6 +124,12 @@ impl Counters {
                 }
             }
         }
+        self.record_actions(decision);
+    }
+
+    /// Counts what a decision does (inserts, moves, evictions, write-backs and their runs):
+    /// a request's, or periodic work's (`Policy::tick`).
+    pub fn record_actions(&mut self, decision: &Decision) {
         // The write-back run being counted: its last block and its length.
         let mut run: Option<(u64, u64)> = None;
         for action in &decision.actions {

@@ -138,7 +138,7 @@ pub fn simulate<E: std::error::Error + 'static>(
         return Ok(simulate_slice(options, &requests)?);
     }
     let mut policy = build(options)?;
-    let mut state = LoopState::new(options.logical_time);
+    let mut state = LoopState::new(options.logical_time, options.stack.tick_us);
     let start = Instant::now();
     for_each_batch(next_batch, |batch| state.run(&mut policy, batch, progress))
         .map_err(RunError::Stream)?;
@@ -170,7 +170,7 @@ pub fn simulate_slice(
     requests: &[Request],
 ) -> Result<SimReport, PolicyError> {
     let mut policy = build(options)?;
-    let mut state = LoopState::new(options.logical_time);
+    let mut state = LoopState::new(options.logical_time, options.stack.tick_us);
     let start = Instant::now();
     state.run(&mut policy, requests, &mut |_| {});
     Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()))
@@ -179,22 +179,54 @@ pub fn simulate_slice(
 /// How far ahead of the request being decided the policy is asked to prefetch its metadata.
 const PREFETCH_DISTANCE: usize = 8;
 
+/// Most periodic work run for one gap between requests; a longer gap runs its last period's.
+pub const TICKS_PER_GAP: u64 = 1024;
+
 /// The inner loop's state across batches.
 struct LoopState {
     counters: Counters,
     decision: Decision,
     index: u64,
     logical_time: bool,
+    /// Periodic work every this many microseconds of the trace's time (`StackConfig::tick_us`),
+    /// and when it is next due: a tick period after the first request, then every period.
+    tick_us: Option<u64>,
+    next_tick_us: Option<u64>,
 }
 
 impl LoopState {
-    fn new(logical_time: bool) -> LoopState {
+    fn new(logical_time: bool, tick_us: Option<u64>) -> LoopState {
         LoopState {
             counters: Counters::default(),
             decision: Decision::new(),
             index: 0,
             logical_time,
+            tick_us,
+            next_tick_us: None,
         }
+    }
+
+    /// The periodic work due by `now_us` (`Policy::tick` at each tick time passed), counted.
+    /// The engine's worker does the same on its clock (`CacheBuilder::tick_every`).
+    #[inline]
+    fn tick(&mut self, policy: &mut AnyPolicy, now_us: u64) {
+        let Some(every) = self.tick_us else { return };
+        let next = *self.next_tick_us.get_or_insert(now_us.saturating_add(every));
+        if now_us < next {
+            return;
+        }
+        let mut at = next;
+        // A gap of more than `TICKS_PER_GAP` periods (a trace's idle hour) runs the last one.
+        if (now_us - at) / every >= TICKS_PER_GAP {
+            at = now_us - (now_us - at) % every;
+        }
+        while at <= now_us {
+            self.decision.clear();
+            policy.tick(at, &mut self.decision);
+            self.counters.record_actions(&self.decision);
+            at = at.saturating_add(every);
+        }
+        self.next_tick_us = Some(at);
     }
 
     /// Decide, count, repeat. The decision buffer is reused, so the loop does not allocate once
@@ -209,6 +241,7 @@ impl LoopState {
             if self.logical_time {
                 req.time_us = self.index;
             }
+            self.tick(policy, req.time_us);
             self.decision.clear();
             policy.decide(&req, &mut self.decision);
             self.counters.record(&req, &self.decision);

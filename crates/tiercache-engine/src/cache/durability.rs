@@ -190,7 +190,7 @@ fn drain_in_device_order(
 /// by key, consecutive whole blocks written as one write of up to [`DRAIN_RUN_BYTES`], then one
 /// sync of the backing device. A block whose write fails stays dirty, for its shard to write
 /// back on its own later.
-pub(crate) fn write_in_device_order(
+fn write_in_device_order(
     shards: &mut [std::sync::MutexGuard<'_, crate::shard::Shard>],
     mut keys: Vec<(tiercache_core::Key, usize)>,
     block_size: usize,

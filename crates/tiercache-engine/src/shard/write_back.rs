@@ -233,12 +233,4 @@ impl Shard {
     pub fn backing_synced(&mut self) {
         self.backing_unsynced = false;
     }
-
-    /// The periodic work due at `now_us` (`tick`), its write-backs (the cleaner's) left to the
-    /// caller, as [`deferred_write_backs`](Self::deferred_write_backs) leaves them.
-    pub fn tick_deferred(&mut self, now_us: u64) -> Vec<Key> {
-        self.deferred = Some(Vec::new());
-        self.tick(now_us);
-        self.deferred.take().unwrap_or_default()
-    }
 }
