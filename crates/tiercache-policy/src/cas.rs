@@ -652,7 +652,7 @@ mod tests {
                 "in a request"
             );
         }
-        let mut tick = |c: &mut Cas<AnyPolicy>, now| {
+        let tick = |c: &mut Cas<AnyPolicy>, now| {
             let mut d = Decision::new();
             c.tick(now, &mut d);
             d.actions
