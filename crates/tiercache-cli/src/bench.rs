@@ -363,6 +363,8 @@ fn config(args: &BenchArgs) -> anyhow::Result<CacheConfig> {
     let defaults =
         Defaults { dram_over_lower: false, shards: shards(args), recover: Recover::Wipe };
     let mut config = args.cache.config(&defaults, None)?;
+    // `--shards 0`, as before the options were shared: 16 a core.
+    config.engine.shards = shards(args);
     config.stack.seed = args.seed;
     config.engine.overwrite_foreign_files = args.force;
     Ok(config)
