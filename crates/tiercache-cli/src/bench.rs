@@ -279,6 +279,7 @@ pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<Bench
         "hotspot" => KeyDistribution::Hotspot { hot_fraction: 0.2, hot_op_fraction: 0.8 },
         other => anyhow::bail!("--dist {other}: use uniform, zipf or hotspot"),
     };
+    // The stack is checked before the backing file is made.
     let tiers = tiers(args)?;
     for (kind, bytes) in &tiers {
         anyhow::ensure!(
@@ -302,8 +303,6 @@ pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<Bench
             anyhow::bail!("the replayed key {} lies beyond the {blocks} blocks", r.key);
         }
     }
-    // The stack is checked before the backing file is made.
-    config(args)?.stack()?;
     let backing = Backing::prepare(args, blocks * block as u64)?;
     let report = if args.raw_backing {
         raw::backing(args, &plan, &backing.path)?
@@ -316,40 +315,16 @@ pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<Bench
     Ok(report)
 }
 
-/// The tiers, upper first: --dram, --slow-path and --flash-path, those given, in that order
-/// (DRAM alone by default); two or three form a DRAM-first hierarchy.
+/// The tiers, upper first, as the cache the options describe has them (`config`): --dram,
+/// --slow-path and --flash-path, those given (DRAM alone by default), with their bytes.
 fn tiers(args: &BenchArgs) -> anyhow::Result<Vec<(TierKind, u64)>> {
-    let c = &args.cache;
-    let size = |text: &Option<String>, flag: &str| -> anyhow::Result<u64> {
-        let text =
-            text.as_deref().ok_or_else(|| anyhow::anyhow!("{flag} is required with its path"))?;
-        parse_size(text).with_context(|| flag.to_string())
-    };
-    let mut tiers = Vec::new();
-    if c.dram.is_some() || (c.slow_path.is_none() && c.flash_path.is_none()) {
-        let dram = parse_size(c.dram.as_deref().unwrap_or("64MiB")).context("--dram")?;
-        anyhow::ensure!(
-            dram > 0 || tiers_below(args) > 0,
-            "--dram 0 needs --slow-path or --flash-path"
-        );
-        if dram > 0 {
-            tiers.push((TierKind::Dram, dram));
-        }
-    }
-    if let Some(path) = &c.slow_path {
-        tiers.push((TierKind::Mapped { path: path.clone() }, size(&c.slow_size, "--slow-size")?));
-    }
-    if let Some(path) = &c.flash_path {
-        tiers.push((TierKind::Flash { path: path.clone() }, size(&c.flash_size, "--flash-size")?));
-    }
+    let config = config(args)?;
+    let stack = config.stack()?;
+    let kinds = config.tier_kinds(stack.tiers.len());
+    let tiers: Vec<_> = kinds.into_iter().zip(stack.tiers.iter().map(|(_, c)| c.amount)).collect();
     anyhow::ensure!(!(args.raw && tiers.len() > 1), "--raw measures one medium: give one tier");
     anyhow::ensure!(!(args.raw && args.handle), "--handle reads through the cache; --raw has none");
     Ok(tiers)
-}
-
-/// Tiers given below DRAM.
-fn tiers_below(args: &BenchArgs) -> usize {
-    args.cache.slow_path.is_some() as usize + args.cache.flash_path.is_some() as usize
 }
 
 /// `--block-size`, 4 KiB unless given.

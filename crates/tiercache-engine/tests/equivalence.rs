@@ -803,10 +803,10 @@ fn acp_cleaning_decides_as_the_simulator() {
         let device = unsynced(backing, &path);
         let cache = builder.backing_device(device.clone()).build().unwrap();
         let file = CachedFile::over(device, cache);
-        let mut ticks = Ticks { every: spec.tick_us, next: None };
+        let mut ticks = tiercache_sim::run::Ticks::new(spec.tick_us);
         let mut buf = vec![0u8; BLOCK];
         for r in &reqs {
-            for at in ticks.due(r.time_us) {
+            while let Some(at) = ticks.next_due(r.time_us) {
                 clock.set(at);
                 file.cache().tick();
             }
@@ -829,34 +829,6 @@ fn acp_cleaning_decides_as_the_simulator() {
     // Cleaning wrote back blocks that eviction alone would have written later, or never.
     assert!(counts[0][3] > counts[1][3], "ACP cleaned: {counts:?}");
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// The tick times a trace passes, as the simulator's loop takes them (`tiercache_sim::run`):
-/// the first a period after the first request, then every period; a gap of more than
-/// `TICKS_PER_GAP` periods runs its last one only.
-struct Ticks {
-    every: Option<u64>,
-    next: Option<u64>,
-}
-
-impl Ticks {
-    fn due(&mut self, now_us: u64) -> Vec<u64> {
-        let Some(every) = self.every else { return Vec::new() };
-        let mut at = *self.next.get_or_insert(now_us + every);
-        if now_us < at {
-            return Vec::new();
-        }
-        if (now_us - at) / every >= tiercache_sim::run::TICKS_PER_GAP {
-            at = now_us - (now_us - at) % every;
-        }
-        let mut due = Vec::new();
-        while at <= now_us {
-            due.push(at);
-            at += every;
-        }
-        self.next = Some(at);
-        due
-    }
 }
 
 /// A file device whose syncs do nothing (see `Unsynced`), shareable as the builder's and the

@@ -188,10 +188,41 @@ struct LoopState {
     decision: Decision,
     index: u64,
     logical_time: bool,
-    /// Periodic work every this many microseconds of the trace's time (`StackConfig::tick_us`),
-    /// and when it is next due: a tick period after the first request, then every period.
-    tick_us: Option<u64>,
-    next_tick_us: Option<u64>,
+    /// Periodic work every `StackConfig::tick_us` of the trace's time.
+    ticks: Ticks,
+}
+
+/// When periodic work is due on a clock that requests advance: a period after the first
+/// request, then every period; a gap of more than [`TICKS_PER_GAP`] periods runs its last one
+/// only. The simulator ticks by it, and a test of the engine ticks the engine at the same times.
+#[derive(Clone, Debug)]
+pub struct Ticks {
+    every: Option<u64>,
+    next: Option<u64>,
+}
+
+impl Ticks {
+    /// Every `every` microseconds; never without it.
+    pub fn new(every: Option<u64>) -> Ticks {
+        Ticks { every, next: None }
+    }
+
+    /// The next tick time at or before `now_us` not yet run, if one is due; call it until
+    /// `None`.
+    #[inline]
+    pub fn next_due(&mut self, now_us: u64) -> Option<u64> {
+        let every = self.every?;
+        let next = *self.next.get_or_insert(now_us.saturating_add(every));
+        if now_us < next {
+            return None;
+        }
+        let at = match (now_us - next) / every >= TICKS_PER_GAP {
+            true => now_us - (now_us - next) % every,
+            false => next,
+        };
+        self.next = Some(at.saturating_add(every));
+        Some(at)
+    }
 }
 
 impl LoopState {
@@ -201,8 +232,7 @@ impl LoopState {
             decision: Decision::new(),
             index: 0,
             logical_time,
-            tick_us,
-            next_tick_us: None,
+            ticks: Ticks::new(tick_us),
         }
     }
 
@@ -210,23 +240,11 @@ impl LoopState {
     /// The engine's worker does the same on its clock (`CacheBuilder::tick_every`).
     #[inline]
     fn tick(&mut self, policy: &mut AnyPolicy, now_us: u64) {
-        let Some(every) = self.tick_us else { return };
-        let next = *self.next_tick_us.get_or_insert(now_us.saturating_add(every));
-        if now_us < next {
-            return;
-        }
-        let mut at = next;
-        // A gap of more than `TICKS_PER_GAP` periods (a trace's idle hour) runs the last one.
-        if (now_us - at) / every >= TICKS_PER_GAP {
-            at = now_us - (now_us - at) % every;
-        }
-        while at <= now_us {
+        while let Some(at) = self.ticks.next_due(now_us) {
             self.decision.clear();
             policy.tick(at, &mut self.decision);
             self.counters.record_actions(&self.decision);
-            at = at.saturating_add(every);
         }
-        self.next_tick_us = Some(at);
     }
 
     /// Decide, count, repeat. The decision buffer is reused, so the loop does not allocate once

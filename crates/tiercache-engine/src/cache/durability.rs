@@ -172,8 +172,10 @@ pub(crate) fn mismatch(
 const DRAIN_RUN_BYTES: usize = 4 << 20;
 
 /// Writes back every dirty block of `shards` (all locked) in device order: the policies' write-
-/// backs gathered from every shard, then written as [`write_in_device_order`] does. A disk then
-/// sees one sweep instead of a random write per block (shards hold keys by hash).
+/// backs gathered from every shard, sorted by key, consecutive whole blocks written as one write
+/// of up to [`DRAIN_RUN_BYTES`], then one sync of the backing device. A disk then sees one sweep
+/// instead of a random write per block (shards hold keys by hash). A block whose write fails
+/// stays dirty, for its shard to write back on its own.
 fn drain_in_device_order(
     shards: &mut [std::sync::MutexGuard<'_, crate::shard::Shard>],
     block_size: usize,
@@ -182,22 +184,9 @@ fn drain_in_device_order(
     for (i, shard) in shards.iter_mut().enumerate() {
         keys.extend(shard.deferred_write_backs()?.into_iter().map(|key| (key, i)));
     }
-    write_in_device_order(shards, keys, block_size);
-    Ok(())
-}
-
-/// Writes the dirty blocks `keys` (key, shard; `shards` all locked) back in device order: sorted
-/// by key, consecutive whole blocks written as one write of up to [`DRAIN_RUN_BYTES`], then one
-/// sync of the backing device. A block whose write fails stays dirty, for its shard to write
-/// back on its own later.
-fn write_in_device_order(
-    shards: &mut [std::sync::MutexGuard<'_, crate::shard::Shard>],
-    mut keys: Vec<(tiercache_core::Key, usize)>,
-    block_size: usize,
-) {
-    let Some(backing) = shards.first().and_then(|s| s.backing.clone()) else { return };
+    let Some(backing) = shards.first().and_then(|s| s.backing.clone()) else { return Ok(()) };
     if keys.is_empty() {
-        return;
+        return Ok(());
     }
     keys.sort_unstable();
     let mut run = Vec::with_capacity(DRAIN_RUN_BYTES.max(block_size));
@@ -230,6 +219,7 @@ fn write_in_device_order(
         shards[0].stats.backing_syncs += 1;
         shards[0].stats.write_back_errors += !synced as u64;
     }
+    Ok(())
 }
 
 /// Writes `run`, the blocks `members` (key, shard, length) of consecutive keys, to `backing` as

@@ -190,9 +190,7 @@ impl Shard {
         };
         match written {
             Some(len) => {
-                self.backing_unsynced = true;
-                self.stats.write_backs += 1;
-                self.stats.bytes_written_back += len as u64;
+                self.wrote_back(copy.key, len);
                 self.sync_backing();
             }
             None => {
