@@ -318,6 +318,12 @@ impl CachedFile {
                     .map_err(|e| self.io_error("cannot sync the backing file", e))?;
                 (start..stop).for_each(|b| self.cache.discard(b));
             }
+            // A dirty block of the range may have been written back since it was discarded (an
+            // eviction by another request of its shard, or the cleaner): discarded again, now
+            // that no copy is left to write back, so no read finds its old bytes.
+            self.backing
+                .discard(at, bytes)
+                .map_err(|e| self.io_error("cannot discard a range of the backing file", e))?;
             start = stop;
         }
         Ok(())

@@ -43,6 +43,8 @@ pub mod builder;
 #[cfg(not(loom))]
 pub mod cache;
 #[cfg(not(loom))]
+pub mod cleaner;
+#[cfg(not(loom))]
 pub mod clock;
 #[cfg(not(loom))]
 pub mod config;

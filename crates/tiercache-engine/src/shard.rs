@@ -12,6 +12,7 @@ use tiercache_policy::{AnyPolicy, Policy};
 
 use crate::behind::{Job, WriteBehind};
 use crate::block::Stamp;
+use crate::cleaner::{Batch, Flight, Flights};
 use crate::device::Device;
 use crate::error::EngineError;
 use crate::io::{ReadFault, Staged};
@@ -70,9 +71,14 @@ pub struct Shard {
     pub lost: KeySet,
     /// Whether any tier is placed (see `TierStore::placed`).
     any_placed: bool,
-    /// While the cache drains every shard in device order: the keys the policy writes back,
-    /// whose writes the cache does itself (`deferred_write_backs`).
+    /// While the cache drains every shard in device order, or its cleaner gathers: the keys
+    /// the policy writes back, whose writes the cache does itself (`deferred_write_backs`).
     deferred: Option<Vec<Key>>,
+    /// The cache's cleaner, shared by every shard (see `crate::cleaner`).
+    pub cleaner: Option<Arc<Flights>>,
+    /// Blocks whose copies the cleaner is writing back with the shard unlocked: dirty until it
+    /// has, and settled before anything else writes them back or drops them.
+    flights: KeyMap<Flight>,
 }
 
 impl Shard {
@@ -100,6 +106,8 @@ impl Shard {
         Shard {
             any_placed,
             deferred: None,
+            cleaner: None,
+            flights: KeyMap::default(),
             policy,
             decision: Decision::new(),
             places: KeyMap::default(),
@@ -167,6 +175,68 @@ impl Shard {
         }
     }
 
+    /// Periodic work due at `now_us`, as [`tick`](Self::tick), with the policy's write-backs
+    /// copied into `batch` for the cache's cleaner to write (see `crate::cleaner`) instead of
+    /// written here. The blocks stay dirty, in flight, until [`settle_batch`](Self::settle_batch).
+    pub fn tick_gathering(&mut self, now_us: u64, batch: &mut Batch) {
+        let full = batch.bytes.len() >= crate::cleaner::BATCH_BYTES;
+        if self.backing.is_none() || self.cleaner.is_none() || full {
+            return self.tick(now_us);
+        }
+        self.deferred = Some(Vec::new());
+        self.tick(now_us);
+        let keys = self.deferred.take().unwrap_or_default();
+        for key in keys {
+            let at = batch.bytes.len();
+            batch.bytes.resize(at + self.block_size as usize, 0);
+            match self.dirty_block(key, &mut batch.bytes[at..]) {
+                Some(len) => {
+                    batch.bytes.truncate(at + len);
+                    batch.blocks.push((key, at, len));
+                    let flight = Flight { batch: batch.id, len: len as u32, stale: false };
+                    self.flights.insert(key, flight);
+                }
+                None => batch.bytes.truncate(at),
+            }
+        }
+    }
+
+    /// The cleaner's last step for `batch`: each of this shard's blocks still in it is clean
+    /// if its copy is durable and no newer data was written to it.
+    pub fn settle_batch(&mut self, batch: u64) {
+        let keys: Vec<Key> =
+            self.flights.iter().filter(|(_, f)| f.batch == batch).map(|(k, _)| *k).collect();
+        for key in keys {
+            self.settle_flight(key);
+        }
+    }
+
+    /// Settles `key`'s block if the cleaner has a copy of it in flight (see `crate::cleaner`),
+    /// before the block is written back, dropped or copied out otherwise: waits for the copy's
+    /// write if it is under way, or takes the block out of the batch if not yet; the block is
+    /// clean afterwards if the copy is durable and still its data.
+    #[inline]
+    fn settle_flight(&mut self, key: Key) {
+        if self.flights.is_empty() {
+            return;
+        }
+        let Some(flight) = self.flights.remove(&key) else { return };
+        let cleaner = self.cleaner.as_ref().expect("only the cleaner puts blocks in flight");
+        match (cleaner.settle(key, flight.batch), flight.stale) {
+            (true, false) => self.mark_written_back(key, flight.len as usize),
+            (true, true) => self.stats.write_backs_overtaken += 1,
+            (false, _) => {}
+        }
+    }
+
+    /// Records new data written to `key`: a copy of its older data in flight leaves it dirty.
+    #[inline]
+    fn written_in_flight(&mut self, key: Key) {
+        if let Some(flight) = self.flights.get_mut(&key) {
+            flight.stale = true;
+        }
+    }
+
     /// Lets the policy decide `req`. With size classes, the size the policy sees is a class's:
     /// a write's value (`req.size` its length) takes the smallest class that holds it; any
     /// other request is sized as the key's stored block, or a whole block if not resident.
@@ -198,6 +268,7 @@ impl Shard {
     }
 
     fn release(&mut self, key: Key, tier: TierId) {
+        self.settle_flight(key);
         let place = self.take_place(key).expect("the policy drops only resident keys");
         debug_assert_eq!(place.tier, tier.0, "key {key} dropped from the wrong tier");
         if place.staged {
@@ -219,6 +290,7 @@ impl Shard {
     /// the slot or the value changed size class.
     /// False if the write failed (see `store_or_fail`): the caller drops the key.
     fn overwrite(&mut self, key: Key, data: &[u8], dirty: bool) -> bool {
+        self.written_in_flight(key);
         // On a placed tier, a block whose set has no slot for a new copy (the spare ones busy,
         // or taken by a block this decision moved in while it let this one go) is written in
         // place, made clean first: a crash that tears it then loses nothing synced.

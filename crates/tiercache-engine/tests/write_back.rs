@@ -533,3 +533,198 @@ fn a_discard_reads_as_zeros_and_punches_the_backing_file() {
         assert_eq!(on_backing(&backing, 13), 1, "{mode:?}");
     }
 }
+
+/// A backing file whose writes wait at a gate while it is closed, saying when one arrived.
+struct Gated {
+    inner: FileDevice,
+    closed: std::sync::Mutex<bool>,
+    changed: std::sync::Condvar,
+    /// Writes that arrived at the gate.
+    arrived: std::sync::atomic::AtomicU64,
+}
+
+impl Gated {
+    fn new(path: &Path) -> Gated {
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+        Gated {
+            inner: FileDevice::new(file, path),
+            closed: std::sync::Mutex::new(false),
+            changed: std::sync::Condvar::new(),
+            arrived: Default::default(),
+        }
+    }
+
+    fn set(&self, closed: bool) {
+        *self.closed.lock().unwrap() = closed;
+        self.changed.notify_all();
+    }
+}
+
+impl Device for Gated {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+        self.inner.read_at(buf, at)
+    }
+    fn write_at(&self, data: &[u8], at: u64) -> std::io::Result<()> {
+        self.arrived.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let closed = self.closed.lock().unwrap();
+        drop(self.changed.wait_while(closed, |closed| *closed).unwrap());
+        self.inner.write_at(data, at)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn discard(&self, at: u64, len: u64) -> std::io::Result<()> {
+        self.inner.discard(at, len)
+    }
+}
+
+/// The cleaner writes back with every shard unlocked, in device order (one write for eight
+/// consecutive blocks of four shards): while its write waits on the disk, reads hit and writes
+/// land; a block written meanwhile stays dirty (its older copy reached the disk, not its new
+/// data), and a block dropped meanwhile (a discard) waits for the copy to land, so the copy
+/// cannot bring its old data back after the drop.
+#[test]
+fn the_cleaner_writes_in_device_order_with_the_shards_unlocked() {
+    use tiercache_policy::cas::{AcpConfig, Cleaning};
+    let backing = backing_file("unlocked-cleaner", 16);
+    let mut config =
+        CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(CacheMode::WriteBack) };
+    // ACP cleans in periodic work only: every dirty block at each tick.
+    config.cleaning_policy = Cleaning::Acp;
+    config.acp = AcpConfig { wake_up_us: 0, flush_max_buffers: 64, ..AcpConfig::default() };
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(tier("mapped", &scratch("unlocked-cleaner.tier")))
+        .block_size(BLOCK)
+        .shards(4)
+        .capacity_bytes(64 * BLOCK as u64)
+        .mode(config)
+        .without_worker()
+        .build()
+        .unwrap();
+    let gated = Arc::new(Gated::new(&backing));
+    let file = CachedFile::over(gated.clone(), cache);
+    for block in 0..8 {
+        write(&file, block, 1);
+    }
+    assert_eq!(file.cache().dirty_blocks(), 8);
+    gated.set(true);
+    let dropped = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let cleaner = s.spawn(|| file.cache().tick());
+        while gated.arrived.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        // The cleaner's write waits at the gate: the shards serve requests all the same.
+        assert_eq!(read(&file, 5).unwrap(), 1);
+        write(&file, 3, 2);
+        let discard = s.spawn(|| {
+            file.discard(6 * BLOCK as u64, BLOCK as u64).unwrap();
+            dropped.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !dropped.load(std::sync::atomic::Ordering::SeqCst),
+            "a block in flight was dropped before its copy landed"
+        );
+        gated.set(false);
+        cleaner.join().unwrap();
+        discard.join().unwrap();
+    });
+    let stats = file.cache().stats();
+    assert_eq!(gated.arrived.load(std::sync::atomic::Ordering::SeqCst), 1, "{stats:?}");
+    assert_eq!(stats.write_back_runs, 1, "{stats:?}");
+    // Block 3's new data is in the cache alone; the others (but discarded 6) are clean.
+    assert_eq!(file.cache().dirty_blocks(), 1, "{stats:?}");
+    assert_eq!(on_backing(&backing, 3), 1);
+    assert_eq!(read(&file, 3).unwrap(), 2);
+    let mut zeros = vec![1u8; BLOCK];
+    file.read_at(6 * BLOCK as u64, &mut zeros).unwrap();
+    assert!(zeros.iter().all(|&b| b == 0), "the discarded block reads as zeros");
+    let on_disk = std::fs::read(&backing).unwrap();
+    assert!(on_disk[6 * BLOCK..7 * BLOCK].iter().all(|&b| b == 0), "and is zeros on the disk");
+    file.flush_backing().unwrap();
+    assert_eq!(on_backing(&backing, 3), 2);
+    for block in [0, 1, 2, 4, 5, 7] {
+        assert_eq!(on_backing(&backing, block), 1, "block {block}");
+    }
+}
+
+/// Four threads write, read and discard their own blocks of a cache far smaller than the file
+/// (dirty blocks evicted all the time) while the worker's ACP cleaner writes back in device
+/// order every millisecond: every read returns the thread's last write, and after a flush the
+/// backing file holds every block's last write.
+#[test]
+fn requests_and_the_unlocked_cleaner_together_lose_nothing() {
+    use tiercache_core::SeededRng;
+    use tiercache_policy::cas::{AcpConfig, Cleaning};
+    const BLOCKS: u64 = 128;
+    const THREADS: u64 = 4;
+    let backing = backing_file("cleaner-together", BLOCKS);
+    let mut config =
+        CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(CacheMode::WriteBack) };
+    config.cleaning_policy = Cleaning::Acp;
+    config.acp = AcpConfig { wake_up_us: 0, flush_max_buffers: 8, ..AcpConfig::default() };
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(tier("mapped", &scratch("cleaner-together.tier")))
+        .block_size(BLOCK)
+        .shards(4)
+        .capacity_bytes(32 * BLOCK as u64)
+        .mode(config)
+        .tick_every(std::time::Duration::from_millis(1))
+        .build()
+        .unwrap();
+    let file = CachedFile::open(&backing, cache).unwrap();
+    // 0: the file's first version; u64::MAX: discarded.
+    let last: Vec<Vec<u64>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let file = &file;
+                s.spawn(move || {
+                    let mut rng = SeededRng::new(t + 1);
+                    let mut last = vec![0u64; BLOCKS as usize];
+                    let mut buf = vec![0u8; BLOCK];
+                    for version in 1..=3_000u64 {
+                        let block = rng.below(BLOCKS / THREADS) * THREADS + t;
+                        let at = block * BLOCK as u64;
+                        match rng.below(8) {
+                            0 => {
+                                file.discard(at, BLOCK as u64).unwrap();
+                                last[block as usize] = u64::MAX;
+                            }
+                            1..=4 => {
+                                write(file, block, version);
+                                last[block as usize] = version;
+                            }
+                            _ => {
+                                assert_eq!(file.read_at(at, &mut buf).unwrap(), BLOCK);
+                                match last[block as usize] {
+                                    u64::MAX => assert!(buf.iter().all(|&b| b == 0)),
+                                    v => assert_eq!(version_of(block, &buf), v, "block {block}"),
+                                }
+                            }
+                        }
+                    }
+                    last
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let stats = file.cache().stats();
+    assert!(stats.write_back_runs > 0 && stats.write_backs > 1_000, "{stats:?}");
+    file.flush_backing().unwrap();
+    let on_disk = std::fs::read(&backing).unwrap();
+    for block in 0..BLOCKS {
+        let bytes = &on_disk[block as usize * BLOCK..][..BLOCK];
+        match last[(block % THREADS) as usize][block as usize] {
+            u64::MAX => assert!(bytes.iter().all(|&b| b == 0), "block {block} discarded"),
+            v => assert_eq!(version_of(block, bytes), v, "block {block}"),
+        }
+    }
+}

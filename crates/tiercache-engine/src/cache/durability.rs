@@ -54,6 +54,8 @@ impl CacheCore {
             return Ok(());
         }
         self.check_attached()?;
+        // No cleaner tick meanwhile: its writes would break the sweep into seeks.
+        let _turn = self.cleaner.drain_turn();
         // Every shard locked: no block changes between its copy and its write.
         let mut shards: Vec<_> = self.each_shard().collect();
         drain_in_device_order(&mut shards, self.block_size)?;
@@ -167,13 +169,9 @@ pub(crate) fn mismatch(
     }
 }
 
-/// Bytes of one write of a drain: consecutive dirty blocks up to this many go to the backing
-/// device as one write.
-const DRAIN_RUN_BYTES: usize = 4 << 20;
-
 /// Writes back every dirty block of `shards` (all locked) in device order: the policies' write-
 /// backs gathered from every shard, sorted by key, consecutive whole blocks written as one write
-/// of up to [`DRAIN_RUN_BYTES`], then one sync of the backing device. A disk then sees one sweep
+/// (`crate::cleaner::Runs`), then one sync of the backing device. A disk then sees one sweep
 /// instead of a random write per block (shards hold keys by hash). A block whose write fails
 /// stays dirty, for its shard to write back on its own.
 fn drain_in_device_order(
@@ -189,29 +187,27 @@ fn drain_in_device_order(
         return Ok(());
     }
     keys.sort_unstable();
-    let mut run = Vec::with_capacity(DRAIN_RUN_BYTES.max(block_size));
-    // The run's blocks: key, shard, length. A run is consecutive keys, all whole but the last.
-    let mut members: Vec<(tiercache_core::Key, usize, usize)> = Vec::new();
-    let mut written = false;
+    keys.dedup();
+    let mut runs = crate::cleaner::Runs::new(&*backing, block_size);
+    // The blocks written, told to their shards once their run is (a failed one stays dirty:
+    // written back one by one after the drain, or counted there).
+    let mut written = Vec::new();
+    let mut done = |member: crate::cleaner::Member, ok: bool| {
+        if ok {
+            written.push(member);
+        }
+    };
     for &(key, s) in &keys {
-        let follows = members.last().is_some_and(|&(last, _, len)| {
-            key == last + 1 && len == block_size && run.len() + block_size <= DRAIN_RUN_BYTES
-        });
-        if !follows {
-            written |= write_run(&*backing, shards, &mut run, &mut members, block_size);
-        }
-        let at = run.len();
-        run.resize(at + block_size, 0);
-        match shards[s].dirty_block(key, &mut run[at..]) {
-            Some(len) => {
-                run.truncate(at + len);
-                members.push((key, s, len));
-            }
-            None => run.truncate(at),
-        }
+        let shard = &mut shards[s];
+        runs.add(key, s, |out| shard.dirty_block(key, out), &mut done);
     }
-    written |= write_run(&*backing, shards, &mut run, &mut members, block_size);
-    if written {
+    runs.write(&mut done);
+    for member in written {
+        shards[member.tag].wrote_back(member.key, member.len);
+    }
+    shards[0].stats.write_back_runs += runs.runs;
+    shards[0].stats.write_back_errors += runs.failed;
+    if runs.wrote {
         let synced = backing.sync().is_ok();
         for shard in shards.iter_mut() {
             shard.backing_synced();
@@ -220,30 +216,4 @@ fn drain_in_device_order(
         shards[0].stats.write_back_errors += !synced as u64;
     }
     Ok(())
-}
-
-/// Writes `run`, the blocks `members` (key, shard, length) of consecutive keys, to `backing` as
-/// one write, and tells their shards; then empties both. Whether it wrote anything.
-fn write_run(
-    backing: &dyn crate::device::Device,
-    shards: &mut [std::sync::MutexGuard<'_, crate::shard::Shard>],
-    run: &mut Vec<u8>,
-    members: &mut Vec<(tiercache_core::Key, usize, usize)>,
-    block_size: usize,
-) -> bool {
-    let Some(&(first, s, _)) = members.first() else { return false };
-    let written = backing.write_at(run, first * block_size as u64).is_ok();
-    match written {
-        true => {
-            for &(key, s, len) in members.iter() {
-                shards[s].wrote_back(key, len);
-            }
-            shards[s].stats.write_back_runs += (members.len() > 1) as u64;
-        }
-        // Left dirty: written back one by one after the drain, or counted there.
-        false => shards[s].stats.write_back_errors += 1,
-    }
-    run.clear();
-    members.clear();
-    written
 }

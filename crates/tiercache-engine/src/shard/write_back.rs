@@ -33,6 +33,7 @@ impl Shard {
     /// dirty, to be tried again before it is dropped. Without a backing device attached yet,
     /// the block stays dirty.
     pub(super) fn write_back(&mut self, key: Key) -> bool {
+        self.settle_flight(key);
         let Some(place) = self.place(key) else { return true };
         if !place.dirty || place.filling {
             return true;
@@ -86,6 +87,7 @@ impl Shard {
         let bs = self.block_size as usize;
         let mut run = vec![0u8; bs * count as usize];
         let mut places = Vec::with_capacity(count as usize);
+        (first..first + count).for_each(|key| self.settle_flight(key));
         for (key, chunk) in (first..first + count).zip(run.chunks_mut(bs)) {
             let Some(place) = self.place(key) else { return false };
             if !place.dirty || place.filling {
@@ -187,8 +189,9 @@ impl Shard {
     }
 
     /// The policy's write-back of every dirty block, as [`write_back_all`](Self::write_back_all)
-    /// asks it, with the writes left to the caller: the keys come back in the policy's order,
-    /// for the cache to write with the other shards' in device order (`flush_backing`). The
+    /// asks it, with the writes left to the caller: the keys come back (with the shard's other
+    /// dirty blocks, some maybe twice) for the cache to write with the other shards' in device
+    /// order (`flush_backing`). The
     /// decision's other actions are applied. The blocks stay dirty here until the caller says
     /// each was written ([`wrote_back`](Self::wrote_back)); one it never does is written back
     /// on its own by the next `write_back_all`.
@@ -198,7 +201,10 @@ impl Shard {
         self.policy.write_back(None, &mut self.decision);
         let result = self.apply(u64::MAX, None);
         self.decision = saved;
-        let keys = self.deferred.take().unwrap_or_default();
+        let mut keys = self.deferred.take().unwrap_or_default();
+        // And those the policy counts clean but the shard does not (a write-back that failed,
+        // the cleaner's copies that did not land), for the same sweep.
+        keys.extend(self.dirty_keys(None));
         result.map(|_| keys)
     }
 
@@ -206,6 +212,7 @@ impl Shard {
     /// `None` if the block is no longer resident and dirty, or did not read back (its data is
     /// then lost and the block dropped, as in `write_back`).
     pub fn dirty_block(&mut self, key: Key, out: &mut [u8]) -> Option<usize> {
+        self.settle_flight(key);
         let place = self.place(key).filter(|p| p.dirty && !p.filling)?;
         match self.read_block(key, place, out) {
             Ok(len) => Some(len),
@@ -221,10 +228,16 @@ impl Shard {
     /// Records that the caller wrote `key`'s block (`len` bytes, copied by `dirty_block`) to
     /// the backing device: it is clean now, and the device must sync before a slot is freed.
     pub fn wrote_back(&mut self, key: Key, len: usize) {
+        self.mark_written_back(key, len);
+        self.backing_unsynced = true;
+    }
+
+    /// Marks `key`'s block clean, its `len` bytes written back (and synced, or the caller
+    /// records that they are not).
+    pub(super) fn mark_written_back(&mut self, key: Key, len: usize) {
         if let Some(place) = self.place(key).filter(|p| p.dirty) {
             self.set_place(key, Place { dirty: false, ..place });
         }
-        self.backing_unsynced = true;
         self.stats.write_backs += 1;
         self.stats.bytes_written_back += len as u64;
     }
