@@ -53,6 +53,10 @@ pub struct BenchArgs {
     /// Seconds of unmeasured warm-up first.
     #[arg(long, default_value_t = 1.0)]
     pub warmup: f64,
+    /// Write-back: after the run, wait up to this many seconds with no requests while the
+    /// cleaner works (stopping once nothing is dirty), and report what it wrote back.
+    #[arg(long, default_value_t = 0.0)]
+    pub idle: f64,
     /// The backing file, which the bench writes: created and filled to --working-set. A file
     /// that exists is refused unless --reuse-backing. Default: a new file in the temporary
     /// directory, removed at the end.
@@ -138,7 +142,10 @@ pub struct BenchReport {
     /// What the cache found on its tier files when it opened (`--recover quiet|strict`); the
     /// blocks counted are in `cache` (`recovered`, `recovery_damaged`...).
     pub recovery: Option<tiercache_engine::Recovery>,
-    /// Write-back: the blocks still dirty when the timed run ended, written back after it.
+    /// Write-back with `--idle`: what the cleaner wrote back while no requests came.
+    pub cleaned_while_idle: Option<Cleaned>,
+    /// Write-back: the blocks still dirty when the timed run ended (and `--idle` after it),
+    /// written back after it.
     pub written_back_after: Option<WrittenBack>,
     /// DRAM the cache spent beside its tiers' bytes, per cached block, measured (caches
     /// without a DRAM tier only).
@@ -171,6 +178,21 @@ fn rss_anon_bytes() -> Option<u64> {
 pub struct WrittenBack {
     pub blocks: u64,
     pub seconds: f64,
+}
+
+/// The cleaner's work while the cache was idle (`--idle`).
+#[derive(Serialize, Clone, Debug)]
+pub struct Cleaned {
+    /// Dirty blocks when the idle time began.
+    pub dirty_before: u64,
+    /// Dirty blocks when it ended.
+    pub dirty_after: u64,
+    pub seconds: f64,
+    /// Blocks the cleaner wrote back (and synced) meanwhile, and their rate.
+    pub written_back: u64,
+    pub blocks_per_second: f64,
+    /// Of its writes, runs of more than one block.
+    pub runs: u64,
 }
 
 /// The setup every thread shares.
@@ -625,6 +647,10 @@ fn cached(
         Ok(())
     })?;
     let anon_after = rss_anon_bytes();
+    let cleaned = match file.cache().keeps_dirty() && args.idle > 0.0 {
+        true => Some(idle(&file, args.idle)),
+        false => None,
+    };
     // What write-back deferred: the dirty blocks left, written back after the timed run.
     let written_back = match file.cache().keeps_dirty() {
         true => {
@@ -684,6 +710,7 @@ fn cached(
     }
     report.recovery = recovery;
     report.written_back_after = written_back;
+    report.cleaned_while_idle = cleaned;
     let no_dram = tiers.iter().all(|(kind, _)| !matches!(kind, TierKind::Dram));
     if let (true, Some(before), Some(after)) = (no_dram, anon_before, anon_after) {
         let cached_blocks = file.cache().occupancy().0;
@@ -745,6 +772,7 @@ fn report(
         knobs: Default::default(),
         recovery: None,
         written_back_after: None,
+        cleaned_while_idle: None,
         metadata: None,
     }
 }
@@ -997,4 +1025,35 @@ mod raw {
             (0..threads).map(|t| Stripe(bytes[t * per..].as_mut_ptr())).collect()
         }
     }
+}
+
+/// Waits up to `limit` seconds, with no requests, for the cleaner to write the dirty blocks
+/// back, and measures what it did.
+fn idle(file: &CachedFile, limit: f64) -> Cleaned {
+    let cache = file.cache();
+    let (before, started) = (cache.stats(), Instant::now());
+    let dirty_before = cache.dirty_blocks() as u64;
+    let limit = std::time::Duration::from_secs_f64(limit);
+    let mut dirty_after = dirty_before;
+    while dirty_after > 0 && started.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        dirty_after = cache.dirty_blocks() as u64;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let after = cache.stats();
+    let written_back = after.write_backs - before.write_backs;
+    let cleaned = Cleaned {
+        dirty_before,
+        dirty_after,
+        seconds,
+        written_back,
+        blocks_per_second: written_back as f64 / seconds,
+        runs: after.write_back_runs - before.write_back_runs,
+    };
+    eprintln!(
+        "idle {seconds:.2} s: the cleaner wrote back {written_back} blocks ({:.0} a second), \
+         {dirty_after} of {dirty_before} still dirty",
+        cleaned.blocks_per_second
+    );
+    cleaned
 }
