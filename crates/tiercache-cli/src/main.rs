@@ -60,6 +60,7 @@ enum Command {
 }
 
 fn main() {
+    quiet_on_closed_output();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
@@ -76,7 +77,48 @@ fn main() {
         Command::Lab(command) => lab::run(&command),
     };
     if let Err(error) = result {
+        if error.chain().any(closed_output) {
+            end_as_a_closed_pipe_ends();
+        }
         eprintln!("error: {}", tiercache_cli::error_message(&error));
         std::process::exit(1);
     }
+}
+
+/// A reader that stops early (`tiercache sweep --json | head`) closes the pipe: the command
+/// then ends quietly, as other command-line tools do, instead of reporting a panic or an
+/// error. Rust ignores SIGPIPE, so a write to the closed pipe fails: `print!` panics, and a
+/// writer returns the error; both end here.
+fn quiet_on_closed_output() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            end_as_a_closed_pipe_ends();
+        }
+        default(info);
+    }));
+}
+
+/// Whether `error` is a write to a closed pipe.
+fn closed_output(error: &(dyn std::error::Error + 'static)) -> bool {
+    let broken = Some(std::io::ErrorKind::BrokenPipe);
+    error.downcast_ref::<std::io::Error>().map(|e| e.kind()) == broken
+        || error.downcast_ref::<serde_json::Error>().and_then(|e| e.io_error_kind()) == broken
+}
+
+/// Ends the process as SIGPIPE's default action would (the status a shell reports as 141).
+fn end_as_a_closed_pipe_ends() -> ! {
+    // SAFETY: restoring a signal's default action and raising it in this process; nothing
+    // else touches SIGPIPE's disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(141);
 }
