@@ -1,6 +1,6 @@
-//! Plots as SVG and PNG. Text is laid out (and, in PNG, rasterised) from a TrueType font,
-//! looked up in the usual system places or taken from `TIERCACHE_FONT`; without one, plots are
-//! skipped with a note and the CSV remains the result.
+//! Plots as SVG and PNG. Text is laid out (and, in PNG, rasterised) from a TrueType font: the
+//! one built into the command (DejaVu Sans, cut to Latin; `fonts/` beside this crate, with its
+//! license), or the file `TIERCACHE_FONT` names. No system font is needed.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -9,29 +9,36 @@ use anyhow::Context;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-const FONT_CANDIDATES: [&str; 5] = [
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/Library/Fonts/Arial.ttf",
-];
+/// The built-in font.
+const FONT: &[u8] = include_bytes!("../fonts/DejaVuSans-subset.ttf");
 
-/// Registers a font for PNG text once; returns whether one was found.
+/// Registers the font for plot text once: `TIERCACHE_FONT`'s file if it is set and reads as
+/// a font, else the built-in one. Whether one was registered.
 fn font_ready() -> bool {
     static READY: OnceLock<bool> = OnceLock::new();
     *READY.get_or_init(|| {
-        let from_env = std::env::var_os("TIERCACHE_FONT").map(PathBuf::from);
-        let candidates = from_env.into_iter().chain(FONT_CANDIDATES.iter().map(PathBuf::from));
-        for path in candidates {
-            if let Ok(bytes) = std::fs::read(&path) {
-                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-                    return true;
+        let chosen =
+            std::env::var_os("TIERCACHE_FONT").filter(|path| !path.is_empty()).and_then(|path| {
+                match std::fs::read(&path) {
+                    Ok(bytes) => Some(bytes),
+                    Err(e) => {
+                        let path = PathBuf::from(path);
+                        eprintln!(
+                            "note: TIERCACHE_FONT {}: {e}; using the built-in font",
+                            path.display()
+                        );
+                        None
+                    }
                 }
+            });
+        if let Some(bytes) = chosen {
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                return true;
             }
+            eprintln!("note: TIERCACHE_FONT is not a TrueType font; using the built-in font");
         }
-        false
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
     })
 }
 
@@ -139,15 +146,9 @@ where
     Ok(())
 }
 
-/// Writes `<stem>.svg` and `<stem>.png`. Returns the files written (none without a font).
+/// Writes `<stem>.svg` and `<stem>.png`, and returns them.
 pub fn write_chart(stem: &Path, chart: &Chart) -> anyhow::Result<Vec<PathBuf>> {
-    if !font_ready() {
-        eprintln!(
-            "note: no TrueType font found, so no plot was drawn; install fonts-dejavu-core or set \
-             TIERCACHE_FONT to a .ttf file"
-        );
-        return Ok(Vec::new());
-    }
+    anyhow::ensure!(font_ready(), "the built-in font did not load");
     let svg = stem.with_extension("svg");
     draw(SVGBackend::new(&svg, (960, 600)).into_drawing_area(), chart)
         .with_context(|| format!("cannot draw {}", svg.display()))?;
