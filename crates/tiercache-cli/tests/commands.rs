@@ -11,11 +11,15 @@ fn scratch(name: &str) -> PathBuf {
     common::scratch("cli", name)
 }
 
+/// `demo --quick --json`: every part. The simulator's classic policies (Belady never beaten)
+/// and hybrid stacks; the engine live, DRAM alone and over a mapped tier, its read hits by tier
+/// near the simulator's prediction for the same stack; and the warm restart: nothing written
+/// back before it, every write recovered dirty and read back, all written back at the stop.
 #[test]
-fn demo_compares_policies_and_belady_wins() {
-    let out = tiercache(&["demo", "--requests", "200000", "--json"]);
-    let points: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let points = points.as_array().unwrap();
+fn demo_shows_the_simulator_the_engine_and_a_warm_restart() {
+    let out = tiercache(&["demo", "--quick", "--json"]);
+    let demo: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let points = demo["simulator"].as_array().unwrap();
     assert_eq!(points.len(), 7 * 4);
     for capacity in points.iter().map(|p| p["capacity"].as_u64().unwrap()) {
         let at: Vec<&serde_json::Value> =
@@ -24,8 +28,116 @@ fn demo_compares_policies_and_belady_wins() {
             at.iter().find(|p| p["policy"] == "belady").unwrap()["miss_ratio"].as_f64().unwrap();
         assert!(at.iter().all(|p| p["miss_ratio"].as_f64().unwrap() >= belady));
     }
-    let table = tiercache(&["demo", "--requests", "100000"]);
-    assert!(table.contains("s3fifo") && table.contains("hit ratio"), "{table}");
+    let hybrid = demo["hybrid"].as_array().unwrap();
+    assert_eq!(hybrid.len(), 6, "{hybrid:?}");
+    for h in hybrid {
+        let (all, dram, slow) = (&h["hit_ratio"], &h["dram_hit_ratio"], &h["slow_hit_ratio"]);
+        assert!(all.as_f64().unwrap() > 0.0 && dram.as_f64().unwrap() > 0.0, "{h}");
+        assert!(slow.as_f64().unwrap() > 0.0, "{h}: the slow tier serves reads");
+    }
+    let engine = demo["engine"].as_array().unwrap();
+    assert_eq!(engine.len(), 2);
+    for (run, tiers) in engine.iter().zip([1, 2]) {
+        let got = run["tier_hit_ratios"].as_array().unwrap();
+        let predicted = run["predicted_tier_hit_ratios"].as_array().unwrap();
+        assert_eq!((got.len(), predicted.len()), (tiers, tiers), "{run}");
+        for (got, predicted) in got.iter().zip(predicted) {
+            let (got, predicted) = (got.as_f64().unwrap(), predicted.as_f64().unwrap());
+            assert!(got > 0.0 && (got - predicted).abs() < 0.05, "{run}");
+        }
+        assert!(run["ops_per_second"].as_f64().unwrap() > 0.0 && run["p99_us"].is_number());
+    }
+    let restart = &demo["warm_restart"];
+    let written = restart["blocks_written"].as_u64().unwrap();
+    assert!(written > 0, "{restart}");
+    assert_eq!(restart["on_backing_before_restart"], 0, "{restart}");
+    assert_eq!(restart["recovered"].as_u64().unwrap(), written, "{restart}");
+    assert_eq!(restart["recovered_dirty"].as_u64().unwrap(), written, "{restart}");
+    assert_eq!(restart["verified"].as_u64().unwrap(), written, "{restart}");
+    assert_eq!(restart["on_backing_after_stop"].as_u64().unwrap(), written, "{restart}");
+    let table = tiercache(&["demo", "--quick"]);
+    for part in ["s3fifo", "Hibachi", "emulating Optane", "warm restart", "read back as written"] {
+        assert!(table.contains(part), "{part}: {table}");
+    }
+}
+
+/// A reader that closes the pipe before the command prints (`tiercache sweep --json | head`):
+/// every command ends quietly, as SIGPIPE ends other tools, never with a panic, a backtrace or
+/// an error message.
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let msr = data_trace("msr_hm_0_first1000.csv.zst");
+    let msr = msr.to_str().unwrap();
+    let backing = scratch("closed-pipe.backing");
+    let crash_dir = scratch("closed-pipe-crash");
+    std::fs::create_dir_all(&crash_dir).unwrap();
+    let sweep_dir = scratch("closed-pipe-sweep");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["demo", "--quick", "--json"],
+        vec!["demo", "--requests", "100000"],
+        vec![
+            "sim",
+            "--trace",
+            msr,
+            "--block-size",
+            "4KiB",
+            "--policy",
+            "lru",
+            "--capacity",
+            "1MiB",
+            "--json",
+        ],
+        vec![
+            "sweep",
+            "--trace",
+            msr,
+            "--block-size",
+            "4KiB",
+            "--policy",
+            "lru",
+            "--capacities",
+            "1MiB,2MiB",
+            "--out",
+            sweep_dir.to_str().unwrap(),
+            "--json",
+        ],
+        vec!["trace", "stats", "--trace", msr, "--json"],
+        vec![
+            "bench",
+            "--working-set",
+            "4MiB",
+            "--duration",
+            "0.2",
+            "--warmup",
+            "0",
+            "--backing",
+            backing.to_str().unwrap(),
+            "--force",
+            "--json",
+        ],
+        vec!["crashtest", "--kills", "1", "--dir", crash_dir.to_str().unwrap(), "--json"],
+        vec!["profile", "list"],
+    ];
+    for args in commands {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tiercache"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked")
+                && !stderr.contains("backtrace")
+                && !stderr.contains("error"),
+            "{args:?}: {stderr}"
+        );
+        let sigpipe = out.status.signal() == Some(libc::SIGPIPE);
+        assert!(out.status.success() || sigpipe, "{args:?}: {:?} {stderr}", out.status);
+    }
 }
 
 #[test]
@@ -87,8 +199,27 @@ fn sweep_writes_csv_svg_and_png() {
     assert_eq!(csv.lines().count(), 1 + 2 * 3);
     let svg = std::fs::read_to_string(out.join("mrc.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("s3fifo"));
-    let png = std::fs::read(out.join("mrc.png")).expect("a PNG: CI installs fonts-dejavu-core");
+    let png = std::fs::read(out.join("mrc.png")).expect("a PNG");
     assert_eq!(&png[1..4], b"PNG");
+}
+
+/// Plots need no system font: with `TIERCACHE_FONT` set to nothing, the built-in font draws
+/// the sweep's plot, its labels laid out.
+#[test]
+fn sweep_plots_without_a_system_font() {
+    let trace = data_trace("msr_hm_0_first1000.csv.zst");
+    let out = scratch("sweep-no-font");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_tiercache"))
+        .args(["sweep", "--trace", trace.to_str().unwrap(), "--block-size", "4KiB"])
+        .args(["--policy", "lru", "--capacities", "1MiB,2MiB,4MiB", "--out"])
+        .arg(&out)
+        .env("TIERCACHE_FONT", "")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let svg = std::fs::read_to_string(out.join("mrc.svg")).expect("mrc.svg without a system font");
+    assert!(svg.contains("<svg") && svg.contains("lru") && svg.contains("<text"), "{svg}");
+    assert_eq!(&std::fs::read(out.join("mrc.png")).unwrap()[1..4], b"PNG");
 }
 
 /// 50,000 requests, Zipf(1.0) over 5,000 objects, 80% reads, seed 3.
