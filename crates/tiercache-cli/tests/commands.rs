@@ -73,6 +73,7 @@ fn a_closed_stdout_ends_every_command_quietly() {
     let crash_dir = scratch("closed-pipe-crash");
     std::fs::create_dir_all(&crash_dir).unwrap();
     let sweep_dir = scratch("closed-pipe-sweep");
+    let ycsb_db = scratch("closed-pipe.redb");
     let commands: Vec<Vec<&str>> = vec![
         vec!["demo", "--quick", "--json"],
         vec!["demo", "--requests", "100000"],
@@ -117,6 +118,20 @@ fn a_closed_stdout_ends_every_command_quietly() {
             "--json",
         ],
         vec!["crashtest", "--kills", "1", "--dir", crash_dir.to_str().unwrap(), "--json"],
+        vec![
+            "ycsb",
+            "--workload",
+            "a",
+            "--records",
+            "2000",
+            "--operations",
+            "1000",
+            "--no-cache",
+            "--path",
+            ycsb_db.to_str().unwrap(),
+            "--force",
+            "--json",
+        ],
         vec!["profile", "list"],
     ];
     for args in commands {
