@@ -23,10 +23,14 @@ use crate::tierfile::{record_pages, RECORD_BYTES};
 pub fn open_direct(path: &Path) -> Result<(File, Option<String>), EngineError> {
     let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
     let mut options = OpenOptions::new();
-    options.read(true).write(true);
-    let direct = options.clone().custom_flags(libc::O_DIRECT).open(path);
-    let (file, warning) = match direct {
+    options.read(true).write(true).custom_flags(crate::tierfile::no_follow(path));
+    let mut direct = options.clone();
+    direct.custom_flags(libc::O_DIRECT | crate::tierfile::no_follow(path));
+    let (file, warning) = match direct.open(path) {
         Ok(file) => (file, None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(io(crate::tierfile::SYMLINK, e))
+        }
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             let file = options.open(path).map_err(|e| io("cannot open the tier file", e))?;
             let note = format!(

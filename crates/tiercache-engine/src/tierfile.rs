@@ -327,6 +327,23 @@ pub fn read_superblock(path: &Path) -> std::io::Result<Option<Superblock>> {
     }
 }
 
+/// Why a tier path that is a symbolic link is refused.
+pub(crate) const SYMLINK: &str = "is a symbolic link, and a tier file is not opened through \
+     one (a link put there would turn any file it points to into a tier): give the file's own path";
+
+/// The flag that keeps an open from following a symbolic link at `path`: tier files are
+/// opened only by their own path. A link to a block device (`/dev/disk/by-id/...`, the usual
+/// way to name a flash partition) is followed.
+pub(crate) fn no_follow(path: &Path) -> i32 {
+    use std::os::unix::fs::FileTypeExt;
+    let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let device = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device());
+    match link && device {
+        true => 0,
+        false => libc::O_NOFOLLOW,
+    }
+}
+
 /// Locks `file` for this process alone, or says who has it.
 ///
 /// A lock that is taken is retried for up to [`LOCK_PATIENCE`]: a lock belongs to the open file,
@@ -392,8 +409,10 @@ pub fn open(
     recover: Recover,
 ) -> Result<Opened, EngineError> {
     let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
-    let mut file = match OpenOptions::new().read(true).write(true).open(path) {
+    let opened = OpenOptions::new().read(true).write(true).custom_flags(no_follow(path)).open(path);
+    let mut file = match opened {
         Ok(file) => file,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(io(SYMLINK, e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => OpenOptions::new()
             .read(true)
             .write(true)

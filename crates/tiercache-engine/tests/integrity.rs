@@ -616,3 +616,33 @@ fn an_overwrite_leaves_one_copy_the_newest() {
     assert_eq!(slots().filter(|slot| slot[..4] == FREE).count(), 1, "{copies:?}");
     assert_eq!(slots().filter(|slot| slot[..4] == [0; 4]).count(), slots().count() - 2);
 }
+
+/// A tier path that is a symbolic link is refused, whatever it points to: a link planted
+/// where a tier file will be would otherwise turn its target into a tier (overwritten, its
+/// mode kept). The target is left as it was; the error names the path and says why.
+#[test]
+fn a_tier_path_that_is_a_symbolic_link_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    for kind in ["mapped", "file", "flash"] {
+        let target = scratch(&format!("link-target-{kind}"));
+        let link = scratch(&format!("link-{kind}.tier"));
+        let _ = std::fs::remove_file(&link);
+        std::fs::write(&target, b"someone's data").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let tier = match kind {
+            "mapped" => TierKind::Mapped { path: link.clone() },
+            "file" => TierKind::File { path: link.clone() },
+            _ => TierKind::Flash { path: link.clone() },
+        };
+        let builder = CacheBuilder::new(PolicyConfig::Lru)
+            .tier(tier)
+            .block_size(4096)
+            .capacity_bytes(1 << 20);
+        let e = build_err(builder);
+        assert!(e.contains("symbolic link") && e.contains(link.to_str().unwrap()), "{kind}: {e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"someone's data", "{kind}");
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{kind}");
+    }
+}
