@@ -11,7 +11,12 @@
 //! so it covers writes acknowledged on every connection, and the export says so (multi-conn).
 //!
 //! SIGTERM and SIGINT stop the server cleanly: it stops accepting, lets each connection finish
-//! the request it is serving, writes every dirty block back, syncs the backing file and exits 0.
+//! the request it is serving (up to `--shutdown-timeout`, then cuts it), writes every dirty
+//! block back, syncs the backing file and exits 0.
+//!
+//! No TLS yet, so exposure is by choice: TCP off loopback needs `--insecure-no-tls`, the unix
+//! socket is 0600, the backing file is locked. Every wait on a client is bounded: the handshake,
+//! idling (optional), a reply left unread; a write's buffer grows only as its bytes arrive.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::unix::net::UnixListener;
@@ -68,6 +73,24 @@ pub struct ServeArgs {
     /// completes) [default: 4].
     #[arg(long)]
     pub threads_per_connection: Option<usize>,
+    /// Listen on a TCP address other than loopback although this server has no TLS: anyone
+    /// who reaches the port can read and write the export.
+    #[arg(long)]
+    pub insecure_no_tls: bool,
+    /// The unix socket's permissions, in octal [default: 600: its owner alone].
+    #[arg(long)]
+    pub socket_mode: Option<String>,
+    /// Seconds a client has to finish the handshake before its connection is closed
+    /// [default: 10].
+    #[arg(long)]
+    pub handshake_timeout: Option<f64>,
+    /// Seconds a connection may send nothing (no request) before it is closed [default: none].
+    #[arg(long)]
+    pub idle_timeout: Option<f64>,
+    /// Seconds a stop (SIGTERM, SIGINT) waits for the requests in flight; connections still
+    /// busy then are cut, and the dirty blocks written back all the same [default: 10].
+    #[arg(long)]
+    pub shutdown_timeout: Option<f64>,
 }
 
 /// The options of a `[serve]` table, parsed by the command line's own parser.
@@ -91,6 +114,11 @@ impl ServeArgs {
             max_connections: self.max_connections.or(file.max_connections),
             metrics: self.metrics.or(file.metrics),
             threads_per_connection: self.threads_per_connection.or(file.threads_per_connection),
+            insecure_no_tls: self.insecure_no_tls || file.insecure_no_tls,
+            socket_mode: self.socket_mode.or(file.socket_mode),
+            handshake_timeout: self.handshake_timeout.or(file.handshake_timeout),
+            idle_timeout: self.idle_timeout.or(file.idle_timeout),
+            shutdown_timeout: self.shutdown_timeout.or(file.shutdown_timeout),
         }
     }
 }
@@ -209,6 +237,23 @@ impl Stream {
         };
     }
 
+    /// Cuts the connection both ways: a thread blocked reading or writing it returns.
+    fn cut(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+
+    /// Reads that wait longer than `read`, and writes longer than `write`, fail; `None`: they
+    /// wait for ever. The socket's own options: every clone of the stream shares them.
+    fn timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(read).and(s.set_write_timeout(write)),
+            Stream::Tcp(s) => s.set_read_timeout(read).and(s.set_write_timeout(write)),
+        }
+    }
+
     fn blocking(&self) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_nonblocking(false),
@@ -242,7 +287,7 @@ impl Write for Stream {
     }
 }
 
-fn listen(spec: &str) -> anyhow::Result<Listener> {
+fn listen(spec: &str, args: &ServeArgs) -> anyhow::Result<Listener> {
     if let Some(path) = spec.strip_prefix("unix:") {
         let path = PathBuf::from(path);
         if path.exists() {
@@ -257,14 +302,42 @@ fn listen(spec: &str) -> anyhow::Result<Listener> {
             }
             std::fs::remove_file(&path)?;
         }
-        let listener = UnixListener::bind(&path)
+        let mode = match &args.socket_mode {
+            Some(text) => u32::from_str_radix(text, 8)
+                .ok()
+                .filter(|m| *m <= 0o777)
+                .with_context(|| format!("--socket-mode {text}: permissions in octal, as 660"))?,
+            None => 0o600,
+        };
+        // Created with no permission for others at all (the umask), then given its mode: no
+        // moment where another user could connect.
+        // SAFETY: umask only sets this process's file-creation mask; it is restored at once.
+        let umask = unsafe { libc::umask(0o177) };
+        let bound = UnixListener::bind(&path);
+        // SAFETY: as above.
+        unsafe { libc::umask(umask) };
+        let listener = bound
             .with_context(|| format!("--listen {spec}: cannot listen on {}", path.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).with_context(
+            || format!("--socket-mode: cannot set {}'s permissions", path.display()),
+        )?;
         listener.set_nonblocking(true)?;
         return Ok(Listener::Unix(listener, path));
     }
     if let Some(address) = spec.strip_prefix("tcp:") {
         let listener = std::net::TcpListener::bind(address)
             .with_context(|| format!("--listen {spec}: cannot listen on {address}"))?;
+        let bound = listener.local_addr()?;
+        if !bound.ip().is_loopback() && !args.insecure_no_tls {
+            bail!(
+                "--listen {spec}: {} is reachable from other machines, and this server has no \
+                 TLS or authentication yet: anyone who reaches it could read and write the \
+                 export. Listen on 127.0.0.1 or a unix socket, or pass --insecure-no-tls to \
+                 serve it anyway on a network you trust",
+                bound.ip()
+            );
+        }
         listener.set_nonblocking(true)?;
         return Ok(Listener::Tcp(listener));
     }
@@ -302,6 +375,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let Some(listen_at) = args.listen.clone() else {
         bail!("--listen: where to listen (unix:PATH or tcp:HOST:PORT) is missing")
     };
+    // One server per backing file: two writing back to it would overwrite each other.
+    let _held = lock_backing(&backing)?;
     // The backing file goes to the builder too: recovery writes back what it cannot keep.
     let cache = config.builder()?.backing_file(&backing, args.direct)?.build()?;
     for warning in cache.warnings() {
@@ -331,7 +406,19 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     let file = Arc::new(file);
     let size = file.len()?;
-    let listener = listen(&listen_at)?;
+    let listener = listen(&listen_at, &args)?;
+    let seconds = |option: &str, value: Option<f64>| -> anyhow::Result<Option<Duration>> {
+        value
+            .map(|s| Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()))
+            .map(|d| d.with_context(|| format!("--{option}: a number of seconds above 0")))
+            .transpose()
+    };
+    let timeouts = Timeouts {
+        handshake: seconds("handshake-timeout", args.handshake_timeout.or(Some(10.0)))?,
+        idle: seconds("idle-timeout", args.idle_timeout)?,
+    };
+    let shutdown =
+        seconds("shutdown-timeout", args.shutdown_timeout.or(Some(10.0)))?.expect("a default");
     let metrics = Arc::new(crate::metrics::Metrics::default());
     if let Some(address) = &args.metrics {
         let http = std::net::TcpListener::bind(address)
@@ -362,6 +449,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let block = file.cache().block_size() as u32;
     let workers = args.threads_per_connection.unwrap_or(4);
     let max_connections = args.max_connections.unwrap_or(64);
+    let mut failures = Failures::default();
     while !STOP.load(Ordering::SeqCst) {
         let stream = match listener.accept() {
             Ok(stream) => stream,
@@ -371,11 +459,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 continue;
             }
             Err(e) => {
-                eprintln!("tiercache serve: accept failed: {e}");
+                // Out of descriptors or memory: the connection waits in the backlog, and the
+                // loop backs off instead of spinning on it; one line a second at most.
+                failures.note(&e);
+                std::thread::sleep(Duration::from_millis(100));
+                connections.retain(|(handle, _)| !handle.is_finished());
                 continue;
             }
         };
-        stream.blocking()?;
         if active.load(Ordering::SeqCst) >= max_connections {
             eprintln!(
                 "tiercache serve: a connection refused: {} are open (--max-connections)",
@@ -383,25 +474,66 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             );
             continue;
         }
-        let (file, active, keep) = (file.clone(), active.clone(), stream.try_clone()?);
+        // Out of descriptors or threads: this connection is dropped, the server goes on.
+        let keep = match stream.blocking().and_then(|()| stream.try_clone()) {
+            Ok(keep) => keep,
+            Err(e) => {
+                failures.note(&e);
+                continue;
+            }
+        };
+        let (file, active) = (file.clone(), active.clone());
         let metrics = metrics.clone();
         active.fetch_add(1, Ordering::SeqCst);
         metrics.connections.fetch_add(1, Ordering::Relaxed);
-        let handle = std::thread::spawn(move || {
-            if let Err(e) = connection(stream, &file, &metrics, (size, block), workers) {
+        let (started, counted) = (metrics.clone(), active.clone());
+        let spawned = std::thread::Builder::new().spawn(move || {
+            let export = (size, block);
+            if let Err(e) = connection(stream, &file, &metrics, export, workers, timeouts) {
                 eprintln!("tiercache serve: a connection ended: {e}");
             }
             metrics.connections.fetch_sub(1, Ordering::Relaxed);
             active.fetch_sub(1, Ordering::SeqCst);
         });
-        connections.push((handle, keep));
+        match spawned {
+            Ok(handle) => connections.push((handle, keep)),
+            Err(e) => {
+                started.connections.fetch_sub(1, Ordering::Relaxed);
+                counted.fetch_sub(1, Ordering::SeqCst);
+                failures.note(&e);
+            }
+        }
     }
     eprintln!("tiercache serve: stopping: finishing the requests in flight");
     for (_, stream) in &connections {
         stream.stop_reading();
     }
+    // Bounded: a client that does not read its replies cannot hold the stop.
+    let deadline = std::time::Instant::now() + shutdown;
+    while connections.iter().any(|(h, _)| !h.is_finished()) && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let busy: Vec<_> = connections.iter().filter(|(h, _)| !h.is_finished()).collect();
+    if !busy.is_empty() {
+        eprintln!(
+            "tiercache serve: cutting {} connections still busy after {:.1} s \
+             (--shutdown-timeout)",
+            busy.len(),
+            shutdown.as_secs_f64()
+        );
+        busy.iter().for_each(|(_, stream)| stream.cut());
+    }
+    // A connection cut in the middle of a request ends with it; one stuck in the cache or the
+    // backing file beyond a second more is left behind (the process ends after the write-back).
+    let grace = std::time::Instant::now() + Duration::from_secs(1);
     for (handle, _) in connections {
-        let _ = handle.join();
+        while !handle.is_finished() && std::time::Instant::now() < grace {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if handle.is_finished() {
+            let _ = handle.join();
+        }
     }
     if let Listener::Unix(_, path) = &listener {
         let _ = std::fs::remove_file(path);
@@ -410,6 +542,55 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     file.flush_backing()?;
     eprintln!("tiercache serve: wrote back {dirty} dirty blocks and synced the backing file");
     Ok(())
+}
+
+/// Opens `path` and locks it (`flock`, exclusive) for as long as the file lives: a second
+/// server on the same backing file is refused.
+fn lock_backing(path: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("--backing {}: cannot open it", path.display()))?;
+    // SAFETY: flock on a descriptor this function owns; no memory is involved.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            bail!(
+                "--backing {}: another server has it open (it is locked); two caches writing \
+                 back to one file would overwrite each other's data",
+                path.display()
+            );
+        }
+        return Err(e).with_context(|| format!("--backing {}: cannot lock it", path.display()));
+    }
+    Ok(file)
+}
+
+/// How long a connection may take to finish its handshake, and to send its next request.
+#[derive(Clone, Copy)]
+struct Timeouts {
+    handshake: Option<Duration>,
+    idle: Option<Duration>,
+}
+
+/// Accept failures, logged at most once a second with the count since.
+#[derive(Default)]
+struct Failures {
+    last: Option<std::time::Instant>,
+    since: u64,
+}
+
+impl Failures {
+    fn note(&mut self, e: &io::Error) {
+        self.since += 1;
+        if self.last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            eprintln!(
+                "tiercache serve: accept failed ({} times in the last second): {e}",
+                self.since
+            );
+            self.last = Some(std::time::Instant::now());
+            self.since = 0;
+        }
+    }
 }
 
 /// Requests a connection may have in flight before the server reads more of it, and the bytes
@@ -448,12 +629,23 @@ fn connection(
     metrics: &crate::metrics::Metrics,
     (size, block): (u64, u32),
     workers: usize,
+    timeouts: Timeouts,
 ) -> io::Result<()> {
+    stream.timeouts(timeouts.handshake, timeouts.handshake)?;
     let mut input = BufReader::new(stream.try_clone()?);
-    let mut output = BufWriter::new(stream);
-    if !nbd::handshake(&mut input, &mut output, size, block)? {
-        return Ok(());
+    let mut output = BufWriter::new(stream.try_clone()?);
+    match nbd::handshake(&mut input, &mut output, size, block) {
+        Ok(true) => {}
+        Ok(false) => return Ok(()),
+        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            return Err(io::Error::new(e.kind(), "the handshake did not finish in time"));
+        }
+        Err(e) => return Err(e),
     }
+    // From here, reads wait for a request up to the idle timeout; a reply that a client does
+    // not read for the handshake timeout ends the connection (it stops being served, and
+    // holds at most its budget meanwhile).
+    stream.timeouts(timeouts.idle, timeouts.handshake)?;
     let output = Mutex::new(output);
     let budget = Budget { used: Mutex::new(0), freed: Condvar::new() };
     let (requests, queue) = std::sync::mpsc::sync_channel::<(Request, Vec<u8>)>(IN_FLIGHT);
@@ -473,8 +665,11 @@ fn connection(
                 if let Err(e) = &served {
                     eprintln!("tiercache serve: request {request:?} failed: {e}");
                 }
-                // A client gone before its reply: the reading thread sees it and stops.
-                let _ = reply(&output, &request, served, &buf);
+                // A client gone before its reply, or not reading it: the connection is cut,
+                // and the reading thread stops.
+                if reply(&output, &request, served, &buf).is_err() {
+                    stream.cut();
+                }
                 budget.give(request.charge());
             });
         }
@@ -517,6 +712,9 @@ fn read_requests(
         match input.read_exact(&mut header) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                return Err(io::Error::new(e.kind(), "no request within --idle-timeout"));
+            }
             Err(e) => return Err(e),
         }
         let request = Request::parse(&header)
@@ -533,11 +731,14 @@ fn read_requests(
         budget.take(charge);
         let mut buf = Vec::new();
         if request.has_payload() {
-            buf.resize(request.length as usize, 0);
-            if let Err(e) = input.read_exact(&mut buf) {
+            // Grown as the bytes arrive: a client that announces a large write and sends
+            // nothing costs nothing.
+            let wanted = request.length as u64;
+            let got = input.by_ref().take(wanted).read_to_end(&mut buf);
+            if got.is_err() || buf.len() as u64 != wanted {
                 // A client that leaves in the middle of a write: nothing of it is written.
                 budget.give(charge);
-                return Err(e);
+                return Err(got.err().unwrap_or_else(|| io::ErrorKind::UnexpectedEof.into()));
             }
         }
         if let Some(error) = request.check(size) {

@@ -35,12 +35,14 @@ fn serve_with(backing: &Path, socket: &Path, tier: &Path, mode: &str, more: &[&s
 
 /// Starts `tiercache serve ARGS`, which listens on `socket`.
 fn start(args: &[&str], socket: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tiercache"))
-        .arg("serve")
-        .args(args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tiercache serve");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tiercache"));
+    command.arg("serve").args(args);
+    start_command(command, socket)
+}
+
+/// Starts `command`, a `tiercache serve` that listens on `socket`.
+fn start_command(mut command: Command, socket: &Path) -> Server {
+    let mut child = command.stderr(Stdio::piped()).spawn().expect("start tiercache serve");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut log = String::new();
     loop {
@@ -517,4 +519,211 @@ fn a_config_file_describes_the_server_and_its_stack() {
     assert!(error.contains("serve.toml") && error.contains("[devices]"), "{error}");
     let error = refused(&[], "[serve]\nbackng = \"disk.img\"\n");
     assert!(error.contains("serve.toml") && error.contains("backng"), "{error}");
+}
+
+/// Connects to `socket` and finishes the fixed-newstyle handshake by NBD_OPT_EXPORT_NAME.
+fn handshake(socket: &Path) -> std::os::unix::net::UnixStream {
+    let mut client = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    let mut greeting = [0u8; 18];
+    client.read_exact(&mut greeting).unwrap();
+    client.write_all(&3u32.to_be_bytes()).unwrap();
+    client.write_all(&0x4948_4156_454F_5054u64.to_be_bytes()).unwrap();
+    client.write_all(&1u32.to_be_bytes()).unwrap();
+    client.write_all(&0u32.to_be_bytes()).unwrap();
+    let mut export = [0u8; 10];
+    client.read_exact(&mut export).unwrap();
+    client
+}
+
+/// An NBD request header.
+fn request(kind: u16, cookie: u64, offset: u64, length: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0x2560_9513u32.to_be_bytes());
+    b.extend_from_slice(&0u16.to_be_bytes());
+    b.extend_from_slice(&kind.to_be_bytes());
+    b.extend_from_slice(&cookie.to_be_bytes());
+    b.extend_from_slice(&offset.to_be_bytes());
+    b.extend_from_slice(&length.to_be_bytes());
+    b
+}
+
+/// The resident memory of process `pid`, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// Whether the server closes `client` within `within` (a read finds the end).
+fn closed_within(client: &mut std::os::unix::net::UnixStream, within: f64) -> bool {
+    client.set_read_timeout(Some(std::time::Duration::from_secs_f64(within))).unwrap();
+    let mut bytes = [0u8; 64];
+    // What the server sent before (its greeting) is read past.
+    loop {
+        match client.read(&mut bytes) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Exposure by choice: TCP off loopback is refused without --insecure-no-tls; the unix socket
+/// is its owner's alone even under umask 000; a second server on the same backing file is
+/// refused. Hostile clients held off: silent connections are closed at the handshake timeout
+/// (so they cannot fill --max-connections for good), idle ones at the idle timeout; writes
+/// announced and never sent cost no memory; and a stop while a client reads none of its
+/// replies ends within the shutdown timeout, the dirty blocks written back.
+#[test]
+fn serve_is_exposed_by_choice_and_holds_hostile_clients_off() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = common::scratch("serve", "hostile");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (backing, tier, socket) = (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
+    std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+    let base = |socket: &Path, tier: &Path| -> Vec<String> {
+        let listen = format!("unix:{}", socket.display());
+        [
+            "serve",
+            "--backing",
+            backing.to_str().unwrap(),
+            "--dram",
+            "0",
+            "--slow-path",
+            tier.to_str().unwrap(),
+            "--slow-size",
+            "2MiB",
+            "--mode",
+            "wb",
+            "--shards",
+            "2",
+            "--listen",
+            &listen,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    // TCP off loopback, without TLS: refused, and the way out named.
+    let mut args = base(&socket, &tier);
+    let at = args.iter().position(|a| a == "--listen").unwrap();
+    args[at + 1] = "tcp:0.0.0.0:0".into();
+    let out = Command::new(env!("CARGO_BIN_EXE_tiercache")).args(&args).output().unwrap();
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && error.contains("--insecure-no-tls"), "{error}");
+
+    // Under umask 000, the socket is still 0600.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tiercache"));
+    command.args(base(&socket, &tier)).args([
+        "--handshake-timeout",
+        "0.5",
+        "--idle-timeout",
+        "1",
+        "--max-connections",
+        "4",
+        "--shutdown-timeout",
+        "1",
+    ]);
+    // SAFETY: umask in the child before exec; nothing else runs there.
+    unsafe {
+        command.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        });
+    }
+    let server = start_command(command, &socket);
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the socket is its owner's alone");
+
+    // A second server on the same backing file is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+        .args(base(&dir.join("sock2"), &dir.join("tier2.mem")))
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && error.contains("another server"), "{error}");
+
+    // Four silent connections fill --max-connections 4; the handshake timeout closes them,
+    // and a real client is served again.
+    let mut silent: Vec<_> =
+        (0..4).map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap()).collect();
+    for client in &mut silent {
+        assert!(closed_within(client, 5.0), "a silent connection outlived the handshake timeout");
+    }
+    qemu_io(&server, &["write -P 0x3c 0 64k", "read -P 0x3c 0 64k"]);
+    // An idle connection is closed at the idle timeout.
+    let mut idle = handshake(&socket);
+    assert!(closed_within(&mut idle, 5.0), "an idle connection outlived --idle-timeout");
+
+    // Three connections each announce a 128 MiB write and send none of it: no memory spent.
+    let before = rss(server.child.id());
+    let mut unpaid: Vec<_> = (0..3).map(|_| handshake(&socket)).collect();
+    for (i, client) in unpaid.iter_mut().enumerate() {
+        client.write_all(&request(1, i as u64, 0, 128 << 20)).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let grown = rss(server.child.id()).saturating_sub(before);
+    assert!(grown < 32 << 20, "announced writes took {grown} bytes");
+    drop(unpaid);
+
+    // A client that sends reads and never reads a reply; then SIGTERM: the server stops
+    // within the shutdown timeout (and the 1 s grace), the dirty blocks written back.
+    let mut greedy = handshake(&socket);
+    greedy.set_write_timeout(Some(std::time::Duration::from_millis(200))).unwrap();
+    for cookie in 0..512u64 {
+        if greedy.write_all(&request(0, cookie, 0, 1 << 20)).is_err() {
+            break;
+        }
+    }
+    let started = std::time::Instant::now();
+    let status = server.stop();
+    assert!(status.success(), "{status:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(8), "{:?}", started.elapsed());
+    let disk = std::fs::read(&backing).unwrap();
+    assert!(disk[..65536].iter().all(|&b| b == 0x3c), "written back at the stop");
+}
+
+/// Out of file descriptors (a limit of 64), with clients still connecting: the accept loop
+/// backs off and logs at most once a second instead of spinning, and serves again once
+/// descriptors are free.
+#[test]
+fn out_of_descriptors_the_accept_loop_backs_off() {
+    use std::os::unix::process::CommandExt;
+    let dir = common::scratch("serve", "emfile");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (backing, socket) = (dir.join("backing.img"), dir.join("sock"));
+    std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+    let listen = format!("unix:{}", socket.display());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tiercache"));
+    command.args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "1MiB"]);
+    command.args(["--shards", "2", "--listen", &listen, "--max-connections", "1000"]);
+    // SAFETY: setrlimit in the child before exec; nothing else runs there.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 64, rlim_max: 64 };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            Ok(())
+        });
+    }
+    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = lines.clone();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || stderr.lines().for_each(|l| log.lock().unwrap().push(l.unwrap())));
+    while !lines.lock().unwrap().iter().any(|l| l.contains("listening on")) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Each connection costs the server two descriptors or more: 80 exhaust 64.
+    let held: Vec<_> =
+        (0..80).filter_map(|_| std::os::unix::net::UnixStream::connect(&socket).ok()).collect();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let failures = lines.lock().unwrap().iter().filter(|l| l.contains("accept failed")).count();
+    assert!((1..=4).contains(&failures), "{failures} lines: {:?}", lines.lock().unwrap());
+    drop(held);
+    let server = Server { child, socket: socket.clone(), log: String::new() };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    qemu_io(&server, &["write -P 0x11 0 4k", "read -P 0x11 0 4k"]);
+    assert!(server.stop().success());
 }
