@@ -3,7 +3,7 @@
 //! checksum failures, I/O errors...), the dirty blocks now, the open connections, and per NBD
 //! command the requests, errors, bytes and a latency histogram.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -110,24 +110,70 @@ impl Metrics {
 /// Serves `/metrics` on `listener` until the process ends: one short-lived connection at a
 /// time, as Prometheus scrapes.
 pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, file: Arc<CachedFile>) {
+    let scraping = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for stream in listener.incoming() {
-        let Ok(mut stream) = stream else { continue };
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-        let mut line = String::new();
-        if BufReader::new(&stream).read_line(&mut line).is_err() {
+        let mut stream = match stream {
+            Ok(stream) => stream,
+            Err(_) => {
+                // Out of descriptors: back off rather than spin.
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        // Several scrapes at once, each its own thread, up to a few: one slow client does
+        // not block the others, and many cannot exhaust the server.
+        if scraping.fetch_add(1, Ordering::AcqRel) >= SCRAPES_AT_ONCE {
+            scraping.fetch_sub(1, Ordering::AcqRel);
+            let _ =
+                stream.write_all(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
             continue;
         }
-        let response = match line.split_whitespace().nth(1) {
-            Some("/metrics") => {
-                let body = metrics.render(&file);
-                format!(
-                    "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
-                     Content-Length: {}\r\n\r\n{body}",
-                    body.len()
-                )
-            }
-            _ => "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
-        };
-        let _ = stream.write_all(response.as_bytes());
+        let (metrics, file, scraping) = (metrics.clone(), file.clone(), scraping.clone());
+        let spawned = std::thread::Builder::new().spawn(move || {
+            scrape(stream, &metrics, &file);
+            scraping.fetch_sub(1, Ordering::AcqRel);
+        });
+        if spawned.is_err() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
+}
+
+/// Scrapes served at once; more are answered 503.
+const SCRAPES_AT_ONCE: usize = 8;
+/// The longest request line read, and the time a client has to send it and read the reply.
+const REQUEST_LINE_MAX: usize = 8 << 10;
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Answers one HTTP request: the request line must arrive whole within the timeout and the
+/// size limit (the rest of the request is not read).
+fn scrape(mut stream: std::net::TcpStream, metrics: &Metrics, file: &CachedFile) {
+    let deadline = std::time::Instant::now() + SCRAPE_TIMEOUT;
+    let mut line = Vec::with_capacity(256);
+    let mut chunk = [0u8; 512];
+    while !line.contains(&b'\n') {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || line.len() > REQUEST_LINE_MAX {
+            return;
+        }
+        let _ = stream.set_read_timeout(Some(left));
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => line.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let line = String::from_utf8_lossy(&line);
+    let response = match line.split_whitespace().nth(1) {
+        Some("/metrics") => {
+            let body = metrics.render(file);
+            format!(
+                "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
+                 Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        }
+        _ => "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
+    };
+    let _ = stream.set_write_timeout(Some(SCRAPE_TIMEOUT));
+    let _ = stream.write_all(response.as_bytes());
 }

@@ -367,6 +367,23 @@ fn metrics_count_the_requests_served() {
     let mut response = String::new();
     other.read_to_string(&mut response).unwrap();
     assert!(response.starts_with("HTTP/1.0 404"), "{response}");
+    // A client that sends a byte now and then, and one that sends an endless request line:
+    // neither blocks a scrape, and the endless one is closed without being read whole.
+    let mut drip = std::net::TcpStream::connect(&address).unwrap();
+    drip.write_all(b"G").unwrap();
+    let mut endless = std::net::TcpStream::connect(&address).unwrap();
+    let _ = endless.write_all(&vec![b'A'; 1 << 20]);
+    let started = std::time::Instant::now();
+    let mut scrape = std::net::TcpStream::connect(&address).unwrap();
+    scrape.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut response = String::new();
+    scrape.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+    let mut rest = Vec::new();
+    endless.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    assert!(endless.read_to_end(&mut rest).is_ok_and(|n| n == 0) || rest.is_empty());
+    drop(drip);
     assert!(server.stop().success());
 }
 
