@@ -73,6 +73,10 @@ pub struct ServeArgs {
     /// completes) [default: 4].
     #[arg(long)]
     pub threads_per_connection: Option<usize>,
+    /// Export the device read-only: writes, trims and zeroes are refused (EPERM), the backing
+    /// file is opened read-only, and the cache must not keep dirty blocks (write-through).
+    #[arg(long)]
+    pub read_only: bool,
     /// Listen on a TCP address other than loopback although this server has no TLS: anyone
     /// who reaches the port can read and write the export.
     #[arg(long)]
@@ -114,6 +118,7 @@ impl ServeArgs {
             max_connections: self.max_connections.or(file.max_connections),
             metrics: self.metrics.or(file.metrics),
             threads_per_connection: self.threads_per_connection.or(file.threads_per_connection),
+            read_only: self.read_only || file.read_only,
             insecure_no_tls: self.insecure_no_tls || file.insecure_no_tls,
             socket_mode: self.socket_mode.or(file.socket_mode),
             handshake_timeout: self.handshake_timeout.or(file.handshake_timeout),
@@ -377,8 +382,16 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     // One server per backing file: two writing back to it would overwrite each other.
     let _held = lock_backing(&backing)?;
-    // The backing file goes to the builder too: recovery writes back what it cannot keep.
-    let cache = config.builder()?.backing_file(&backing, args.direct)?.build()?;
+    if args.read_only && args.direct {
+        bail!("--read-only with --direct: not supported together yet (serve read-only buffered)");
+    }
+    // The backing file goes to the builder too: recovery writes back what it cannot keep (a
+    // read-only export keeps nothing dirty, and has nothing to write back).
+    let builder = config.builder()?;
+    let cache = match args.read_only {
+        true => builder.build()?,
+        false => builder.backing_file(&backing, args.direct)?.build()?,
+    };
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
@@ -392,9 +405,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             r.stop()
         );
     }
-    let file = match args.direct {
-        true => CachedFile::open_direct(&backing, cache)?,
-        false => CachedFile::open(&backing, cache)?,
+    let file = match (args.read_only, args.direct) {
+        (true, _) => CachedFile::open_read_only(&backing, cache).context("--read-only")?,
+        (false, true) => CachedFile::open_direct(&backing, cache)?,
+        (false, false) => CachedFile::open(&backing, cache)?,
     };
     let file = match &args.backing_profile {
         Some(name) => {
@@ -433,9 +447,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
     eprintln!(
-        "tiercache serve: listening on {} (export '{}' of {size} bytes from {}{}{}, mode {})",
+        "tiercache serve: listening on {} (export '{}'{} of {size} bytes from {}{}{}, mode {})",
         listener.address(),
         nbd::EXPORT,
+        if args.read_only { ", read-only," } else { "" },
         backing.display(),
         if args.direct { " with direct I/O" } else { "" },
         match &args.backing_profile {
@@ -487,8 +502,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         active.fetch_add(1, Ordering::SeqCst);
         metrics.connections.fetch_add(1, Ordering::Relaxed);
         let (started, counted) = (metrics.clone(), active.clone());
+        let read_only = args.read_only;
         let spawned = std::thread::Builder::new().spawn(move || {
-            let export = (size, block);
+            let export = Export { size, block, read_only };
             if let Err(e) = connection(stream, &file, &metrics, export, workers, timeouts) {
                 eprintln!("tiercache serve: a connection ended: {e}");
             }
@@ -565,6 +581,14 @@ fn lock_backing(path: &Path) -> anyhow::Result<std::fs::File> {
     Ok(file)
 }
 
+/// What a connection exports: its size, preferred block, and whether it is read-only.
+#[derive(Clone, Copy)]
+struct Export {
+    size: u64,
+    block: u32,
+    read_only: bool,
+}
+
 /// How long a connection may take to finish its handshake, and to send its next request.
 #[derive(Clone, Copy)]
 struct Timeouts {
@@ -627,14 +651,15 @@ fn connection(
     stream: Stream,
     file: &CachedFile,
     metrics: &crate::metrics::Metrics,
-    (size, block): (u64, u32),
+    export: Export,
     workers: usize,
     timeouts: Timeouts,
 ) -> io::Result<()> {
+    let Export { size, block, read_only } = export;
     stream.timeouts(timeouts.handshake, timeouts.handshake)?;
     let mut input = BufReader::new(stream.try_clone()?);
     let mut output = BufWriter::new(stream.try_clone()?);
-    match nbd::handshake(&mut input, &mut output, size, block) {
+    match nbd::handshake(&mut input, &mut output, (size, block), read_only) {
         Ok(true) => {}
         Ok(false) => return Ok(()),
         Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
@@ -673,7 +698,7 @@ fn connection(
                 budget.give(request.charge());
             });
         }
-        let read = read_requests(&mut input, &output, size, &requests, &budget);
+        let read = read_requests(&mut input, &output, export, &requests, &budget);
         drop(requests);
         read
     })
@@ -703,7 +728,7 @@ fn reply(
 fn read_requests(
     input: &mut impl Read,
     output: &Mutex<BufWriter<Stream>>,
-    size: u64,
+    export: Export,
     requests: &std::sync::mpsc::SyncSender<(Request, Vec<u8>)>,
     budget: &Budget,
 ) -> io::Result<()> {
@@ -741,7 +766,10 @@ fn read_requests(
                 return Err(got.err().unwrap_or_else(|| io::ErrorKind::UnexpectedEof.into()));
             }
         }
-        if let Some(error) = request.check(size) {
+        let changes =
+            matches!(request.kind, nbd::CMD_WRITE | nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES);
+        let refused = (export.read_only && changes).then_some(nbd::EPERM);
+        if let Some(error) = refused.or_else(|| request.check(export.size)) {
             budget.give(charge);
             let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
             output.write_all(&nbd::simple_reply(error, request.cookie))?;

@@ -744,3 +744,66 @@ fn out_of_descriptors_the_accept_loop_backs_off() {
     qemu_io(&server, &["write -P 0x11 0 4k", "read -P 0x11 0 4k"]);
     assert!(server.stop().success());
 }
+
+/// `--read-only`: the export says so (NBD_FLAG_READ_ONLY); reads are served, writes, trims and
+/// zeroes refused with EPERM, the backing file untouched; qemu-io reads it. A write-back cache
+/// is refused with it (its dirty blocks could never be written back).
+#[test]
+fn a_read_only_export_serves_reads_and_refuses_writes() {
+    let dir = common::scratch("serve", "read-only");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (backing, tier, socket) = (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
+    std::fs::write(&backing, vec![0x42u8; SIZE]).unwrap();
+    let refused_tier = dir.join("refused.mem");
+    let tier_s = refused_tier.to_str().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+        .args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "0", "--slow-path"])
+        .args([tier_s, "--slow-size", "2MiB", "--mode", "wb", "--read-only", "--listen"])
+        .arg(format!("unix:{}", socket.display()))
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && error.contains("read-only") && error.contains("dirty"),
+        "{error}"
+    );
+    let server = serve_with(&backing, &socket, &tier, "wt", &["--read-only"]);
+    assert!(server.log.contains("read-only"), "{}", server.log);
+    let mut client = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let mut greeting = [0u8; 18];
+    client.read_exact(&mut greeting).unwrap();
+    client.write_all(&3u32.to_be_bytes()).unwrap();
+    client.write_all(&0x4948_4156_454F_5054u64.to_be_bytes()).unwrap();
+    client.write_all(&1u32.to_be_bytes()).unwrap();
+    client.write_all(&0u32.to_be_bytes()).unwrap();
+    let mut export = [0u8; 10];
+    client.read_exact(&mut export).unwrap();
+    let flags = u16::from_be_bytes(export[8..10].try_into().unwrap());
+    assert_ne!(flags & 2, 0, "NBD_FLAG_READ_ONLY: {flags:#x}");
+    let mut reply = [0u8; 16];
+    let error_of = |reply: &[u8; 16]| u32::from_be_bytes(reply[4..8].try_into().unwrap());
+    client.write_all(&request(1, 1, 0, 4096)).unwrap();
+    client.write_all(&[0x99; 4096]).unwrap();
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(error_of(&reply), 1, "EPERM for a write");
+    for (cookie, kind) in [(2, 4), (3, 6)] {
+        client.write_all(&request(kind, cookie, 0, 4096)).unwrap();
+        client.read_exact(&mut reply).unwrap();
+        assert_eq!(error_of(&reply), 1, "EPERM for command {kind}");
+    }
+    client.write_all(&request(0, 4, 0, 4096)).unwrap();
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(error_of(&reply), 0, "a read is served");
+    let mut data = vec![0u8; 4096];
+    client.read_exact(&mut data).unwrap();
+    assert!(data.iter().all(|&b| b == 0x42));
+    drop(client);
+    let read = Command::new("qemu-io")
+        .args(["-r", "-f", "raw", &server.uri(), "-c", "read -P 0x42 0 64k"])
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
+    assert!(server.stop().success());
+    assert!(std::fs::read(&backing).unwrap().iter().all(|&b| b == 0x42), "untouched");
+}

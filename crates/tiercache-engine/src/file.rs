@@ -74,6 +74,30 @@ impl CachedFile {
         Ok(CachedFile::over(Arc::new(FileDevice::new(backing, path)), cache))
     }
 
+    /// Opens an existing backing file read-only behind `cache`, as [`open`](Self::open) does
+    /// otherwise: for a read-only export, whose writes are refused before they reach the
+    /// cache. A cache that may hold dirty blocks (a write-back mode, or dirty blocks
+    /// recovered) is refused: they could never be written back.
+    pub fn open_read_only(path: &Path, cache: Cache) -> Result<CachedFile, EngineError> {
+        if cache.keeps_dirty() {
+            let dirty = cache.dirty_blocks();
+            return Err(EngineError::config(
+                "read_only",
+                format!(
+                    "the cache keeps dirty blocks ({dirty} now), which a read-only backing \
+                     file could never take: use a mode that writes through, and open it \
+                     read-write once to write back any dirty blocks first"
+                ),
+            ));
+        }
+        let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
+        let backing =
+            std::fs::File::open(path).map_err(|e| io("cannot open the backing file", e))?;
+        let identity = Backing::of(&backing).map_err(|e| io("cannot stat the backing file", e))?;
+        cache.attach_backing(identity, path)?;
+        Ok(CachedFile::over(Arc::new(FileDevice::new(backing, path)), cache))
+    }
+
     /// Opens an existing backing file or block device as [`open`](Self::open) does, read and
     /// written with direct I/O ([`DirectFile`](crate::direct::DirectFile)), so that the page
     /// cache holds none of it: the cache's tiers are the only cache. Needs a file system

@@ -23,6 +23,7 @@ pub const CLIENT_NO_ZEROES: u32 = 1 << 1;
 
 // Transmission flags.
 pub const TX_HAS_FLAGS: u16 = 1 << 0;
+pub const TX_READ_ONLY: u16 = 1 << 1;
 pub const TX_SEND_FLUSH: u16 = 1 << 2;
 pub const TX_SEND_FUA: u16 = 1 << 3;
 pub const TX_SEND_TRIM: u16 = 1 << 5;
@@ -58,6 +59,7 @@ pub const CMD_FLAG_FUA: u16 = 1 << 0;
 pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
 
 // Errors of replies (Linux errno values, as the protocol fixes them).
+pub const EPERM: u32 = 1;
 pub const EIO: u32 = 5;
 pub const EINVAL: u32 = 22;
 pub const EOVERFLOW: u32 = 75;
@@ -191,14 +193,14 @@ pub fn go_export_name(data: &[u8]) -> Option<&str> {
 }
 
 /// The fixed newstyle handshake, server side, for an export of `size` bytes whose preferred
-/// block is `block`. True when the client moved on to the transmission phase; false when it
-/// aborted or sent something this server does not take (logged). The export is named
-/// [`EXPORT`]; the empty name (what `nbd+unix:///` asks for) is taken too.
+/// block is `block`, read-only or not. True when the client moved on to the transmission
+/// phase; false when it aborted or sent something this server does not take (logged). The
+/// export is named [`EXPORT`]; the empty name (what `nbd+unix:///` asks for) is taken too.
 pub fn handshake(
     input: &mut impl Read,
     output: &mut impl Write,
-    size: u64,
-    block: u32,
+    (size, block): (u64, u32),
+    read_only: bool,
 ) -> io::Result<bool> {
     output.write_all(&NBDMAGIC.to_be_bytes())?;
     output.write_all(&IHAVEOPT.to_be_bytes())?;
@@ -212,12 +214,17 @@ pub fn handshake(
         return Ok(false);
     }
     let no_zeroes = client & CLIENT_NO_ZEROES != 0;
-    let flags = TX_HAS_FLAGS
-        | TX_SEND_FLUSH
-        | TX_SEND_FUA
-        | TX_SEND_TRIM
-        | TX_SEND_WRITE_ZEROES
-        | TX_CAN_MULTI_CONN;
+    let flags = match read_only {
+        true => TX_HAS_FLAGS | TX_READ_ONLY | TX_SEND_FLUSH | TX_CAN_MULTI_CONN,
+        false => {
+            TX_HAS_FLAGS
+                | TX_SEND_FLUSH
+                | TX_SEND_FUA
+                | TX_SEND_TRIM
+                | TX_SEND_WRITE_ZEROES
+                | TX_CAN_MULTI_CONN
+        }
+    };
     loop {
         let mut head = [0u8; 16];
         input.read_exact(&mut head)?;
@@ -287,7 +294,7 @@ pub fn handshake(
 pub fn fuzz(data: &[u8]) {
     let mut input = std::io::Cursor::new(data);
     let mut output = Vec::new();
-    let _ = handshake(&mut input, &mut output, 1 << 30, 4096);
+    let _ = handshake(&mut input, &mut output, (1 << 30, 4096), false);
     for chunk in data.chunks_exact(Request::BYTES) {
         if let Ok(request) = Request::parse(chunk.try_into().expect("28 bytes")) {
             let _ = (request.check(1 << 30), request.charge(), request.has_payload());
