@@ -20,6 +20,7 @@ pub struct EngineRun {
     pub stack: String,
     pub threads: usize,
     pub ops_per_second: f64,
+    pub mean_us: f64,
     pub p99_us: f64,
     /// Read hits served by each tier, top down, over the reads.
     pub tier_hit_ratios: Vec<f64>,
@@ -62,7 +63,7 @@ pub fn run(requests: &[Request], hot: u64, quiet: bool) -> anyhow::Result<Vec<En
         );
         let config: CacheConfig = toml::from_str(&text)?;
         let cache = config.builder()?.build()?;
-        let (seconds, p99_us) = drive(&cache, requests)?;
+        let (seconds, mean_us, p99_us) = drive(&cache, requests)?;
         let stats = cache.stats();
         let lookups = stats.lookups.max(1) as f64;
         let tier_hit_ratios = stats.tier_hits.iter().map(|&h| h as f64 / lookups).collect();
@@ -78,6 +79,7 @@ pub fn run(requests: &[Request], hot: u64, quiet: bool) -> anyhow::Result<Vec<En
             stack: name,
             threads: THREADS,
             ops_per_second: requests.len() as f64 / seconds,
+            mean_us,
             p99_us,
             tier_hit_ratios,
             predicted_tier_hit_ratios,
@@ -89,14 +91,15 @@ pub fn run(requests: &[Request], hot: u64, quiet: bool) -> anyhow::Result<Vec<En
 
 /// Runs `requests` on `THREADS` threads, each taking every `THREADS`th request in order: a
 /// read is a read-through (a miss loads the block and the policy may admit it), a write a
-/// put. The seconds it took and the 99th percentile latency, in microseconds.
-fn drive(cache: &Cache, requests: &[Request]) -> anyhow::Result<(f64, f64)> {
+/// put. The seconds it took, and the mean and 99th percentile latency in microseconds.
+fn drive(cache: &Cache, requests: &[Request]) -> anyhow::Result<(f64, f64, f64)> {
     let started = Instant::now();
     let histograms = std::thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)
             .map(|t| {
                 s.spawn(move || -> anyhow::Result<hdrhistogram::Histogram<u64>> {
-                    let mut latency = hdrhistogram::Histogram::<u64>::new(3)?;
+                    let mut latency =
+                        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
                     let mut buf = vec![0u8; BLOCK];
                     for r in requests.iter().skip(t).step_by(THREADS) {
                         let op = Instant::now();
@@ -122,11 +125,11 @@ fn drive(cache: &Cache, requests: &[Request]) -> anyhow::Result<(f64, f64)> {
         workers.into_iter().map(|w| w.join().expect("a demo thread panicked")).collect::<Vec<_>>()
     });
     let seconds = started.elapsed().as_secs_f64();
-    let mut all = hdrhistogram::Histogram::<u64>::new(3)?;
+    let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
     for h in histograms {
         all.add(h?)?;
     }
-    Ok((seconds, all.value_at_quantile(0.99) as f64 / 1000.0))
+    Ok((seconds, all.mean() / 1000.0, all.value_at_quantile(0.99) as f64 / 1000.0))
 }
 
 pub fn print(runs: &[EngineRun], requests: usize) {
@@ -135,15 +138,16 @@ pub fn print(runs: &[EngineRun], requests: usize) {
          shards), read hits by tier beside the simulator's prediction"
     );
     println!(
-        "   {:<52} {:>10} {:>8} {:>22} {:>22}",
-        "stack", "ops/s", "p99 us", "hits DRAM / slow", "predicted"
+        "   {:<52} {:>10} {:>8} {:>8} {:>22} {:>22}",
+        "stack", "ops/s", "mean us", "p99 us", "hits DRAM / slow", "predicted"
     );
     let ratios = |r: &[f64]| r.iter().map(|x| format!("{:.2}%", x * 100.0)).collect::<Vec<_>>();
     for run in runs {
         println!(
-            "   {:<52} {:>10.0} {:>8.1} {:>22} {:>22}",
+            "   {:<52} {:>10.0} {:>8.1} {:>8.1} {:>22} {:>22}",
             run.stack,
             run.ops_per_second,
+            run.mean_us,
             run.p99_us,
             ratios(&run.tier_hit_ratios).join(" / "),
             ratios(&run.predicted_tier_hit_ratios).join(" / ")
