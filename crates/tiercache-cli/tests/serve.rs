@@ -19,6 +19,17 @@ struct Server {
     log: String,
 }
 
+/// A fresh directory for test `name`, with a backing file of `SIZE` bytes of `byte`: the
+/// directory, the backing file, a tier file's path and a socket's path.
+fn fresh(name: &str, byte: u8) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let dir = common::scratch("serve", name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (backing, tier, socket) = (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
+    std::fs::write(&backing, vec![byte; SIZE]).unwrap();
+    (dir, backing, tier, socket)
+}
+
 /// Starts `tiercache serve` over `backing` and waits for its "listening" line.
 fn serve(backing: &Path, socket: &Path, tier: &Path, mode: &str) -> Server {
     serve_with(backing, socket, tier, mode, &[])
@@ -255,11 +266,7 @@ fn qemu_reads_and_writes_through_the_server_in_wt_and_wb_across_kill_9() {
 
 #[test]
 fn bad_requests_get_errors_and_bad_handshakes_close_only_their_connection() {
-    let dir = common::scratch("serve", "bad");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (backing, tier, socket) = (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
-    std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+    let (_, backing, tier, socket) = fresh("bad", 0);
     let server = serve(&backing, &socket, &tier, "wt");
     // A client that sends garbage instead of its flags: that connection closes.
     let mut bad = std::os::unix::net::UnixStream::connect(&socket).unwrap();
@@ -321,11 +328,7 @@ fn bad_requests_get_errors_and_bad_handshakes_close_only_their_connection() {
 /// requests, bytes and a latency histogram.
 #[test]
 fn metrics_count_the_requests_served() {
-    let dir = common::scratch("serve", "metrics");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (backing, tier, socket) = (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
-    std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+    let (_, backing, tier, socket) = fresh("metrics", 0);
     let server = serve_with(&backing, &socket, &tier, "wb", &["--metrics", "127.0.0.1:0"]);
     let address = server
         .log
@@ -595,11 +598,7 @@ fn closed_within(client: &mut std::os::unix::net::UnixStream, within: f64) -> bo
 fn serve_is_exposed_by_choice_and_holds_hostile_clients_off() {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
-    let dir = common::scratch("serve", "hostile");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (backing, tier, socket) = (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
-    std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+    let (dir, backing, tier, socket) = fresh("hostile", 0);
     let base = |socket: &Path, tier: &Path| -> Vec<String> {
         let listen = format!("unix:{}", socket.display());
         [
@@ -707,11 +706,7 @@ fn serve_is_exposed_by_choice_and_holds_hostile_clients_off() {
 #[test]
 fn out_of_descriptors_the_accept_loop_backs_off() {
     use std::os::unix::process::CommandExt;
-    let dir = common::scratch("serve", "emfile");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (backing, socket) = (dir.join("backing.img"), dir.join("sock"));
-    std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
+    let (_, backing, _, socket) = fresh("emfile", 0);
     let listen = format!("unix:{}", socket.display());
     let mut command = Command::new(env!("CARGO_BIN_EXE_tiercache"));
     command.args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "1MiB"]);
@@ -750,11 +745,7 @@ fn out_of_descriptors_the_accept_loop_backs_off() {
 /// is refused with it (its dirty blocks could never be written back).
 #[test]
 fn a_read_only_export_serves_reads_and_refuses_writes() {
-    let dir = common::scratch("serve", "read-only");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (backing, tier, socket) = (dir.join("backing.img"), dir.join("tier.mem"), dir.join("sock"));
-    std::fs::write(&backing, vec![0x42u8; SIZE]).unwrap();
+    let (dir, backing, tier, socket) = fresh("read-only", 0x42);
     let refused_tier = dir.join("refused.mem");
     let tier_s = refused_tier.to_str().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_tiercache"))
