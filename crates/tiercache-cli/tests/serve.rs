@@ -277,25 +277,8 @@ fn bad_requests_get_errors_and_bad_handshakes_close_only_their_connection() {
     let mut rest = Vec::new();
     assert_eq!(bad.read_to_end(&mut rest).unwrap(), 0, "the server closes a bad handshake");
     // A request past the end of the export gets EINVAL, and the connection goes on.
-    let mut client = std::os::unix::net::UnixStream::connect(&socket).unwrap();
-    client.read_exact(&mut greeting).unwrap();
-    client.write_all(&3u32.to_be_bytes()).unwrap(); // fixed newstyle, no zeroes
-    client.write_all(&0x4948_4156_454F_5054u64.to_be_bytes()).unwrap();
-    client.write_all(&1u32.to_be_bytes()).unwrap(); // NBD_OPT_EXPORT_NAME
-    client.write_all(&0u32.to_be_bytes()).unwrap(); // ""
-    let mut export = [0u8; 10];
-    client.read_exact(&mut export).unwrap();
-    assert_eq!(u64::from_be_bytes(export[..8].try_into().unwrap()), SIZE as u64);
-    let request = |kind: u16, cookie: u64, offset: u64, length: u32| {
-        let mut b = Vec::new();
-        b.extend_from_slice(&0x2560_9513u32.to_be_bytes());
-        b.extend_from_slice(&0u16.to_be_bytes());
-        b.extend_from_slice(&kind.to_be_bytes());
-        b.extend_from_slice(&cookie.to_be_bytes());
-        b.extend_from_slice(&offset.to_be_bytes());
-        b.extend_from_slice(&length.to_be_bytes());
-        b
-    };
+    let (mut client, size, _) = export(&socket);
+    assert_eq!(size, SIZE as u64);
     let mut reply = [0u8; 16];
     client.write_all(&request(0, 1, SIZE as u64 - 512, 4096)).unwrap();
     client.read_exact(&mut reply).unwrap();
@@ -543,16 +526,23 @@ fn a_config_file_describes_the_server_and_its_stack() {
 
 /// Connects to `socket` and finishes the fixed-newstyle handshake by NBD_OPT_EXPORT_NAME.
 fn handshake(socket: &Path) -> std::os::unix::net::UnixStream {
+    export(socket).0
+}
+
+/// As [`handshake`], with the export's size and transmission flags.
+fn export(socket: &Path) -> (std::os::unix::net::UnixStream, u64, u16) {
     let mut client = std::os::unix::net::UnixStream::connect(socket).unwrap();
     let mut greeting = [0u8; 18];
     client.read_exact(&mut greeting).unwrap();
-    client.write_all(&3u32.to_be_bytes()).unwrap();
+    assert_eq!(&greeting[..8], b"NBDMAGIC");
+    client.write_all(&3u32.to_be_bytes()).unwrap(); // fixed newstyle, no zeroes
     client.write_all(&0x4948_4156_454F_5054u64.to_be_bytes()).unwrap();
-    client.write_all(&1u32.to_be_bytes()).unwrap();
-    client.write_all(&0u32.to_be_bytes()).unwrap();
+    client.write_all(&1u32.to_be_bytes()).unwrap(); // NBD_OPT_EXPORT_NAME
+    client.write_all(&0u32.to_be_bytes()).unwrap(); // ""
     let mut export = [0u8; 10];
     client.read_exact(&mut export).unwrap();
-    client
+    let size = u64::from_be_bytes(export[..8].try_into().unwrap());
+    (client, size, u16::from_be_bytes(export[8..10].try_into().unwrap()))
 }
 
 /// An NBD request header.
@@ -761,16 +751,7 @@ fn a_read_only_export_serves_reads_and_refuses_writes() {
     );
     let server = serve_with(&backing, &socket, &tier, "wt", &["--read-only"]);
     assert!(server.log.contains("read-only"), "{}", server.log);
-    let mut client = std::os::unix::net::UnixStream::connect(&socket).unwrap();
-    let mut greeting = [0u8; 18];
-    client.read_exact(&mut greeting).unwrap();
-    client.write_all(&3u32.to_be_bytes()).unwrap();
-    client.write_all(&0x4948_4156_454F_5054u64.to_be_bytes()).unwrap();
-    client.write_all(&1u32.to_be_bytes()).unwrap();
-    client.write_all(&0u32.to_be_bytes()).unwrap();
-    let mut export = [0u8; 10];
-    client.read_exact(&mut export).unwrap();
-    let flags = u16::from_be_bytes(export[8..10].try_into().unwrap());
+    let (mut client, _, flags) = export(&socket);
     assert_ne!(flags & 2, 0, "NBD_FLAG_READ_ONLY: {flags:#x}");
     let mut reply = [0u8; 16];
     let error_of = |reply: &[u8; 16]| u32::from_be_bytes(reply[4..8].try_into().unwrap());
