@@ -497,27 +497,19 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 continue;
             }
         };
-        let (file, active) = (file.clone(), active.clone());
-        let metrics = metrics.clone();
-        active.fetch_add(1, Ordering::SeqCst);
-        metrics.connections.fetch_add(1, Ordering::Relaxed);
-        let (started, counted) = (metrics.clone(), active.clone());
+        let file = file.clone();
+        // Counted until the thread ends, or at once if it cannot start (its closure drops).
+        let open = Open::new(&active, &metrics);
         let read_only = args.read_only;
         let spawned = std::thread::Builder::new().spawn(move || {
             let export = Export { size, block, read_only };
-            if let Err(e) = connection(stream, &file, &metrics, export, workers, timeouts) {
+            if let Err(e) = connection(stream, &file, &open.metrics, export, workers, timeouts) {
                 eprintln!("tiercache serve: a connection ended: {e}");
             }
-            metrics.connections.fetch_sub(1, Ordering::Relaxed);
-            active.fetch_sub(1, Ordering::SeqCst);
         });
         match spawned {
             Ok(handle) => connections.push((handle, keep)),
-            Err(e) => {
-                started.connections.fetch_sub(1, Ordering::Relaxed);
-                counted.fetch_sub(1, Ordering::SeqCst);
-                failures.note(&e);
-            }
+            Err(e) => failures.note(&e),
         }
     }
     eprintln!("tiercache serve: stopping: finishing the requests in flight");
@@ -579,6 +571,27 @@ fn lock_backing(path: &Path) -> anyhow::Result<std::fs::File> {
         return Err(e).with_context(|| format!("--backing {}: cannot lock it", path.display()));
     }
     Ok(file)
+}
+
+/// An open connection, counted in the server's connections and its metrics while it lives.
+struct Open {
+    active: Arc<AtomicUsize>,
+    metrics: Arc<crate::metrics::Metrics>,
+}
+
+impl Open {
+    fn new(active: &Arc<AtomicUsize>, metrics: &Arc<crate::metrics::Metrics>) -> Open {
+        active.fetch_add(1, Ordering::SeqCst);
+        metrics.connections.fetch_add(1, Ordering::Relaxed);
+        Open { active: active.clone(), metrics: metrics.clone() }
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.metrics.connections.fetch_sub(1, Ordering::Relaxed);
+        self.active.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// What a connection exports: its size, preferred block, and whether it is read-only.

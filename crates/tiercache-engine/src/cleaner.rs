@@ -140,7 +140,6 @@ pub struct Batch {
 /// What writing a batch did, for the stats.
 #[derive(Default, Debug)]
 pub struct Written {
-    pub blocks: u64,
     pub runs: u64,
     pub errors: u64,
     pub synced: bool,
@@ -242,7 +241,6 @@ impl Flights {
             failed.extend(batch.blocks.iter().map(|&(key, ..)| key));
         }
         let written = Written {
-            blocks: batch.blocks.len() as u64 - failed.len() as u64,
             runs: runs.runs,
             errors: runs.failed + (runs.wrote && !synced) as u64,
             synced: runs.wrote,

@@ -22,10 +22,11 @@ use crate::tierfile::{record_pages, RECORD_BYTES};
 /// to report.
 pub fn open_direct(path: &Path) -> Result<(File, Option<String>), EngineError> {
     let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
+    let no_follow = crate::tierfile::no_follow(path);
     let mut options = OpenOptions::new();
-    options.read(true).write(true).custom_flags(crate::tierfile::no_follow(path));
+    options.read(true).write(true).custom_flags(no_follow);
     let mut direct = options.clone();
-    direct.custom_flags(libc::O_DIRECT | crate::tierfile::no_follow(path));
+    direct.custom_flags(libc::O_DIRECT | no_follow);
     let (file, warning) = match direct.open(path) {
         Ok(file) => (file, None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
