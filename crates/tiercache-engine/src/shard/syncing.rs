@@ -95,12 +95,37 @@ impl Shard {
         }
     }
 
-    /// Syncs tier `t` (its records first) and frees the slots held for that sync (`limbo`).
+    /// Frees the slots held for a sync (`limbo`) when tier `t` has no other free slot. A held
+    /// slot keeps the last durable copy of a dirty block whose newer copy may lie on another
+    /// tier (a move's): so every tier syncs, records first, not only `t`. A newer copy on a
+    /// volatile tier (a dirty block moved up into DRAM) would not survive a crash: it is
+    /// written back first (and the backing device synced), or recorded lost if that fails,
+    /// as a write-back that fails is. Found by the kill test over DRAM, a mapped and a flash
+    /// tier: a dirty block moved from the mapped tier to the flash tier had its mapped slot
+    /// freed when the mapped tier synced, before the flash tier's record of the new copy was
+    /// written, and a kill then lost it.
     pub(super) fn free_held_slots(&mut self, t: usize) {
-        if self.flush_tier(t).and_then(|()| self.tiers[t].region.sync()).is_err() {
-            self.stats.io_errors += 1;
+        let held: Vec<Key> = self.tiers[t].limbo.iter().map(|&(_, key)| key).collect();
+        for key in held {
+            let dirty_in_memory = |shard: &Self| {
+                let place = shard.place(key);
+                place.is_some_and(|p| p.dirty && !shard.tiers[p.tier as usize].region.persistent())
+            };
+            if !dirty_in_memory(self) {
+                continue;
+            }
+            // Still dirty after a write-back that read the block: the write failed.
+            if self.write_back(key) && dirty_in_memory(self) {
+                self.lose(key);
+            }
+        }
+        self.sync_backing();
+        for tier in 0..self.tiers.len() {
+            if self.flush_tier(tier).and_then(|()| self.tiers[tier].region.sync()).is_err() {
+                self.stats.io_errors += 1;
+            }
         }
         self.stats.limbo_syncs += 1;
-        self.release_limbo(Some(t));
+        self.release_limbo(None);
     }
 }
