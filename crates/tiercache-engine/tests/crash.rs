@@ -108,6 +108,14 @@ fn files(name: &str) -> (PathBuf, PathBuf) {
     (backing, tier)
 }
 
+/// Removes a run's files once it passed (a run that fails keeps them, to look at): the kill
+/// tests make a thousand runs.
+fn remove_files(backing: &Path, cache_path: &Path) {
+    for path in [backing, cache_path, &lower_path(cache_path)] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// A cache built by `builder` with each of its `tiers` behind a crash image, over `backing`
 /// behind one.
 fn over_crash_images(
@@ -259,7 +267,10 @@ fn crash_after(
     let cache = builder(kind, &cache_path, mode, cleaner).recover(Recover::Quiet);
     let file = CachedFile::over(device.clone(), cache.backing_device(device).build().unwrap());
     model.check(&name, &file);
-    file.cache().stats().recovered
+    let recovered = file.cache().stats().recovered;
+    drop(file);
+    remove_files(&backing, &cache_path);
+    recovered
 }
 
 #[test]
@@ -528,6 +539,8 @@ fn killed_in(
     let cache = builder(kind, &cache_path, CacheMode::WriteBack, cleaner);
     let file = CachedFile::over(device.clone(), cache.backing_device(device).build().unwrap());
     model.check(&name, &file);
+    drop(file);
+    remove_files(&backing, &cache_path);
     landed
 }
 
