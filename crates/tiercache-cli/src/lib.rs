@@ -17,6 +17,7 @@ pub mod serve;
 pub mod sim;
 pub mod sweep;
 pub mod timed;
+pub mod tls;
 pub mod trace;
 pub mod ycsb;
 

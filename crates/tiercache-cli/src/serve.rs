@@ -14,9 +14,11 @@
 //! the request it is serving (up to `--shutdown-timeout`, then cuts it), writes every dirty
 //! block back, syncs the backing file and exits 0.
 //!
-//! No TLS yet, so exposure is by choice: TCP off loopback needs `--insecure-no-tls`, the unix
-//! socket is 0600, the backing file is locked. Every wait on a client is bounded: the handshake,
-//! idling (optional), a reply left unread; a write's buffer grows only as its bytes arrive.
+//! Exposure is by choice: with `--tls-cert` and `--tls-key` every client must start TLS
+//! (NBD_OPT_STARTTLS, `crate::tls`), with `--tls-client-ca` also show a certificate that CA
+//! signed; TCP off loopback without TLS needs `--insecure-no-tls`; the unix socket is 0600;
+//! the backing file is locked. Every wait on a client is bounded: the handshake, idling
+//! (optional), a reply left unread; a write's buffer grows only as its bytes arrive.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::unix::net::UnixListener;
@@ -77,8 +79,18 @@ pub struct ServeArgs {
     /// file is opened read-only, and the cache must not keep dirty blocks (write-through).
     #[arg(long)]
     pub read_only: bool,
-    /// Listen on a TCP address other than loopback although this server has no TLS: anyone
-    /// who reaches the port can read and write the export.
+    /// The server's certificate chain (PEM): with --tls-key, every client must start TLS
+    /// (NBD_OPT_STARTTLS) before anything else; plain clients are refused.
+    #[arg(long)]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long)]
+    pub tls_key: Option<PathBuf>,
+    /// A certificate authority (PEM): every client must present a certificate it signed.
+    #[arg(long)]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Listen on a TCP address other than loopback without TLS: anyone who reaches the port
+    /// can read and write the export.
     #[arg(long)]
     pub insecure_no_tls: bool,
     /// The unix socket's permissions, in octal [default: 600: its owner alone].
@@ -119,6 +131,9 @@ impl ServeArgs {
             metrics: self.metrics.or(file.metrics),
             threads_per_connection: self.threads_per_connection.or(file.threads_per_connection),
             read_only: self.read_only || file.read_only,
+            tls_cert: self.tls_cert.or(file.tls_cert),
+            tls_key: self.tls_key.or(file.tls_key),
+            tls_client_ca: self.tls_client_ca.or(file.tls_client_ca),
             insecure_no_tls: self.insecure_no_tls || file.insecure_no_tls,
             socket_mode: self.socket_mode.or(file.socket_mode),
             handshake_timeout: self.handshake_timeout.or(file.handshake_timeout),
@@ -157,7 +172,14 @@ fn read_config(path: &Path) -> anyhow::Result<(ServeArgs, Option<toml::Table>)> 
         .map_err(|e| anyhow::anyhow!("{}: [serve]: {e}", path.display()))?
         .args;
     let base = path.parent().unwrap_or(Path::new("."));
-    let paths = [&mut args.backing, &mut args.cache.slow_path, &mut args.cache.flash_path];
+    let paths = [
+        &mut args.backing,
+        &mut args.cache.slow_path,
+        &mut args.cache.flash_path,
+        &mut args.tls_cert,
+        &mut args.tls_key,
+        &mut args.tls_client_ca,
+    ];
     for path in paths.into_iter().flatten() {
         *path = base.join(&*path);
     }
@@ -267,6 +289,15 @@ impl Stream {
     }
 }
 
+impl std::os::fd::AsRawFd for Stream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
@@ -334,12 +365,13 @@ fn listen(spec: &str, args: &ServeArgs) -> anyhow::Result<Listener> {
         let listener = std::net::TcpListener::bind(address)
             .with_context(|| format!("--listen {spec}: cannot listen on {address}"))?;
         let bound = listener.local_addr()?;
-        if !bound.ip().is_loopback() && !args.insecure_no_tls {
+        if !bound.ip().is_loopback() && args.tls_cert.is_none() && !args.insecure_no_tls {
             bail!(
-                "--listen {spec}: {} is reachable from other machines, and this server has no \
-                 TLS or authentication yet: anyone who reaches it could read and write the \
-                 export. Listen on 127.0.0.1 or a unix socket, or pass --insecure-no-tls to \
-                 serve it anyway on a network you trust",
+                "--listen {spec}: {} is reachable from other machines, and TLS is off: anyone \
+                 who reaches it could read and write the export. Give --tls-cert and --tls-key \
+                 (and --tls-client-ca to admit only clients with a certificate it signed), \
+                 listen on 127.0.0.1 or a unix socket, or pass --insecure-no-tls to serve it \
+                 without TLS on a network you trust",
                 bound.ip()
             );
         }
@@ -379,6 +411,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     let Some(listen_at) = args.listen.clone() else {
         bail!("--listen: where to listen (unix:PATH or tcp:HOST:PORT) is missing")
+    };
+    let tls = match (&args.tls_cert, &args.tls_key, &args.tls_client_ca) {
+        (Some(cert), Some(key), ca) => Some(crate::tls::server_config(cert, key, ca.as_deref())?),
+        (Some(_), None, _) => bail!("--tls-cert: give its private key with --tls-key"),
+        (None, Some(_), _) => bail!("--tls-key: give its certificate with --tls-cert"),
+        (None, None, Some(_)) => {
+            bail!("--tls-client-ca: client certificates need TLS (--tls-cert and --tls-key)")
+        }
+        (None, None, None) => None,
     };
     // One server per backing file: two writing back to it would overwrite each other.
     let _held = lock_backing(&backing)?;
@@ -447,8 +488,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
     eprintln!(
-        "tiercache serve: listening on {} (export '{}'{} of {size} bytes from {}{}{}, mode {})",
+        "tiercache serve: listening on {}{} (export '{}'{} of {size} bytes from {}{}{}, mode {})",
         listener.address(),
+        match (&tls, &args.tls_client_ca) {
+            (None, _) => "",
+            (Some(_), None) => " with TLS",
+            (Some(_), Some(_)) => " with TLS and client certificates",
+        },
         nbd::EXPORT,
         if args.read_only { ", read-only," } else { "" },
         backing.display(),
@@ -500,10 +546,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         let file = file.clone();
         // Counted until the thread ends, or at once if it cannot start (its closure drops).
         let open = Open::new(&active, &metrics);
-        let read_only = args.read_only;
+        let offer = nbd::Offer { size, block, read_only: args.read_only };
+        let tls = tls.clone();
         let spawned = std::thread::Builder::new().spawn(move || {
-            let export = Export { size, block, read_only };
-            if let Err(e) = connection(stream, &file, &open.metrics, export, workers, timeouts) {
+            let how = How { workers, timeouts, tls };
+            if let Err(e) = connection(stream, &file, &open.metrics, offer, how) {
                 eprintln!("tiercache serve: a connection ended: {e}");
             }
         });
@@ -594,12 +641,12 @@ impl Drop for Open {
     }
 }
 
-/// What a connection exports: its size, preferred block, and whether it is read-only.
-#[derive(Clone, Copy)]
-struct Export {
-    size: u64,
-    block: u32,
-    read_only: bool,
+/// How a connection is served: by how many workers, with which timeouts, and with TLS
+/// required if the server has it.
+struct How {
+    workers: usize,
+    timeouts: Timeouts,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// How long a connection may take to finish its handshake, and to send its next request.
@@ -664,22 +711,26 @@ fn connection(
     stream: Stream,
     file: &CachedFile,
     metrics: &crate::metrics::Metrics,
-    export: Export,
-    workers: usize,
-    timeouts: Timeouts,
+    export: nbd::Offer,
+    How { workers, timeouts, tls }: How,
 ) -> io::Result<()> {
-    let Export { size, block, read_only } = export;
     stream.timeouts(timeouts.handshake, timeouts.handshake)?;
-    let mut input = BufReader::new(stream.try_clone()?);
-    let mut output = BufWriter::new(stream.try_clone()?);
-    match nbd::handshake(&mut input, &mut output, (size, block), read_only) {
-        Ok(true) => {}
-        Ok(false) => return Ok(()),
-        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-            return Err(io::Error::new(e.kind(), "the handshake did not finish in time"));
+    let late = |e: io::Error| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            io::Error::new(e.kind(), "the handshake did not finish in time")
         }
-        Err(e) => return Err(e),
-    }
+        io::ErrorKind::UnexpectedEof
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::ConnectionReset => {
+            io::Error::new(e.kind(), "the client left during the handshake")
+        }
+        _ => e,
+    };
+    let Some((stream, mut input, output)) =
+        handshake(stream, export, timeouts, tls).map_err(late)?
+    else {
+        return Ok(());
+    };
     // From here, reads wait for a request up to the idle timeout; a reply that a client does
     // not read for the handshake timeout ends the connection (it stops being served, and
     // holds at most its budget meanwhile).
@@ -717,6 +768,39 @@ fn connection(
     })
 }
 
+/// The handshake, carried on over TLS if the client starts it (with TLS required, it must
+/// before anything else): the stream the connection then goes on with, its reader and its
+/// writer; `None` if the client left or was refused.
+#[allow(clippy::type_complexity)]
+fn handshake(
+    stream: Stream,
+    export: nbd::Offer,
+    timeouts: Timeouts,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> io::Result<Option<(Stream, BufReader<Stream>, BufWriter<Stream>)>> {
+    let mut input = BufReader::new(stream.try_clone()?);
+    let mut output = BufWriter::new(stream.try_clone()?);
+    let required = if tls.is_some() { nbd::Tls::Required } else { nbd::Tls::Off };
+    let (ended, no_zeroes) = nbd::handshake(&mut input, &mut output, export, required)?;
+    match (ended, tls) {
+        (nbd::Handshake::Transmission, _) => Ok(Some((stream, input, output))),
+        (nbd::Handshake::StartTls, Some(config)) if input.buffer().is_empty() => {
+            drop((input, output));
+            let plain = Stream::Unix(crate::tls::start(stream, config)?);
+            plain.timeouts(timeouts.handshake, timeouts.handshake)?;
+            let mut input = BufReader::new(plain.try_clone()?);
+            let mut output = BufWriter::new(plain.try_clone()?);
+            let ended = nbd::options(&mut input, &mut output, export, no_zeroes, nbd::Tls::On)?;
+            Ok((ended == nbd::Handshake::Transmission).then_some((plain, input, output)))
+        }
+        (nbd::Handshake::StartTls, _) => {
+            eprintln!("tiercache serve: a client sent bytes before its TLS handshake; closed");
+            Ok(None)
+        }
+        (nbd::Handshake::Closed, _) => Ok(None),
+    }
+}
+
 /// Sends a served request's reply: its header, and a read's data.
 fn reply(
     output: &Mutex<BufWriter<Stream>>,
@@ -741,7 +825,7 @@ fn reply(
 fn read_requests(
     input: &mut impl Read,
     output: &Mutex<BufWriter<Stream>>,
-    export: Export,
+    export: nbd::Offer,
     requests: &std::sync::mpsc::SyncSender<(Request, Vec<u8>)>,
     budget: &Budget,
 ) -> io::Result<()> {
@@ -835,4 +919,52 @@ fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<bool
         }
         _ => unreachable!("checked requests are of known commands"),
     }
+}
+
+/// A fuzz target's entry point: `data` as what a client sends once its handshake asked for
+/// the export (requests and their payloads, any bytes), through a socket pair to this server's
+/// own connection loop (reading requests, the budget, the workers, the replies) over a 1 MiB
+/// backing file cached in DRAM. Nothing may panic or hang: the connection ends when the data
+/// does, or at the first malformed request.
+#[doc(hidden)]
+pub fn fuzz(data: &[u8]) {
+    use std::os::unix::net::UnixStream;
+    const SIZE: u64 = 1 << 20;
+    static SERVED: std::sync::OnceLock<(CachedFile, crate::metrics::Metrics)> =
+        std::sync::OnceLock::new();
+    let (file, metrics) = SERVED.get_or_init(|| {
+        // A client gone mid-reply must be an error, not the end of the process.
+        // SAFETY: setting a signal's disposition to ignore, before any thread of this target.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        let path = std::env::temp_dir().join(format!("tiercache-fuzz-{}.img", std::process::id()));
+        std::fs::write(&path, vec![0u8; SIZE as usize]).expect("a scratch backing file");
+        let cache = tiercache_engine::CacheBuilder::new(tiercache_policy::PolicyConfig::Lru)
+            .capacity_bytes(SIZE / 4)
+            .block_size(4096)
+            .shards(2)
+            .build()
+            .expect("a DRAM cache");
+        let file = CachedFile::open(&path, cache).expect("the scratch backing file");
+        let _ = std::fs::remove_file(&path); // Open, it lives on; nothing is left behind.
+        (file, crate::metrics::Metrics::default())
+    });
+    let (client, server) = UnixStream::pair().expect("a socket pair");
+    let mut sent = 3u32.to_be_bytes().to_vec(); // Fixed newstyle, no zeroes.
+    sent.extend_from_slice(&nbd::IHAVEOPT.to_be_bytes());
+    sent.extend_from_slice(&nbd::OPT_EXPORT_NAME.to_be_bytes());
+    sent.extend_from_slice(&0u32.to_be_bytes());
+    sent.extend_from_slice(data);
+    let mut writing = client.try_clone().expect("a clone");
+    let mut reading = client;
+    let writer = std::thread::spawn(move || {
+        let _ = writing.write_all(&sent);
+        let _ = writing.shutdown(std::net::Shutdown::Write);
+    });
+    let reader = std::thread::spawn(move || io::copy(&mut reading, &mut io::sink()));
+    let second = Some(Duration::from_secs(1));
+    let how = How { workers: 2, timeouts: Timeouts { handshake: second, idle: second }, tls: None };
+    let offer = nbd::Offer { size: SIZE, block: 4096, read_only: false };
+    let _ = connection(Stream::Unix(server), file, metrics, offer, how);
+    writer.join().expect("the writer does not panic");
+    let _ = reader.join().expect("the reader does not panic");
 }

@@ -779,3 +779,210 @@ fn a_read_only_export_serves_reads_and_refuses_writes() {
     assert!(server.stop().success());
     assert!(std::fs::read(&backing).unwrap().iter().all(|&b| b == 0x42), "untouched");
 }
+
+/// Makes, in `dir`, a certificate authority, a server certificate for `localhost` and a client
+/// certificate, both signed by it (openssl): `ca-cert.pem`, `server-cert.pem`,
+/// `server-key.pem`, and the client's credentials in the layout QEMU's `tls-creds-x509` and
+/// libnbd's `tls-certificates` read: `client/` (CA, certificate, key) and `no-client/` (the CA
+/// alone).
+fn certificates(dir: &Path) {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let new_key = ["-newkey", "rsa:2048", "-nodes", "-keyout"];
+    let ca = ["ca-key.pem", "-out", "ca-cert.pem", "-days", "2", "-subj", "/CN=tiercache test CA"];
+    openssl(&[&["req", "-x509"][..], &new_key, &ca].concat());
+    let server_ext = "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n";
+    let client_ext = "extendedKeyUsage=clientAuth\n";
+    for (name, subject, ext) in
+        [("server", "/CN=localhost", server_ext), ("client", "/CN=client", client_ext)]
+    {
+        std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
+        let [key, csr, cert, ext] =
+            ["-key.pem", ".csr", "-cert.pem", ".ext"].map(|s| name.to_string() + s);
+        openssl(&[&["req"][..], &new_key, &[&key, "-out", &csr, "-subj", subject]].concat());
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca-cert.pem",
+            "-CAkey",
+            "ca-key.pem",
+            "-CAcreateserial",
+            "-out",
+            &cert,
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+        ]);
+    }
+    for (sub, files) in [
+        ("client", &["ca-cert.pem", "client-cert.pem", "client-key.pem"][..]),
+        ("no-client", &["ca-cert.pem"][..]),
+    ] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for file in files {
+            std::fs::copy(dir.join(file), dir.join(sub).join(file)).unwrap();
+        }
+    }
+}
+
+/// QEMU's options for a TLS export on `socket` with the client credentials in `creds`.
+fn tls_image(socket: &Path, creds: &Path) -> [String; 4] {
+    [
+        "--object".into(),
+        format!("tls-creds-x509,id=tls0,endpoint=client,dir={}", creds.display()),
+        "--image-opts".into(),
+        format!(
+            "driver=nbd,server.type=unix,server.path={},tls-creds=tls0,tls-hostname=localhost",
+            socket.display()
+        ),
+    ]
+}
+
+/// Runs `program ARGS`: whether it succeeded, and what it printed.
+fn client(program: &str, args: &[String]) -> (bool, String) {
+    let out = Command::new(program).args(args).output().unwrap_or_else(|e| {
+        panic!("{program}: {e} (scripts/test installs qemu-utils and libnbd-bin)")
+    });
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// TLS with client certificates, with real clients: qemu-io writes and reads, qemu-img copies
+/// the export out, and nbdinfo reads it, each through `nbds` with a client certificate; a
+/// plain client and a client without a certificate are refused; before STARTTLS every option
+/// gets NBD_REP_ERR_TLS_REQD and NBD_OPT_EXPORT_NAME closes the connection. The same TLS
+/// settings from a config file's `[serve]` table make a read-only export that serves reads and
+/// refuses a write; with TLS, a TCP address off loopback is taken.
+#[test]
+fn tls_exports_admit_only_clients_with_a_certificate() {
+    let (dir, backing, tier, socket) = fresh("tls", 0);
+    certificates(&dir);
+    let pem = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let tls = [
+        "--tls-cert".to_string(),
+        pem("server-cert.pem"),
+        "--tls-key".into(),
+        pem("server-key.pem"),
+        "--tls-client-ca".into(),
+        pem("ca-cert.pem"),
+    ];
+    let more: Vec<&str> = tls.iter().map(String::as_str).collect();
+    let server = serve_with(&backing, &socket, &tier, "wb", &more);
+    assert!(server.log.contains("with TLS and client certificates"), "{}", server.log);
+    let image = tls_image(&socket, &dir.join("client"));
+    let write =
+        ["-c".into(), "write -P 0xab 4096 1M".into(), "-c".into(), "read -P 0xab 4096 1M".into()];
+    let (ok, text) = client("qemu-io", &[&image[..], &write].concat());
+    assert!(ok && !text.contains("fail"), "qemu-io over TLS: {text}");
+    let copy = dir.join("copy.img");
+    let convert = ["convert".into(), image[0].clone(), image[1].clone(), image[2].clone()];
+    let convert = [&convert[..], &[image[3].clone(), "-O".into(), "raw".into()]].concat();
+    let (ok, text) = client("qemu-img", &[&convert[..], &[copy.to_str().unwrap().into()]].concat());
+    assert!(ok, "qemu-img convert over TLS: {text}");
+    let copied = std::fs::read(&copy).unwrap();
+    assert_eq!(copied.len(), SIZE);
+    assert!(copied[4096..4096 + (1 << 20)].iter().all(|&b| b == 0xab), "the write read back");
+    assert!(
+        copied[..4096].iter().all(|&b| b == 0)
+            && copied[4096 + (1 << 20)..].iter().all(|&b| b == 0)
+    );
+    let uri = format!(
+        "nbds+unix:///?socket={}&tls-certificates={}&tls-hostname=localhost",
+        socket.display(),
+        dir.join("client").display()
+    );
+    let (ok, text) = client("nbdinfo", &[uri]);
+    assert!(ok && text.contains("with TLS") && text.contains(&SIZE.to_string()), "nbdinfo: {text}");
+    // Refused: a plain client, and a client without a certificate.
+    let (ok, text) = client(
+        "qemu-io",
+        &["-f".into(), "raw".into(), server.uri(), "-c".into(), "read 0 4k".into()],
+    );
+    assert!(!ok && text.contains("TLS"), "a plain client: {text}");
+    let no_cert = tls_image(&socket, &dir.join("no-client"));
+    let (ok, text) =
+        client("qemu-io", &[&no_cert[..], &["-c".into(), "read 0 4k".into()]].concat());
+    assert!(!ok, "a client without a certificate: {text}");
+    // The protocol, by hand: options before STARTTLS are refused, EXPORT_NAME closes.
+    let mut plain = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let mut greeting = [0u8; 18];
+    plain.read_exact(&mut greeting).unwrap();
+    plain.write_all(&3u32.to_be_bytes()).unwrap();
+    let option = |kind: u32| {
+        [&0x4948_4156_454F_5054u64.to_be_bytes()[..], &kind.to_be_bytes(), &0u32.to_be_bytes()]
+            .concat()
+    };
+    plain.write_all(&option(3)).unwrap(); // NBD_OPT_LIST
+    let mut reply = [0u8; 20];
+    plain.read_exact(&mut reply).unwrap();
+    assert_eq!(u32::from_be_bytes(reply[12..16].try_into().unwrap()), (1 << 31) + 5, "TLS_REQD");
+    plain.write_all(&option(1)).unwrap(); // NBD_OPT_EXPORT_NAME
+    assert!(closed_within(&mut plain, 5.0), "EXPORT_NAME without TLS closes");
+    assert!(server.stop().success());
+    assert!(
+        std::fs::read(&backing).unwrap()[4096..8192].iter().all(|&b| b == 0xab),
+        "written back"
+    );
+
+    // From a config file: read-only, TLS, client certificates.
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[serve]\nbacking = \"backing.img\"\nlisten = \"unix:{}\"\nread_only = true\n\
+             tls_cert = \"server-cert.pem\"\ntls_key = \"server-key.pem\"\n\
+             tls_client_ca = \"ca-cert.pem\"\n",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    let server = start(&["--config", config.to_str().unwrap()], &socket);
+    assert!(
+        server.log.contains("with TLS and client certificates") && server.log.contains("read-only"),
+        "{}",
+        server.log
+    );
+    let (ok, text) = client(
+        "qemu-io",
+        &[&["-r".into()], &image[..], &["-c".into(), "read -P 0xab 4096 64k".into()]].concat(),
+    );
+    assert!(ok && !text.contains("fail"), "a read over read-only TLS: {text}");
+    let (ok, text) =
+        client("qemu-io", &[&image[..], &["-c".into(), "write -P 0x11 0 4k".into()]].concat());
+    assert!(!ok || text.contains("failed"), "a write to a read-only export: {text}");
+    assert!(server.stop().success());
+    assert!(std::fs::read(&backing).unwrap()[..4096].iter().all(|&b| b == 0), "not written");
+
+    // TLS settings that do not go together are refused, naming the option; with TLS, a TCP
+    // address off loopback is taken.
+    let refused = |args: &[&str]| {
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_tiercache")).arg("serve").args(args).output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let base = ["--backing", backing.to_str().unwrap(), "--listen", "tcp:0.0.0.0:0"];
+    let error = refused(&[&base[..], &["--tls-cert", &pem("server-cert.pem")]].concat());
+    assert!(error.contains("--tls-key"), "{error}");
+    let error = refused(
+        &[&base[..], &["--tls-cert", &pem("server-cert.pem"), "--tls-key", &pem("ca-cert.pem")]]
+            .concat(),
+    );
+    assert!(error.contains("--tls-key") && error.contains("ca-cert.pem"), "{error}");
+    let error = refused(&base);
+    assert!(error.contains("--tls-cert") && error.contains("--insecure-no-tls"), "{error}");
+    let server = start(&[&base[..], &more].concat(), &socket);
+    assert!(
+        server.log.contains("listening on tcp:0.0.0.0:") && server.log.contains("with TLS"),
+        "{}",
+        server.log
+    );
+    assert!(server.stop().success());
+}

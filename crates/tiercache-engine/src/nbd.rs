@@ -34,6 +34,7 @@ pub const TX_CAN_MULTI_CONN: u16 = 1 << 8;
 pub const OPT_EXPORT_NAME: u32 = 1;
 pub const OPT_ABORT: u32 = 2;
 pub const OPT_LIST: u32 = 3;
+pub const OPT_STARTTLS: u32 = 5;
 pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
 
@@ -43,6 +44,7 @@ pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
 pub const REP_ERR_UNSUP: u32 = (1 << 31) + 1;
 pub const REP_ERR_INVALID: u32 = (1 << 31) + 3;
+pub const REP_ERR_TLS_REQD: u32 = (1 << 31) + 5;
 pub const REP_ERR_UNKNOWN: u32 = (1 << 31) + 6;
 pub const INFO_EXPORT: u16 = 0;
 pub const INFO_BLOCK_SIZE: u16 = 3;
@@ -192,16 +194,49 @@ pub fn go_export_name(data: &[u8]) -> Option<&str> {
     std::str::from_utf8(name).ok()
 }
 
-/// The fixed newstyle handshake, server side, for an export of `size` bytes whose preferred
-/// block is `block`, read-only or not. True when the client moved on to the transmission
-/// phase; false when it aborted or sent something this server does not take (logged). The
-/// export is named [`EXPORT`]; the empty name (what `nbd+unix:///` asks for) is taken too.
+/// Where a connection stands with TLS during the handshake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tls {
+    /// The server has no TLS: STARTTLS is refused as unsupported.
+    Off,
+    /// The server requires TLS and the connection has not started it: only STARTTLS and ABORT
+    /// are taken; every other option is refused with `NBD_REP_ERR_TLS_REQD`, and EXPORT_NAME
+    /// (which has no error reply) closes the connection.
+    Required,
+    /// The options now arrive over TLS: a second STARTTLS is invalid.
+    On,
+}
+
+/// How a handshake, or its options, ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handshake {
+    /// The client moved on to the transmission phase.
+    Transmission,
+    /// The client aborted, or sent something this server does not take (logged).
+    Closed,
+    /// The client asked for TLS and was acknowledged: the caller runs the TLS handshake on the
+    /// connection and then [`options`] again over it, with [`Tls::On`].
+    StartTls,
+}
+
+/// The export a handshake offers: its size, preferred block, and whether it is read-only.
+#[derive(Clone, Copy, Debug)]
+pub struct Offer {
+    pub size: u64,
+    pub block: u32,
+    pub read_only: bool,
+}
+
+/// The fixed newstyle handshake, server side: the greeting, then the options ([`options`]).
+/// The export is named [`EXPORT`]; the empty name (what `nbd+unix:///` asks for) is taken too.
+/// Returns how it ended and whether the client asked for no zeroes (which options after a
+/// STARTTLS need).
 pub fn handshake(
     input: &mut impl Read,
     output: &mut impl Write,
-    (size, block): (u64, u32),
-    read_only: bool,
-) -> io::Result<bool> {
+    offer: Offer,
+    tls: Tls,
+) -> io::Result<(Handshake, bool)> {
     output.write_all(&NBDMAGIC.to_be_bytes())?;
     output.write_all(&IHAVEOPT.to_be_bytes())?;
     output.write_all(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes())?;
@@ -211,9 +246,21 @@ pub fn handshake(
     let client = u32::from_be_bytes(word);
     if client & CLIENT_FIXED_NEWSTYLE == 0 || client & !3 != 0 {
         eprintln!("tiercache serve: a client with flags {client:#x} (not fixed newstyle) closed");
-        return Ok(false);
+        return Ok((Handshake::Closed, false));
     }
     let no_zeroes = client & CLIENT_NO_ZEROES != 0;
+    Ok((options(input, output, offer, no_zeroes, tls)?, no_zeroes))
+}
+
+/// The handshake's options, until the client moves on to transmission, aborts, or (with
+/// [`Tls::Required`]) starts TLS.
+pub fn options(
+    input: &mut impl Read,
+    output: &mut impl Write,
+    Offer { size, block, read_only }: Offer,
+    no_zeroes: bool,
+    tls: Tls,
+) -> io::Result<Handshake> {
     let flags = match read_only {
         true => TX_HAS_FLAGS | TX_READ_ONLY | TX_SEND_FLUSH | TX_CAN_MULTI_CONN,
         false => {
@@ -235,16 +282,25 @@ pub fn handshake(
             eprintln!(
                 "tiercache serve: a malformed option (magic {magic:#x}, {length} bytes) closed"
             );
-            return Ok(false);
+            return Ok(Handshake::Closed);
         }
         let mut data = vec![0u8; length as usize];
         input.read_exact(&mut data)?;
         let known = |name: &str| name.is_empty() || name == EXPORT;
+        if tls == Tls::Required && !matches!(option, OPT_STARTTLS | OPT_ABORT) {
+            if option == OPT_EXPORT_NAME {
+                eprintln!("tiercache serve: a client asked for the export without TLS; closed");
+                return Ok(Handshake::Closed);
+            }
+            output.write_all(&option_reply(option, REP_ERR_TLS_REQD, &[]))?;
+            output.flush()?;
+            continue;
+        }
         match option {
             OPT_EXPORT_NAME => {
                 if !std::str::from_utf8(&data).is_ok_and(known) {
                     eprintln!("tiercache serve: a client asked for an unknown export; closed");
-                    return Ok(false);
+                    return Ok(Handshake::Closed);
                 }
                 output.write_all(&size.to_be_bytes())?;
                 output.write_all(&flags.to_be_bytes())?;
@@ -252,12 +308,24 @@ pub fn handshake(
                     output.write_all(&[0u8; 124])?;
                 }
                 output.flush()?;
-                return Ok(true);
+                return Ok(Handshake::Transmission);
             }
             OPT_ABORT => {
                 output.write_all(&option_reply(option, REP_ACK, &[]))?;
                 output.flush()?;
-                return Ok(false);
+                return Ok(Handshake::Closed);
+            }
+            OPT_STARTTLS => {
+                let reply = match (tls, data.is_empty()) {
+                    (Tls::Off, _) => REP_ERR_UNSUP,
+                    (Tls::On, _) | (Tls::Required, false) => REP_ERR_INVALID,
+                    (Tls::Required, true) => REP_ACK,
+                };
+                output.write_all(&option_reply(option, reply, &[]))?;
+                output.flush()?;
+                if reply == REP_ACK {
+                    return Ok(Handshake::StartTls);
+                }
             }
             OPT_LIST => {
                 let mut entry = (EXPORT.len() as u32).to_be_bytes().to_vec();
@@ -278,7 +346,7 @@ pub fn handshake(
                     output.write_all(&option_reply(option, REP_ACK, &[]))?;
                     if option == OPT_GO {
                         output.flush()?;
-                        return Ok(true);
+                        return Ok(Handshake::Transmission);
                     }
                 }
             },
@@ -294,7 +362,11 @@ pub fn handshake(
 pub fn fuzz(data: &[u8]) {
     let mut input = std::io::Cursor::new(data);
     let mut output = Vec::new();
-    let _ = handshake(&mut input, &mut output, (1 << 30, 4096), false);
+    let offer = Offer { size: 1 << 30, block: 4096, read_only: false };
+    for tls in [Tls::Off, Tls::Required, Tls::On] {
+        input.set_position(0);
+        let _ = handshake(&mut input, &mut output, offer, tls);
+    }
     for chunk in data.chunks_exact(Request::BYTES) {
         if let Ok(request) = Request::parse(chunk.try_into().expect("28 bytes")) {
             let _ = (request.check(1 << 30), request.charge(), request.has_payload());
@@ -306,6 +378,7 @@ pub fn fuzz(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Cursor;
 
     fn header(kind: u16, offset: u64, length: u32) -> [u8; Request::BYTES] {
         let mut b = [0u8; Request::BYTES];
@@ -343,5 +416,63 @@ mod tests {
         assert_eq!(go_export_name(&data), Some("abc"));
         assert_eq!(go_export_name(&data[..data.len() - 1]), None, "short");
         assert_eq!(go_export_name(&[0, 0, 0, 9]), None, "a name longer than the option");
+    }
+
+    /// A client's option: IHAVEOPT, the option, its data.
+    fn option(option: u32, data: &[u8]) -> Vec<u8> {
+        let mut o = IHAVEOPT.to_be_bytes().to_vec();
+        o.extend_from_slice(&option.to_be_bytes());
+        o.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        o.extend_from_slice(data);
+        o
+    }
+
+    /// The option replies in `output` after the 18-byte greeting: (option, reply type).
+    fn replies(output: &[u8]) -> Vec<(u32, u32)> {
+        let mut at = 18;
+        let mut found = Vec::new();
+        while at + 20 <= output.len() {
+            assert_eq!(output[at..at + 8], REPLY_MAGIC.to_be_bytes());
+            let word = |i: usize| u32::from_be_bytes(output[i..i + 4].try_into().unwrap());
+            found.push((word(at + 8), word(at + 12)));
+            at += 20 + word(at + 16) as usize;
+        }
+        found
+    }
+
+    #[test]
+    fn tls_is_required_before_any_option_but_starttls() {
+        let offer = Offer { size: 1 << 20, block: 4096, read_only: false };
+        let mut input = CLIENT_FIXED_NEWSTYLE.to_be_bytes().to_vec();
+        input.extend(option(OPT_LIST, &[]));
+        input.extend(option(OPT_GO, &[0, 0, 0, 0, 0, 0]));
+        input.extend(option(OPT_STARTTLS, &[]));
+        let mut output = Vec::new();
+        let (ended, _) =
+            handshake(&mut Cursor::new(input), &mut output, offer, Tls::Required).unwrap();
+        assert_eq!(ended, Handshake::StartTls);
+        let expected =
+            [(OPT_LIST, REP_ERR_TLS_REQD), (OPT_GO, REP_ERR_TLS_REQD), (OPT_STARTTLS, REP_ACK)];
+        assert_eq!(replies(&output), expected);
+        // Over TLS: a second STARTTLS is invalid, and GO goes on to transmission.
+        let mut input = option(OPT_STARTTLS, &[]);
+        input.extend(option(OPT_GO, &[0, 0, 0, 0, 0, 0]));
+        let mut output = vec![0; 18];
+        let ended = options(&mut Cursor::new(input), &mut output, offer, true, Tls::On).unwrap();
+        assert_eq!(ended, Handshake::Transmission);
+        let found = replies(&output);
+        assert_eq!(found[0], (OPT_STARTTLS, REP_ERR_INVALID));
+        assert_eq!(found.last(), Some(&(OPT_GO, REP_ACK)));
+        // EXPORT_NAME has no error reply: without TLS, the connection closes.
+        let input = [CLIENT_FIXED_NEWSTYLE.to_be_bytes().to_vec(), option(OPT_EXPORT_NAME, &[])];
+        let mut output = Vec::new();
+        let (ended, _) =
+            handshake(&mut Cursor::new(input.concat()), &mut output, offer, Tls::Required).unwrap();
+        assert_eq!((ended, output.len()), (Handshake::Closed, 18), "nothing sent but the greeting");
+        // A server without TLS says it does not support it.
+        let input = [CLIENT_FIXED_NEWSTYLE.to_be_bytes().to_vec(), option(OPT_STARTTLS, &[])];
+        let mut output = Vec::new();
+        let _ = handshake(&mut Cursor::new(input.concat()), &mut output, offer, Tls::Off);
+        assert_eq!(replies(&output), [(OPT_STARTTLS, REP_ERR_UNSUP)]);
     }
 }
