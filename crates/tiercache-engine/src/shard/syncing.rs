@@ -97,25 +97,28 @@ impl Shard {
 
     /// Frees the slots held for a sync (`limbo`) when tier `t` has no other free slot. A held
     /// slot keeps the last durable copy of a dirty block whose newer copy may lie on another
-    /// tier (a move's): so every tier syncs, records first, not only `t`. A newer copy on a
-    /// volatile tier (a dirty block moved up into DRAM) would not survive a crash: it is
-    /// written back first (and the backing device synced), or recorded lost if that fails,
-    /// as a write-back that fails is. Found by the kill test over DRAM, a mapped and a flash
-    /// tier: a dirty block moved from the mapped tier to the flash tier had its mapped slot
-    /// freed when the mapped tier synced, before the flash tier's record of the new copy was
-    /// written, and a kill then lost it.
+    /// tier (a move's): so every tier syncs, records first, not only `t`. Found by the kill
+    /// test over DRAM, a mapped and a flash tier: a dirty block moved from the mapped tier to
+    /// the flash tier had its mapped slot freed when the mapped tier synced, before the flash
+    /// tier's record of the new copy was written, and a kill then lost it.
+    ///
+    /// A newer copy on a volatile tier (a dirty block written again into DRAM) would not
+    /// survive a crash: it is copied to the backing device (synced) first, and stays dirty, so
+    /// that its policy writes it back in its turn as it would have (`limbo_write_backs`
+    /// counts these copies apart from the policy's write-backs). If the copy fails the block
+    /// is recorded lost, as a write-back that fails is.
     pub(super) fn free_held_slots(&mut self, t: usize) {
         let held: Vec<Key> = self.tiers[t].limbo.iter().map(|&(_, key)| key).collect();
         for key in held {
-            let dirty_in_memory = |shard: &Self| {
-                let place = shard.place(key);
-                place.is_some_and(|p| p.dirty && !shard.tiers[p.tier as usize].region.persistent())
-            };
-            if !dirty_in_memory(self) {
+            // A cleaner's copy of it on the way lands first (or is taken back).
+            self.settle_flight(key);
+            let place = self.place(key);
+            let Some(place) = place.filter(|p| {
+                p.dirty && !p.filling && !self.tiers[p.tier as usize].region.persistent()
+            }) else {
                 continue;
-            }
-            // Still dirty after a write-back that read the block: the write failed.
-            if self.write_back(key) && dirty_in_memory(self) {
+            };
+            if !self.copy_to_backing(key, place) {
                 self.lose(key);
             }
         }
@@ -127,5 +130,23 @@ impl Shard {
         }
         self.stats.limbo_syncs += 1;
         self.release_limbo(None);
+    }
+
+    /// Writes `key`'s block at `place` to the backing device, leaving it dirty; false if it
+    /// could not be read or written.
+    fn copy_to_backing(&mut self, key: Key, place: crate::tier::Place) -> bool {
+        let Some(backing) = self.backing.clone() else { return false };
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(self.tiers[place.tier as usize].region.value_bytes(), 0);
+        let copied = match self.read_block(key, place, &mut scratch) {
+            Ok(len) => backing.write_at(&scratch[..len], key * self.block_size as u64).is_ok(),
+            Err(_) => false,
+        };
+        self.scratch = scratch;
+        if copied {
+            self.backing_unsynced = true;
+            self.stats.limbo_write_backs += 1;
+        }
+        copied
     }
 }
