@@ -66,7 +66,7 @@ impl std::ops::Deref for BlockRef<'_> {
 impl Drop for BlockRef<'_> {
     fn drop(&mut self) {
         if let crate::shard::Held::Pinned { tier, slot, .. } = self.held {
-            self.core.lock(self.shard).unpin(tier as usize, slot);
+            self.core.unpin(self.shard, tier as usize, slot);
         }
     }
 }
@@ -267,6 +267,9 @@ impl Default for Recovery {
 /// The shared part of a cache: its shards and settings. Used through [`Cache`].
 pub struct CacheCore {
     shards: Box<[ShardLock]>,
+    /// Each shard's pins of each tier's slots (shard by shard, tier by tier): read handles let
+    /// go of their pins without the shard's lock (see `crate::pins`).
+    pins: Box<[Arc<crate::pins::Pins>]>,
     shard_bits: u32,
     block_size: usize,
     clock: Arc<dyn Clock>,
@@ -378,6 +381,7 @@ impl CacheCore {
             })
             .collect();
         let cleaner = Arc::new(crate::cleaner::Flights::default());
+        let pins = shards.iter().flat_map(Shard::pins).collect();
         let shards: Box<[ShardLock]> = shards
             .into_iter()
             .map(|mut s| {
@@ -388,6 +392,7 @@ impl CacheCore {
         CacheCore {
             cleaner,
             shards,
+            pins,
             shard_bits,
             block_size: settings.block_size,
             clock: settings.clock,
@@ -548,6 +553,9 @@ impl CacheCore {
     /// until the handle drops; a block on a file or flash tier, or one whose shard has all its
     /// spare slots pinned, comes as a copy. A miss admits nothing.
     pub fn get_ref(&self, key: Key) -> Option<BlockRef<'_>> {
+        if let Some(held) = self.get_ref_unlocked(key) {
+            return Some(held);
+        }
         let started = self.started();
         let req = self.request(key, Op::Lookup);
         let index = self.shard_of(key);
@@ -575,6 +583,42 @@ impl CacheCore {
         shard.count_read(held.as_ref().and(hit));
         shard.record(Operation::Read, started);
         held.map(|held| BlockRef { core: self, shard: index, held })
+    }
+
+    /// Holds a hit in the upper tier in place without the shard's lock, if the block can be
+    /// held that way (see `SlotTable::hold`), the policy told as hits without the lock are;
+    /// `None` sends the caller down the locked path.
+    #[cfg(not(loom))]
+    fn get_ref_unlocked(&self, key: Key) -> Option<BlockRef<'_>> {
+        let unlocked = self.unlocked.as_ref()?;
+        let started = self.started();
+        let index = self.shard_of(key);
+        let (slot, bytes, len) = match unlocked.tables[index].hold(key) {
+            Ok(held) => held,
+            Err(None) => return None,
+            Err(Some(slot)) => {
+                // A slot freed while this reader looked: its last pin gives it back.
+                self.lock(index).give_back_zombie(0, slot);
+                return None;
+            }
+        };
+        let ns = started.map_or(0, |s| s.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+        let hit = Hit { key, len: len as u32 | Hit::HELD, ns };
+        match unlocked.log.record(index, hit) {
+            Recorded::Yes => {}
+            Recorded::Full | Recorded::NoStripe => self.lock(index).commit_hit(key, hit.len, ns),
+        }
+        let held = crate::shard::Held::Pinned { tier: 0, slot, bytes, len };
+        Some(BlockRef { core: self, shard: index, held })
+    }
+
+    /// Lets go of a read handle's pin on `slot` of `tier` in shard `index`; a slot freed while
+    /// held goes back to its free list, under the shard's lock.
+    fn unpin(&self, index: usize, tier: usize, slot: u32) {
+        let pins = &self.pins[index * self.tiers + tier];
+        if pins.unpin(slot) == crate::pins::Unpinned::Zombie {
+            self.lock(index).give_back_zombie(tier, slot);
+        }
     }
 
     /// Serves a decided read and counts it: memory tiers copy under the lock; file and flash

@@ -9,7 +9,8 @@
 //! copied under a seqlock, and the policy is told of the hit later, in a batch, before anything
 //! else its shard does (see [`optimistic`]). `get_ref` skips the copy: it pins the block's slot
 //! on a memory tier and hands out its bytes until the handle drops (a pinned slot is neither
-//! rewritten nor reused). Each shard owns a disjoint set of slots on the tier, so shards never
+//! rewritten nor reused); on the published upper tier it pins without the lock too (see
+//! [`pins`]). Each shard owns a disjoint set of slots on the tier, so shards never
 //! contend. Blocks on memory-mapped and file tiers carry a CRC32C, checked on every read from
 //! a file tier and every locked read; a hit without the lock on a mapped tier checks a block
 //! once, until it changes, and a scrubber checks those blocks again in the background (see
@@ -29,6 +30,7 @@
 pub mod atomic_bytes;
 pub mod block;
 pub mod optimistic;
+pub mod pins;
 mod sync;
 
 // The rest of the engine.

@@ -35,8 +35,10 @@
 //! Only policies whose hits in the upper tier are *quiet* take this path: a hit decides
 //! nothing but the policy's own bookkeeping (no move, no eviction, no read sent elsewhere, no
 //! periodic work), and a lookup of a key no longer resident changes nothing. See
-//! `AnyPolicy::quiet_hits`. Read handles (`get_ref`) pin their slot, which is shard state, and
-//! still take the lock.
+//! `AnyPolicy::quiet_hits`. Read handles (`get_ref`) take the same path without a copy: they
+//! pin the slot (an atomic count per slot, `crate::pins`) and check the way unchanged after,
+//! so the slot is neither rewritten nor reused while held (`SlotTable::hold`); their hits are
+//! told to the policy in the same batches.
 
 use std::sync::Arc;
 
@@ -229,6 +231,8 @@ pub struct SlotTable {
     headers_at: Option<usize>,
     /// A block's check is marked in its way and not repeated while the way is unchanged.
     mark: bool,
+    /// The pins of the table's slots, for read handles taken without the lock (`hold`).
+    pins: Option<Arc<crate::pins::Pins>>,
 }
 
 // SAFETY: `sets` points into `_sets`, living as long as the table; the sets are all atomics.
@@ -342,7 +346,14 @@ impl SlotTable {
             slots: slots as u32,
             headers_at,
             mark: headers_at.is_some(),
+            pins: None,
         }
+    }
+
+    /// This table, with the pins of its slots: read handles may then hold its blocks without
+    /// the lock (`hold`).
+    pub fn with_pins(self, pins: Arc<crate::pins::Pins>) -> SlotTable {
+        SlotTable { pins: Some(pins), ..self }
     }
 
     fn set_of(&self, key: Key) -> &Set {
@@ -490,6 +501,47 @@ impl SlotTable {
             }
         }
         Some(len)
+    }
+
+    /// Holds `key`'s block in place without the lock, for a read handle: its slot pinned (see
+    /// `crate::pins`), then the way that led there checked unchanged, so the block can be
+    /// neither rewritten nor its slot reused until the pin goes. Only a block whose way is
+    /// settled: not being written, and on a tier with headers, checked since it was written
+    /// (marked). The slot, where its value starts and its length; or why not: `Err(Some(slot))`
+    /// if the pin taken and let go was a freed slot's last, which the caller gives back under
+    /// the shard's lock, `Err(None)` otherwise (the caller takes the lock).
+    #[cfg(not(loom))]
+    pub fn hold(&self, key: Key) -> Result<(u32, *const u8, usize), Option<u32>> {
+        let pins = self.pins.as_ref().ok_or(None)?;
+        let set = self.set_of(key);
+        // Acquire, as in `read_into`: the state read next is this key's, or newer.
+        let way = set.ways().find(|w| w.key.load(Ordering::Acquire) == key).ok_or(None)?;
+        let state = way.state.load(Ordering::Acquire);
+        let len = way.len.load(Ordering::Relaxed) as usize;
+        let slot = slot_of(state).ok_or(None)?;
+        let checked = self.headers_at.is_none() || (self.mark && state & VERIFIED != 0);
+        if (state >> 32) & 1 == 1 || slot >= self.slots || len > self.slot_bytes || !checked {
+            return Err(None);
+        }
+        if !pins.pin(slot) {
+            return Err(None);
+        }
+        // Between the pin and the second look (see `crate::pins`): the shard unpublishes a
+        // slot before it looks at its pins to free it.
+        fence(Ordering::SeqCst);
+        let unchanged =
+            way.state.load(Ordering::SeqCst) == state && way.key.load(Ordering::SeqCst) == key;
+        if !unchanged {
+            return match pins.unpin(slot) {
+                crate::pins::Unpinned::Zombie => Err(Some(slot)),
+                crate::pins::Unpinned::Done => Err(None),
+            };
+        }
+        // SAFETY: the slot lies inside the table's memory (checked above, and the layout when
+        // the table was made), and the pin keeps its bytes as they are until it goes.
+        let value =
+            unsafe { self.memory.base.add(self.slots_at + slot as usize * self.slot_bytes) };
+        Ok((slot, value, len))
     }
 
     /// Checks the blocks hits have checked before (marked) in sets `from..from + sets` of

@@ -182,7 +182,11 @@ impl Region {
     /// [`crate::optimistic`]); from now on every write and vacated slot updates the table.
     /// `None` where that cannot be done: blocks not in place (file, flash and wrapped tiers),
     /// size classes.
-    pub fn publish(&mut self, sets: (&Arc<Sets>, usize)) -> Option<SlotTable> {
+    pub fn publish(
+        &mut self,
+        sets: (&Arc<Sets>, usize),
+        pins: Arc<crate::pins::Pins>,
+    ) -> Option<SlotTable> {
         let mapping = self.memory.as_ref().filter(|_| self.chunks == 1)?;
         let headers = match self.format {
             Format::Apart { headers_at } => Some(headers_at as usize),
@@ -195,9 +199,14 @@ impl Region {
             slot_bytes: self.slot_bytes,
             headers_at: headers,
         };
-        let table = SlotTable::new(sets, mapping.clone(), layout);
+        let table = SlotTable::new(sets, mapping.clone(), layout).with_pins(pins);
         self.published = Some(table.clone());
         Some(table)
+    }
+
+    /// Whether this region's blocks are published for readers without the lock.
+    pub fn is_published(&self) -> bool {
+        self.published.is_some()
     }
 
     /// `key`'s block leaves `slot` (readers without the lock stop taking it).

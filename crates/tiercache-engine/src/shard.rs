@@ -285,6 +285,17 @@ impl Shard {
         self.tiers[tier].unpin(slot, &mut self.stats);
     }
 
+    /// Gives back a slot of `tier` freed while pinned, whose last pin went without the lock
+    /// (`crate::pins::Unpinned::Zombie`).
+    pub fn give_back_zombie(&mut self, tier: usize, slot: u32) {
+        self.tiers[tier].give_back_zombie(slot, &mut self.stats);
+    }
+
+    /// The pins of each tier's slots, tier by tier (shared with read handles).
+    pub fn pins(&self) -> impl Iterator<Item = Arc<crate::pins::Pins>> + '_ {
+        self.tiers.iter().map(|t| t.pins.clone())
+    }
+
     /// Overwrites a resident key's block: in place on memory tiers; into a fresh slot on file
     /// and flash tiers, whose blocks a running read may hold, and wherever a read handle pins
     /// the slot or the value changed size class.
@@ -314,8 +325,10 @@ impl Shard {
         let copy = match self.tiers[tier].placed {
             Some(_) => !in_place,
             None => {
+                // Readers without the lock may pin a published block at any time (`pins`).
                 self.tiers[tier].region.is_io()
-                    || self.tiers[tier].pins[old.slot as usize] > 0
+                    || self.tiers[tier].region.is_published()
+                    || self.tiers[tier].pins.held(old.slot)
                     || !same_class
                     || old.dirty
             }
@@ -336,7 +349,7 @@ impl Shard {
             // (`can_pin`), and a write's decision moves at most one block into the set, so of
             // the two or more free slots beside the pinned one, one is neither pinned nor
             // waiting for an action of this decision.
-            assert_eq!(self.tiers[tier].pins[old.slot as usize], 0, "a pinned block in place");
+            assert!(!self.tiers[tier].pins.held(old.slot), "a pinned block in place");
             let placed = self.policy.placement_ref(TierId(old.tier));
             if placed.is_some_and(|sets| sets.slot_of(key).is_none()) {
                 // Let go by the policy in this decision: the block stays where the action
@@ -427,7 +440,7 @@ impl Shard {
                 continue;
             }
             let slots = page * chunks..page * chunks + (1 << region.page_class(page));
-            if slots.clone().any(|s| self.tiers[t].pins[s as usize] != 0) {
+            if slots.clone().any(|s| self.tiers[t].pins.held(s)) {
                 continue;
             }
             let holds_named = slots.clone().any(|s| {

@@ -7,16 +7,13 @@
 //! where a memory tier has them), or, on a tier whose policy places its blocks, by the policy
 //! itself (`Placed`), which keeps no map of its own in the shard.
 
+use std::sync::Arc;
+
 use tiercache_core::{Key, KeySet};
 
+use crate::pins::{Pins, Unpinned};
 use crate::region::Region;
 use crate::stats::Stats;
-
-/// A slot freed while a read holds it: it returns to the free list when the last read ends.
-pub(crate) const ZOMBIE: u8 = 1 << 7;
-/// Pins one slot may have at once (the bits below `ZOMBIE`); past that, reads are copies or
-/// run under the lock.
-pub(crate) const MAX_PINS: u8 = ZOMBIE - 1;
 
 /// A tier's free space in one shard: pages never split (or emptied and taken back), and per
 /// size class the free slots of pages split for it. Without size classes a page is a slot.
@@ -99,10 +96,10 @@ pub(crate) struct TierStore {
     /// Per slot, with size classes: the key whose block the slot holds (to empty a page for
     /// another class). Empty without size classes.
     pub(crate) owners: Vec<Key>,
-    /// Per slot: reads running on it with the shard unlocked, and the zombie bit.
-    pub(crate) pins: Vec<u8>,
-    /// Slots with reads running on them.
-    pub(crate) pinned: u64,
+    /// Per slot: reads running on it with the shard unlocked and read handles holding it,
+    /// and whether it was freed meanwhile. Shared with read handles taken without the lock on
+    /// the published upper tier (see `crate::pins`).
+    pub(crate) pins: Arc<Pins>,
     /// Slots of dirty blocks superseded since the tier last synced (slot, key): each may be
     /// the only durable copy of a synced write until the newer copy is synced too, so it is
     /// freed only after the tier's next sync (a device may persist writes out of order).
@@ -175,8 +172,7 @@ impl TierStore {
         TierStore {
             space,
             owners,
-            pins: vec![0; slots],
-            pinned: 0,
+            pins: Arc::new(Pins::new(slots, region.slack())),
             limbo: Vec::new(),
             released: KeySet::default(),
             placed,
@@ -197,10 +193,7 @@ impl TierStore {
     /// end: a slot is never rewritten under a running read.
     pub(crate) fn free_slot(&mut self, slot: u32, key: Key, stats: &mut Stats) {
         self.region.vacate(slot, key);
-        let pins = &mut self.pins[slot as usize];
-        if *pins > 0 {
-            *pins |= ZOMBIE;
-        } else {
+        if self.pins.free(slot) {
             self.give_back(slot, stats);
         }
     }
@@ -242,27 +235,26 @@ impl TierStore {
     /// placed tier, in the slot's set as well: see `Shard::can_pin`). This also bounds the
     /// reads and writes a shard has in flight, and the buffers they hold.
     pub(crate) fn has_room_to_pin(&self, slot: u32) -> bool {
-        self.pinned + 2 <= self.region.slack() && self.pins[slot as usize] & MAX_PINS < MAX_PINS
+        self.pins.has_room(slot)
     }
 
+    /// Pins `slot`, which [`has_room_to_pin`](Self::has_room_to_pin) allowed: on a tier that
+    /// nobody pins without the lock, nothing took the room meanwhile.
     pub(crate) fn pin(&mut self, slot: u32) {
-        let pins = &mut self.pins[slot as usize];
-        if *pins & !ZOMBIE == 0 {
-            self.pinned += 1;
-        }
-        *pins += 1;
+        let pinned = self.pins.pin(slot);
+        assert!(pinned, "slot {slot} pinned without room");
     }
 
     /// Releases a pin (of an unlocked read or write, or a read handle).
     pub(crate) fn unpin(&mut self, slot: u32, stats: &mut Stats) {
-        let pins = &mut self.pins[slot as usize];
-        *pins -= 1;
-        if *pins & !ZOMBIE == 0 {
-            self.pinned -= 1;
+        if self.pins.unpin(slot) == Unpinned::Zombie {
+            self.give_back_zombie(slot, stats);
         }
-        if *pins == ZOMBIE {
-            *pins = 0;
-            self.give_back(slot, stats);
-        }
+    }
+
+    /// A slot freed while pinned, whose last pin has gone: back to the free list.
+    pub(crate) fn give_back_zombie(&mut self, slot: u32, stats: &mut Stats) {
+        self.give_back(slot, stats);
+        self.pins.revive(slot);
     }
 }

@@ -646,3 +646,59 @@ fn a_tier_path_that_is_a_symbolic_link_is_refused() {
         assert_eq!(mode, 0o644, "{kind}");
     }
 }
+
+/// Read handles taken without the shard's lock (the published upper tier, a quiet policy)
+/// while other threads overwrite, invalidate and evict the same few keys through one small
+/// shard: a handle's bytes never change while it is held, and once every handle is gone no
+/// slot stays pinned or lost (the cache fills to capacity again, and a handle is in place).
+#[test]
+fn read_handles_without_the_lock_hold_through_overwrites_and_evictions() {
+    for tier in [TierKind::Dram, TierKind::Mapped { path: scratch("unlocked-handles.mem") }] {
+        let cache = lru_on(tier.clone(), 1, 8);
+        let keys = 12u64;
+        for key in 0..keys {
+            cache.put(key, &value(key, 1)).unwrap();
+        }
+        let versions: Vec<AtomicU64> = (0..keys).map(|_| AtomicU64::new(1)).collect();
+        std::thread::scope(|scope| {
+            for seed in 0..3u64 {
+                let cache = &cache;
+                scope.spawn(move || {
+                    let mut rng = SeededRng::new(seed);
+                    for _ in 0..20_000 {
+                        let key = rng.below(keys);
+                        if let Some(held) = cache.get_ref(key) {
+                            let version = version_of(key, &held);
+                            std::thread::yield_now();
+                            assert_eq!(version_of(key, &held), version, "key {key} changed");
+                        }
+                    }
+                });
+            }
+            let (cache, versions) = (&cache, &versions);
+            scope.spawn(move || {
+                let mut rng = SeededRng::new(99);
+                for _ in 0..20_000 {
+                    let key = rng.below(keys);
+                    match rng.below(4) {
+                        0 => cache.invalidate(key),
+                        _ => {
+                            let next = versions[key as usize].fetch_add(1, Ordering::Relaxed) + 1;
+                            cache.put(key, &value(key, next)).unwrap();
+                        }
+                    }
+                }
+            });
+        });
+        for key in 100..120 {
+            cache.put(key, &value(key, 1)).unwrap();
+        }
+        assert_eq!(cache.occupancy(), (8, 8), "{tier:?}: every slot usable again");
+        let before = cache.stats().pinned_reads;
+        let held = cache.get_ref(119).expect("resident");
+        assert_eq!(version_of(119, &held), 1);
+        drop(held);
+        assert_eq!(cache.stats().pinned_reads, before + 1, "{tier:?}: held in place");
+        assert_eq!(cache.stats().checksum_failures, 0);
+    }
+}

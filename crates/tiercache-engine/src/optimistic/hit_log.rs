@@ -41,10 +41,15 @@ struct Waiting(AtomicU64);
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hit {
     pub key: Key,
-    /// The value's length.
+    /// The value's length, and [`Hit::HELD`] for a read handle's hit (held in place).
     pub len: u32,
     /// Nanoseconds it took (0 if latency is not recorded).
     pub ns: u32,
+}
+
+impl Hit {
+    /// In `len`: the hit was a read handle's, its block held in place rather than copied.
+    pub const HELD: u32 = 1 << 31;
 }
 
 /// Stripes a cache may have: threads beyond it tell their hits under the lock.

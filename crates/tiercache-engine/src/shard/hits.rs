@@ -9,6 +9,7 @@ use tiercache_core::{Key, Op, Request, TierId};
 use super::Shard;
 use crate::io::{PinnedRead, ReadFault};
 use crate::tier::Place;
+use crate::tier_store::TierStore;
 
 /// A hit held for a read handle.
 pub enum Held {
@@ -91,17 +92,21 @@ impl Shard {
     }
 
     /// Holds a hit for a read handle in place, when `holds_in_place` says it can: the slot is
-    /// pinned (release it with `unpin`). `None` if the block did not check out (then dropped).
+    /// pinned (release it with `unpin`), or, if readers without the lock took the room to pin
+    /// meanwhile (see `crate::pins`), copied. `None` if the block did not check out (then
+    /// dropped).
     pub fn hold(&mut self, key: Key) -> Option<Held> {
-        debug_assert!(self.holds_in_place(key), "key {key} cannot be held in place");
         let place = self.place(key).expect("the policy reported a hit with no slot");
         let tier = place.tier as usize;
-        match self.tiers[tier].region.locate(place.slot, key) {
+        let TierStore { region, pins, .. } = &self.tiers[tier];
+        match region.locate(place.slot, key) {
             Ok(value) => {
-                let (bytes, len) = (value.as_ptr(), value.len());
-                self.tiers[tier].pin(place.slot);
-                self.stats.bytes_read += len as u64;
+                self.stats.bytes_read += value.len() as u64;
+                if !pins.pin(place.slot) {
+                    return Some(Held::Copied(value.to_vec()));
+                }
                 self.stats.pinned_reads += 1;
+                let (bytes, len) = (value.as_ptr(), value.len());
                 Some(Held::Pinned { tier: place.tier, slot: place.slot, bytes, len })
             }
             Err(fault) => {
@@ -118,7 +123,8 @@ impl Shard {
         &mut self,
         sets: (&Arc<crate::optimistic::Sets>, usize),
     ) -> Option<crate::optimistic::SlotTable> {
-        self.tiers[0].region.publish(sets)
+        let pins = self.tiers[0].pins.clone();
+        self.tiers[0].region.publish(sets, pins)
     }
 
     /// Tells the policy of a hit served without the lock, as it would have been told then,
@@ -126,12 +132,17 @@ impl Shard {
     /// read's hit the same way (`AnyPolicy::quiet_hits`). Hits are committed before any other
     /// request of the shard is decided, so the key is still resident in the upper tier, unless
     /// another thread dropped it between the hit and its recording: the lookup then finds
-    /// nothing and changes nothing (quiet hits again), and the hit, served, still counts.
+    /// nothing and changes nothing (quiet hits again), and the hit, served, still counts. A
+    /// read handle's hit (`len` with `Hit::HELD`) counts in `pinned_reads`.
     pub fn commit_hit(&mut self, key: Key, len: u32, ns: u32) {
+        use crate::optimistic::Hit;
         self.stats.lookups += 1;
         self.stats.hits += 1;
-        self.stats.bytes_read += len as u64;
-        self.stats.unlocked_hits += 1;
+        self.stats.bytes_read += (len & !Hit::HELD) as u64;
+        match len & Hit::HELD {
+            0 => self.stats.unlocked_hits += 1,
+            _ => self.stats.pinned_reads += 1,
+        }
         if let Some(histograms) = &mut self.latency {
             histograms[crate::latency::Operation::Read as usize].saturating_record(ns as u64);
         }

@@ -142,7 +142,7 @@ impl Shard {
     /// decision being applied has yet to take its block out (`pending`).
     pub(super) fn busy(&self, t: usize, slot: u32) -> bool {
         let tier = &self.tiers[t];
-        tier.pins[slot as usize] != 0
+        tier.pins.held(slot)
             || tier.holds_for_sync(slot)
             || tier.placed.as_ref().is_some_and(|p| p.is_pending(slot))
     }
@@ -156,7 +156,7 @@ impl Shard {
             return false;
         }
         let Some(placed) = &tier.placed else { return true };
-        if tier.pins[slot as usize] != 0 {
+        if tier.pins.held(slot) {
             return true;
         }
         let set = placed.set_of(slot);
