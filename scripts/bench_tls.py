@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "target" / "release" / "tiercache"
 sys.path.insert(0, str(ROOT / "scripts"))
 from bench_hits import cpu_model  # noqa: E402
+from bench_serve import wait_for  # noqa: E402
 
 
 def certificates(dir):
@@ -65,16 +66,6 @@ def certificates(dir):
     client.mkdir(exist_ok=True)
     for name in ["ca-cert.pem", "client-cert.pem", "client-key.pem"]:
         (client / name).write_bytes((dir / name).read_bytes())
-
-
-def wait_for(socket, process, what):
-    for _ in range(300):
-        if socket.exists():
-            return
-        if process.poll() is not None:
-            sys.exit(f"{what} exited: see its log in {socket.parent}")
-        time.sleep(0.05)
-    sys.exit(f"{what} did not listen on {socket}")
 
 
 class Server:
