@@ -931,6 +931,32 @@ fn lab_experiments_write_reports_with_verdicts() {
     }
     let err = tiercache_fails(&["lab", "run", "tape", "--smoke"]);
     assert!(err.contains("tape") && err.contains("orthus"), "{err}");
+    // The tally is the claims' own verdicts, counted by origin: every claim has one, the
+    // papers' and the lab's own apart.
+    let tally = tiercache(&["lab", "tally", "--dir", out.to_str().unwrap(), "--json"]);
+    let tally: serde_json::Value = serde_json::from_str(&tally).unwrap();
+    let mut expected = std::collections::BTreeMap::<(String, String), u64>::new();
+    for name in ["writes-hurt", "orthus", "kassa", "hibachi", "ycsb", "calibrate"] {
+        let json = std::fs::read_to_string(out.join(name).join("claims.json")).unwrap();
+        let claims: serde_json::Value = serde_json::from_str(&json).unwrap();
+        for claim in claims.as_array().unwrap() {
+            let origin = claim["origin"].as_str().unwrap();
+            assert!(["paper", "ours"].contains(&origin), "{name}: origin {origin}");
+            let verdict = claim["verdict"].as_str().unwrap().to_string();
+            *expected.entry((origin.to_string(), verdict)).or_default() += 1;
+        }
+    }
+    for ((origin, verdict), n) in &expected {
+        let key = if origin == "paper" { "papers" } else { "ours" };
+        assert_eq!(tally[key][verdict].as_u64(), Some(*n), "{origin} {verdict}: {tally}");
+    }
+    assert!(tally["ours"]["claims"].as_u64().unwrap() >= 5, "the lab's own claims: {tally}");
+    // A claims.json written before claims had an origin is refused, naming it.
+    let old = scratch("lab-old");
+    std::fs::create_dir_all(old.join("kassa")).unwrap();
+    std::fs::write(old.join("kassa/claims.json"), r#"[{"verdict": "holds"}]"#).unwrap();
+    let err = tiercache_fails(&["lab", "tally", "--dir", old.to_str().unwrap()]);
+    assert!(err.contains("kassa/claims.json") && err.contains("origin"), "{err}");
 }
 
 /// `bench` runs the controllers by the flags every engine command shares (`--nhc`,

@@ -869,6 +869,7 @@ fn report(lab: &mut Lab, results: &[(Config, Outcome)]) -> anyhow::Result<()> {
             "The simulator predicts the engine's throughput within 15% in every configuration",
             "|predicted / measured - 1| <= 15% in each configuration",
         )
+        .ours()
         .cases(results.iter().map(|(c, o)| {
             let e = o.throughput_error();
             Case::new(c.label(), signed(e), "within +-15.0%", e.abs() <= THROUGHPUT_TOLERANCE)
@@ -881,6 +882,7 @@ fn report(lab: &mut Lab, results: &[(Config, Outcome)]) -> anyhow::Result<()> {
             "The simulator predicts the engine's hit ratio within 1 point in every configuration",
             "|predicted - measured| <= 1 point in each configuration",
         )
+        .ours()
         .cases(results.iter().map(|(c, o)| {
             let d = o.hit_points() * 100.0;
             Case::new(c.label(), format!("{d:+.2} points"), "within +-1 point", d.abs() <= 1.0)

@@ -126,11 +126,21 @@ impl Case {
     }
 }
 
+/// Whose claim it is: one of the papers', or the lab's own (a target of this project, or a
+/// check of our own reading of a result). Tallies count the papers' claims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    Paper,
+    Ours,
+}
+
 /// A claim of a paper, its rule, and the cases it was judged on.
 #[derive(Clone, Debug, Serialize)]
 pub struct Claim {
     /// Where the paper says it: section, figure or table.
     pub source: String,
+    pub origin: Origin,
     /// What the paper says, with its number.
     pub says: String,
     pub kind: Kind,
@@ -166,6 +176,7 @@ impl Claim {
     fn with_kind(kind: Kind, source: &str, says: &str, rule: &str) -> Claim {
         Claim {
             source: source.to_string(),
+            origin: Origin::Paper,
             says: says.to_string(),
             kind,
             rule: rule.to_string(),
@@ -175,6 +186,12 @@ impl Claim {
             verdict: Verdict::NotTested,
             explanation: String::new(),
         }
+    }
+
+    /// Marks the claim as the lab's own, not a paper's.
+    pub fn ours(mut self) -> Claim {
+        self.origin = Origin::Ours;
+        self
     }
 
     pub fn case(mut self, case: Case) -> Claim {

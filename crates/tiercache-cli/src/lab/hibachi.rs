@@ -566,6 +566,7 @@ fn write_throughput(
             "The engine, replaying a trace on one shard, writes back exactly the blocks the simulator's run of the same policy does, so the disk sees the policy's write-backs and nothing of the engine's own",
             "in every cell, the engine's blocks written back equal the simulator's write-backs",
         )
+        .ours()
         .cases(same),
     );
     let informs = |c: &Cell| c.workload < real && workloads[c.workload].footprint > c.mib * 256;
@@ -708,6 +709,7 @@ fn hybrid_arc_check(lab: &mut Lab, workloads: &[Workload], cells: &[Cell]) -> an
             "Hybrid-ARC reads far worse than Hybrid-LRU on cloudPhysicsIO because of where it keeps written pages, not because of a fault: its DRAM serves as many read hits, and the whole gap is read hits on recently written pages in NVRAM",
             "at every size where Hybrid-LRU has more read hits, Hybrid-LRU's NVRAM read hits exceed Hybrid-ARC's by at least the whole gap",
         )
+        .ours()
         .cases(cases)
         .context("both keep DRAM an LRU of clean pages. Hybrid-LRU gives NVRAM wholly to written pages, and cloudPhysicsIO reads back what it wrote recently; Hybrid-ARC shares NVRAM between DRAM's victims and written pages, moving the dirty target by ARC's rule on ghost hits (the range it swept is in the table)"),
     );

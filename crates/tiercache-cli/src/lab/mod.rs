@@ -32,6 +32,19 @@ pub enum LabCommand {
     List,
     /// Run one experiment (or `all`) and write OUT/NAME.md and OUT/NAME/.
     Run(RunArgs),
+    /// Count the verdicts of the claims in DIR/*/claims.json: the papers' claims apart from
+    /// the lab's own.
+    Tally(TallyArgs),
+}
+
+#[derive(Args)]
+pub struct TallyArgs {
+    /// Where the experiments' directories are.
+    #[arg(long, default_value = "docs/lab")]
+    pub dir: PathBuf,
+    /// One JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -135,6 +148,7 @@ pub fn run(command: &LabCommand) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        LabCommand::Tally(args) => tally(args),
         LabCommand::Run(args) => {
             let scale = match (args.smoke, args.quick) {
                 (true, _) => Scale::Smoke,
@@ -164,6 +178,93 @@ pub fn run(command: &LabCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Verdicts counted, as `claims.json` spells them.
+const VERDICTS: [&str; 4] = ["holds", "holds_in_shape", "does_not_hold", "not_tested"];
+
+/// `lab tally`: each experiment's verdicts, and the papers' claims in all, from the
+/// `claims.json` files the runs wrote (never from a report's prose).
+fn tally(args: &TallyArgs) -> anyhow::Result<()> {
+    use std::collections::BTreeMap;
+    let mut counts: BTreeMap<(String, String), [u64; 4]> = BTreeMap::new();
+    for e in &EXPERIMENTS {
+        let path = args.dir.join(e.name).join("claims.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let claims: Vec<serde_json::Value> = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a list of claims", path.display()))?;
+        for (i, claim) in claims.iter().enumerate() {
+            let field = |name: &str| {
+                claim.get(name).and_then(|v| v.as_str()).with_context(|| {
+                    format!(
+                        "{}: claim {} has no '{name}' (written before it was recorded: run \
+                         `tiercache lab run {}` again)",
+                        path.display(),
+                        i + 1,
+                        e.name
+                    )
+                })
+            };
+            let (origin, verdict) = (field("origin")?, field("verdict")?);
+            let Some(at) = VERDICTS.iter().position(|v| *v == verdict) else {
+                anyhow::bail!("{}: claim {}: unknown verdict '{verdict}'", path.display(), i + 1)
+            };
+            counts.entry((e.name.to_string(), origin.to_string())).or_default()[at] += 1;
+        }
+    }
+    anyhow::ensure!(!counts.is_empty(), "no claims.json under {}", args.dir.display());
+    let total = |origin: &str| {
+        counts.iter().filter(|((_, o), _)| o == origin).fold([0u64; 4], |mut sum, (_, c)| {
+            sum.iter_mut().zip(c).for_each(|(s, c)| *s += c);
+            sum
+        })
+    };
+    let (papers, ours) = (total("paper"), total("ours"));
+    if args.json {
+        let row = |c: &[u64; 4]| {
+            let mut row: BTreeMap<&str, u64> = VERDICTS.iter().copied().zip(*c).collect();
+            row.insert("claims", c.iter().sum());
+            row
+        };
+        let experiments: BTreeMap<String, BTreeMap<&str, BTreeMap<&str, u64>>> = EXPERIMENTS
+            .iter()
+            .map(|e| {
+                let by_origin = ["paper", "ours"]
+                    .into_iter()
+                    .filter_map(|o| {
+                        counts.get(&(e.name.to_string(), o.to_string())).map(|c| (o, row(c)))
+                    })
+                    .collect();
+                (e.name.to_string(), by_origin)
+            })
+            .filter(|(_, by_origin): &(String, BTreeMap<_, _>)| !by_origin.is_empty())
+            .collect();
+        let out = serde_json::json!({
+            "papers": row(&papers),
+            "ours": row(&ours),
+            "experiments": experiments,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!(
+        "| experiment | whose | claims | holds | holds in shape | does not hold | not tested |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let line = |name: &str, whose: &str, c: &[u64; 4]| {
+        let n: u64 = c.iter().sum();
+        println!("| {name} | {whose} | {n} | {} | {} | {} | {} |", c[0], c[1], c[2], c[3]);
+    };
+    for ((name, origin), c) in &counts {
+        line(name, if origin == "paper" { "the paper's" } else { "the lab's own" }, c);
+    }
+    line("all", "the papers'", &papers);
+    line("all", "the lab's own", &ours);
+    Ok(())
 }
 
 /// One experiment's output directory and report.

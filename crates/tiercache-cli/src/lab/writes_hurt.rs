@@ -352,6 +352,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
                 says,
                 "dataset larger than DRAM: at least 0.99 of OBP 10%'s throughput in every workload",
             )
+            .ours()
             .cases(WORKLOADS.iter().enumerate().map(|(w, (name, _))| {
                 Case::at_least(*name, large[w][p].ops / large[w][OBP10].ops, 0.99, ratio)
             })),
