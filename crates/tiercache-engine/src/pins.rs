@@ -19,8 +19,9 @@
 //!   consistent fence between on both sides: either the reader sees the slot unpublished and
 //!   lets go, or the shard sees the pin and makes the slot a zombie (Dekker's pattern). A
 //!   reader that lets go may briefly hold a pin on a slot already freed, or reused: it never
-//!   reads it, and its pin counts like any other until it goes. The published tier's blocks are
-//!   never rewritten in place (`Shard::overwrite`), since a reader may pin them at any time.
+//!   reads it, and its pin counts like any other until it goes. A published block is rewritten in
+//!   place only the same way: unpublished first, its pins read after the fence, and found
+//!   unpinned (`Shard::held_for_overwrite`).
 
 use crate::sync::{fence, AtomicU32, AtomicU64, Ordering};
 

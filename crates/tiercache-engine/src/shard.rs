@@ -325,12 +325,10 @@ impl Shard {
         let copy = match self.tiers[tier].placed {
             Some(_) => !in_place,
             None => {
-                // Readers without the lock may pin a published block at any time (`pins`).
                 self.tiers[tier].region.is_io()
-                    || self.tiers[tier].region.is_published()
-                    || self.tiers[tier].pins.held(old.slot)
                     || !same_class
                     || old.dirty
+                    || self.held_for_overwrite(tier, old.slot, key)
             }
         };
         if copy {
@@ -368,6 +366,19 @@ impl Shard {
         }
         self.stats.updates += written as u64;
         written
+    }
+
+    /// Whether a read holds `slot` of `tier`, where `key`'s block is about to be overwritten
+    /// in place. On the published tier, where read handles pin without the lock, the block is
+    /// unpublished first and the pins read after a fence (`crate::pins`), so that no reader can
+    /// pin it unseen; the write publishes it again.
+    fn held_for_overwrite(&self, tier: usize, slot: u32, key: Key) -> bool {
+        let store = &self.tiers[tier];
+        if store.region.is_published() {
+            store.region.vacate(slot, key);
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        }
+        store.pins.held(slot)
     }
 
     /// Writes a block into `place` and records it as `key`'s. False if the write failed (an
