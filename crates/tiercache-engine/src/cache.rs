@@ -502,17 +502,28 @@ impl CacheCore {
         let started = self.started();
         let index = self.shard_of(key);
         let len = unlocked.tables[index].read(key, buf, landing)?;
+        self.record_unlocked(unlocked, index, key, len as u32, started);
+        Some(len)
+    }
+
+    /// Records a hit served without the lock (`len` with `Hit::HELD` for a read handle's) in
+    /// the calling thread's ring for shard `index`, timed from `started`.
+    #[inline]
+    fn record_unlocked(
+        &self,
+        unlocked: &Unlocked,
+        index: usize,
+        key: Key,
+        len: u32,
+        started: Option<Instant>,
+    ) {
         let ns = started.map_or(0, |s| s.elapsed().as_nanos().min(u32::MAX as u128) as u32);
-        let hit = Hit { key, len: len as u32, ns };
-        let tell = |mut shard: MutexGuard<'_, Shard>| shard.commit_hit(key, hit.len, ns);
-        match unlocked.log.record(index, hit) {
+        match unlocked.log.record(index, Hit { key, len, ns }) {
             Recorded::Yes => {}
             // Locking the shard commits this thread's ring (with the others flagged); then
             // this hit is told at once, after them.
-            Recorded::Full => tell(self.lock(index)),
-            Recorded::NoStripe => tell(self.lock(index)),
+            Recorded::Full | Recorded::NoStripe => self.lock(index).commit_hit(key, len, ns),
         }
-        Some(len)
     }
 
     fn shard(&self, key: Key) -> MutexGuard<'_, Shard> {
@@ -602,12 +613,7 @@ impl CacheCore {
                 return None;
             }
         };
-        let ns = started.map_or(0, |s| s.elapsed().as_nanos().min(u32::MAX as u128) as u32);
-        let hit = Hit { key, len: len as u32 | Hit::HELD, ns };
-        match unlocked.log.record(index, hit) {
-            Recorded::Yes => {}
-            Recorded::Full | Recorded::NoStripe => self.lock(index).commit_hit(key, hit.len, ns),
-        }
+        self.record_unlocked(unlocked, index, key, len as u32 | Hit::HELD, started);
         let held = crate::shard::Held::Pinned { tier: 0, slot, bytes, len };
         Some(BlockRef { core: self, shard: index, held })
     }

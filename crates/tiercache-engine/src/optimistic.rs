@@ -453,10 +453,10 @@ impl SlotTable {
         }
     }
 
-    /// Copies `key`'s value to `dst`, which has room for `room` bytes and is this thread's;
-    /// returns its length if the copy checked out (`dst` may hold a torn copy otherwise).
+    /// A reader's first look at `key`: the way holding it, the way's state, the slot and the
+    /// value's length, if the block is settled there (not being written, inside the table).
     #[inline(always)]
-    fn read_into(&self, key: Key, dst: *mut u8, room: usize) -> Option<usize> {
+    fn settled(&self, key: Key) -> Option<(Way<'_>, u64, u32, usize)> {
         let set = self.set_of(key);
         // Acquire: a way re-keyed to `key` was emptied first (`publish`), so its state read
         // below is the emptied one or newer, never the previous key's slot.
@@ -464,11 +464,20 @@ impl SlotTable {
         let state = way.state.load(Ordering::Acquire);
         let len = way.len.load(Ordering::Relaxed) as usize;
         let slot = slot_of(state)?;
+        let settled = (state >> 32) & 1 == 0 && slot < self.slots && len <= self.slot_bytes;
+        settled.then_some((way, state, slot, len))
+    }
+
+    /// Copies `key`'s value to `dst`, which has room for `room` bytes and is this thread's;
+    /// returns its length if the copy checked out (`dst` may hold a torn copy otherwise).
+    #[inline(always)]
+    fn read_into(&self, key: Key, dst: *mut u8, room: usize) -> Option<usize> {
+        let (way, state, slot, len) = self.settled(key)?;
         // A mapped block's header and checksum are checked on its first hit after it was
         // written; until its way changes the bytes are those checked (the scrubber looks for
         // any that rot meanwhile).
         let check = self.headers_at.is_some() && !(self.mark && state & VERIFIED != 0);
-        if (state >> 32) & 1 == 1 || slot >= self.slots || len > self.slot_bytes || room < len {
+        if room < len {
             return None;
         }
         let mut head = [0u8; HEADER_BYTES];
@@ -513,14 +522,9 @@ impl SlotTable {
     #[cfg(not(loom))]
     pub fn hold(&self, key: Key) -> Result<(u32, *const u8, usize), Option<u32>> {
         let pins = self.pins.as_ref().ok_or(None)?;
-        let set = self.set_of(key);
-        // Acquire, as in `read_into`: the state read next is this key's, or newer.
-        let way = set.ways().find(|w| w.key.load(Ordering::Acquire) == key).ok_or(None)?;
-        let state = way.state.load(Ordering::Acquire);
-        let len = way.len.load(Ordering::Relaxed) as usize;
-        let slot = slot_of(state).ok_or(None)?;
+        let (way, state, slot, len) = self.settled(key).ok_or(None)?;
         let checked = self.headers_at.is_none() || (self.mark && state & VERIFIED != 0);
-        if (state >> 32) & 1 == 1 || slot >= self.slots || len > self.slot_bytes || !checked {
+        if !checked {
             return Err(None);
         }
         if !pins.pin(slot) {

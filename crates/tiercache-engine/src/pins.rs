@@ -69,6 +69,14 @@ impl Pins {
         self.words[slot as usize].load(Ordering::SeqCst) != 0
     }
 
+    /// Whether `slot` is [`held`](Self::held), looked at by the shard once it has unpublished
+    /// the slot (`vacate`), after the same fence as [`free`](Self::free): a reader that pins
+    /// later sees the slot unpublished and lets go unread.
+    pub fn held_once_unpublished(&self, slot: u32) -> bool {
+        fence(Ordering::SeqCst);
+        self.held(slot)
+    }
+
     /// Whether `slot` may be pinned once more (under the shard's lock, for pins the lock
     /// holder takes: on a tier nobody pins without the lock, [`pin`](Self::pin) then succeeds).
     pub fn has_room(&self, slot: u32) -> bool {

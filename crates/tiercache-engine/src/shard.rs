@@ -374,15 +374,15 @@ impl Shard {
 
     /// Whether a read holds `slot` of `tier`, where `key`'s block is about to be overwritten
     /// in place. On the published tier, where read handles pin without the lock, the block is
-    /// unpublished first and the pins read after a fence (`crate::pins`), so that no reader can
-    /// pin it unseen; the write publishes it again.
+    /// unpublished first (`crate::pins`), so that no reader can pin it unseen; the write
+    /// publishes it again.
     fn held_for_overwrite(&self, tier: usize, slot: u32, key: Key) -> bool {
         let store = &self.tiers[tier];
-        if store.region.is_published() {
-            store.region.vacate(slot, key);
-            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        if !store.region.is_published() {
+            return store.pins.held(slot);
         }
-        store.pins.held(slot)
+        store.region.vacate(slot, key);
+        store.pins.held_once_unpublished(slot)
     }
 
     /// Writes a block into `place` and records it as `key`'s. False if the write failed (an

@@ -128,7 +128,7 @@ impl Case {
 
 /// Whose claim it is: one of the papers', or the lab's own (a target of this project, or a
 /// check of our own reading of a result). Tallies count the papers' claims.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Origin {
     Paper,

@@ -111,7 +111,7 @@ impl CacheCore {
         self.media().iter().try_for_each(Medium::sync)?;
         // What was held until the newer copies were durable can go now.
         for mut shard in self.each_shard() {
-            shard.release_limbo(None);
+            shard.release_limbo();
         }
         Ok(())
     }

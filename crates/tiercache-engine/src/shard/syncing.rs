@@ -77,14 +77,11 @@ impl Shard {
         region.flush_records(&state, &mut self.seq)
     }
 
-    /// Frees the slots held since the last sync (of tier `only`, or all): the caller has just
-    /// synced the tiers, so the newer copies they were held for are durable, and so are the
-    /// free marks written before the sync.
-    pub fn release_limbo(&mut self, only: Option<usize>) {
+    /// Frees the slots held since the last sync: the caller has just synced every tier, so the
+    /// newer copies they were held for are durable, and so are the free marks written before
+    /// the sync.
+    pub fn release_limbo(&mut self) {
         for t in 0..self.tiers.len() {
-            if only.is_some_and(|o| o != t) {
-                continue;
-            }
             self.tiers[t].released.clear();
             for (slot, key) in std::mem::take(&mut self.tiers[t].limbo) {
                 // The key's current copy is newer; this one is only ever freed.
@@ -118,8 +115,10 @@ impl Shard {
             }) else {
                 continue;
             };
-            if !self.copy_to_backing(key, place) {
-                self.lose(key);
+            let backing = self.backing.clone();
+            match backing.map(|b| self.copy_to_backing(key, place, &*b)) {
+                Some(Ok(_)) => self.stats.limbo_write_backs += 1,
+                _ => self.lose(key),
             }
         }
         self.sync_backing();
@@ -129,24 +128,6 @@ impl Shard {
             }
         }
         self.stats.limbo_syncs += 1;
-        self.release_limbo(None);
-    }
-
-    /// Writes `key`'s block at `place` to the backing device, leaving it dirty; false if it
-    /// could not be read or written.
-    fn copy_to_backing(&mut self, key: Key, place: crate::tier::Place) -> bool {
-        let Some(backing) = self.backing.clone() else { return false };
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.resize(self.tiers[place.tier as usize].region.value_bytes(), 0);
-        let copied = match self.read_block(key, place, &mut scratch) {
-            Ok(len) => backing.write_at(&scratch[..len], key * self.block_size as u64).is_ok(),
-            Err(_) => false,
-        };
-        self.scratch = scratch;
-        if copied {
-            self.backing_unsynced = true;
-            self.stats.limbo_write_backs += 1;
-        }
-        copied
+        self.release_limbo();
     }
 }

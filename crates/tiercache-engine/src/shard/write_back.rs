@@ -39,30 +39,45 @@ impl Shard {
             return true;
         }
         let Some(backing) = self.backing.clone() else { return true };
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.resize(self.tiers[place.tier as usize].region.value_bytes(), 0);
-        let kept = match self.read_block(key, place, &mut scratch) {
+        match self.copy_to_backing(key, place, &*backing) {
             Ok(len) => {
-                let at = key * self.block_size as u64;
-                match backing.write_at(&scratch[..len], at) {
-                    Ok(()) => {
-                        self.set_place(key, Place { dirty: false, ..place });
-                        self.backing_unsynced = true;
-                        self.stats.write_backs += 1;
-                        self.stats.bytes_written_back += len as u64;
-                    }
-                    Err(_) => self.stats.write_back_errors += 1,
-                }
-                true
+                self.set_place(key, Place { dirty: false, ..place });
+                self.stats.write_backs += 1;
+                self.stats.bytes_written_back += len as u64;
             }
-            Err(fault) => {
+            Err(None) => self.stats.write_back_errors += 1,
+            Err(Some(fault)) => {
                 self.count_fault(&fault);
                 self.lose(key);
-                false
+                return false;
             }
+        }
+        true
+    }
+
+    /// Reads `key`'s block at `place` and writes it to `backing` at the key's offset, leaving
+    /// the block as it is (dirty or not): its length, or why not (`Some` the read's fault,
+    /// `None` a failed write). The backing device then needs a sync (`sync_backing`).
+    pub(super) fn copy_to_backing(
+        &mut self,
+        key: Key,
+        place: Place,
+        backing: &dyn crate::device::Device,
+    ) -> Result<usize, Option<ReadFault>> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(self.tiers[place.tier as usize].region.value_bytes(), 0);
+        let copied = match self.read_block(key, place, &mut scratch) {
+            Ok(len) => match backing.write_at(&scratch[..len], key * self.block_size as u64) {
+                Ok(()) => Ok(len),
+                Err(_) => Err(None),
+            },
+            Err(fault) => Err(Some(fault)),
         };
         self.scratch = scratch;
-        kept
+        if copied.is_ok() {
+            self.backing_unsynced = true;
+        }
+        copied
     }
 
     /// Copies `key`'s block at `place` into `out`: from its staged copy while its write is
