@@ -10,9 +10,14 @@ pairs, to show the spread).
     scripts/bench_hits.py [--repeat 5] [--duration 3] [--policy lru] [--slow-path FILE]
                           [--threads 1,2,4,8,16] [--binary TIERCACHE_BINARY]
                           [--baseline OTHER_TIERCACHE_BINARY] [--json OUT.json]
+                          [--hit-rule RULE] [--also-rule RULE]
 
 --threads takes any list of thread counts (1 and 2 by default); --binary runs another build
 than this checkout's release build (a copy carried to another machine, say).
+
+The cache runs tell the policy of hits by the engine's default rule (`epochs:32`), or by
+--hit-rule; --also-rule adds cache runs with another rule (`exact`, say), alternating with the
+rest, and a column for them.
 
 With --baseline, the cache runs of another build (an earlier commit's, say) alternate with this
 build's and the raw runs, and the table adds its column: a change's cost, measured side by side.
@@ -35,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "target" / "release" / "tiercache"
 
 
-def run(tier_args, threads, raw, args, binary=None):
+def run(tier_args, threads, raw, args, binary=None, rule=None):
     binary = binary or args.binary
     command = [
         str(binary), "bench", *tier_args,
@@ -45,6 +50,8 @@ def run(tier_args, threads, raw, args, binary=None):
     ]
     if raw:
         command.append("--raw")
+    elif rule:
+        command += ["--hit-rule", rule]
     if binary == args.binary and "--slow-path" in tier_args:
         # The tier file is rewritten by each run (the baseline may write another layout).
         command.append("--force")
@@ -88,6 +95,9 @@ def main():
     parser.add_argument("--slow-path", default="/dev/shm/tiercache-bench-hits")
     parser.add_argument("--baseline", help="another tiercache binary to alternate with")
     parser.add_argument("--json", help="also write every run's figure to this file")
+    parser.add_argument("--hit-rule", help="how the cache runs tell the policy of hits "
+                        "(default: the engine's, epochs:32)")
+    parser.add_argument("--also-rule", help="cache runs with this hit rule too, in a column")
     parser.add_argument("--threads", type=thread_counts, default=[1, 2],
                         help="thread counts, comma-separated (default 1,2)")
     parser.add_argument("--binary", type=Path, default=BINARY,
@@ -104,15 +114,19 @@ def main():
           f"{args.duration} s runs")
     rows = []
     baseline_head = f" {'baseline ops/s':>14} {'baseline/raw':>12}" if args.baseline else ""
+    if args.also_rule:
+        baseline_head += f" {args.also_rule + ' ops/s':>18} {'/raw':>6}"
     print(f"{'tier':<8} {'threads':>7} {'cache ops/s':>13} {'raw ops/s':>13} "
           f"{'cache/raw':>9} {'pairs min-max':>15}{baseline_head}")
     baseline_path = f"{args.slow_path}-baseline"
     try:
         for name, tier_args in tiers:
             for threads in args.threads:
-                cache, raw, base = [], [], []
+                cache, raw, base, also = [], [], [], []
                 for _ in range(args.repeat):
-                    cache.append(run(tier_args, threads, False, args))
+                    cache.append(run(tier_args, threads, False, args, rule=args.hit_rule))
+                    if args.also_rule:
+                        also.append(run(tier_args, threads, False, args, rule=args.also_rule))
                     if args.baseline:
                         # Its own tier file: the baseline may not know this build's header.
                         other = [baseline_path if a == args.slow_path else a for a in tier_args]
@@ -125,11 +139,15 @@ def main():
                 if base:
                     b = statistics.median(base)
                     line += f" {b:>14,.0f} {b / r:>12.0%}"
+                if also:
+                    a = statistics.median(also)
+                    line += f" {a:>18,.0f} {a / r:>6.0%}"
                 print(line, flush=True)
                 rows.append({"tier": name, "threads": threads, "cache": cache, "raw": raw,
-                             "baseline": base, "cache_over_raw": c / r})
+                             "baseline": base, "also": also, "cache_over_raw": c / r})
         if args.json:
             report = {"machine": machine, "policy": args.policy, "repeat": args.repeat,
+                      "hit_rule": args.hit_rule or "epochs:32", "also_rule": args.also_rule,
                       "threads": args.threads,
                       "duration": args.duration, "rows": rows}
             Path(args.json).write_text(json.dumps(report, indent=2) + "\n")

@@ -819,6 +819,9 @@ fn print(r: &BenchReport) {
         if c.unlocked_hits > 0 {
             println!("hits served without the shard lock {}", c.unlocked_hits);
         }
+        if c.untold_hits > 0 {
+            println!("hits not told to the policy (the hit rule) {}", c.untold_hits);
+        }
         if c.scrub_passes > 0 {
             println!(
                 "scrubber: {} passes, {} blocks checked, {} found corrupted",

@@ -77,6 +77,11 @@ pub struct CacheArgs {
     /// in device order while too many are dirty [default: alru].
     #[arg(long)]
     pub cleaning: Option<String>,
+    /// How the policy is told of hits: epochs[:DIVISOR] (a key's first hit in each epoch of
+    /// 1/DIVISOR of a shard's top tier in insertions; the policies with quiet hits only) or
+    /// exact (every hit) [default: epochs:32].
+    #[arg(long)]
+    pub hit_rule: Option<String>,
     /// [default: 4KiB]
     #[arg(long)]
     pub block_size: Option<String>,
@@ -124,6 +129,7 @@ impl CacheArgs {
             nhc: self.nhc.or(file.nhc),
             admission: self.admission.or(file.admission),
             cleaning: self.cleaning.or(file.cleaning),
+            hit_rule: self.hit_rule.or(file.hit_rule),
             block_size: self.block_size.or(file.block_size),
             shards: self.shards.or(file.shards),
             recover: self.recover.or(file.recover),
@@ -145,6 +151,7 @@ impl CacheArgs {
             ("--nhc", self.nhc.is_some()),
             ("--admission", self.admission.is_some()),
             ("--cleaning", self.cleaning.is_some()),
+            ("--hit-rule", self.hit_rule.is_some()),
         ];
         given.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect()
     }
@@ -259,6 +266,7 @@ impl CacheArgs {
         if let Some(cleaning) = &self.cleaning {
             spec.cleaning = cleaning.clone();
         }
+        spec.hit_rule = self.hit_rule.clone();
         Ok(spec)
     }
 }

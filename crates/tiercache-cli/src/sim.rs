@@ -92,6 +92,11 @@ pub struct StackArgs {
     /// keys with its share of every tier, as `bench` and `serve` run with `--shards`.
     #[arg(long)]
     pub shards: Option<usize>,
+    /// How a policy with quiet hits is told of its hits: exact (every hit) or
+    /// epochs[:DIVISOR] (a key's first hit in each epoch of capacity / DIVISOR insertions;
+    /// the engine's default is epochs:32, which this replays).
+    #[arg(long)]
+    pub hit_rule: Option<String>,
 }
 
 impl StackArgs {
@@ -114,6 +119,7 @@ impl StackArgs {
             nhc: self.nhc.clone(),
             seed: self.seed,
             shards: self.shards,
+            hit_rule: self.hit_rule.clone(),
             ..StackSpec::new(&self.policy, Amount::Text(self.capacity.clone()))
         }
     }

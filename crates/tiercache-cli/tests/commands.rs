@@ -386,6 +386,14 @@ fn bad_input_gets_clear_errors() {
         "prob:2",
     ]);
     assert!(e.contains("prob") && e.contains("[0, 1]"), "{e}");
+    let rule = ["--capacity", "1MiB", "--hit-rule", "sometimes"];
+    let e = tiercache_fails(&[&["sim", "--trace", t, "--policy", "lru"], &rule[..]].concat());
+    assert!(e.contains("--hit-rule") && e.contains("sometimes"), "{e}");
+    // The engine's rule replayed: its label says so.
+    let report =
+        sim_json(&["--trace", t, "--policy", "lru", "--capacity", "64KiB", "--hit-rule", "epochs"]);
+    let label = report["policy"].as_str().unwrap_or_default();
+    assert!(label.contains("once an epoch"), "{report}");
 
     let bad = scratch("bad_msr.csv");
     std::fs::write(

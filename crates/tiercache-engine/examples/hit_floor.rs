@@ -234,7 +234,7 @@ fn main() {
                                     }
                                     Variant::Lookup | Variant::LookupRing | Variant::Told => {
                                         let shard = shard_index(key, shard_bits);
-                                        let Some(len) =
+                                        let Some((len, _)) =
                                             tables[shard].read(key, &mut buf, Landing::Direct)
                                         else {
                                             missed += 1;

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tiercache_core::{Capacity, DeviceProfile};
 use tiercache_policy::cas::{CacheMode, CasConfig};
-use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig, StackConfig};
+use tiercache_policy::{
+    AdmissionConfig, AnyPolicy, HitRule, Placement, Policy, PolicyConfig, StackConfig,
+};
 
 use crate::behind::WriteBehind;
 use crate::cache::{Cache, CacheCore, Settings};
@@ -68,6 +70,7 @@ pub struct CacheBuilder {
     write_behind: Option<usize>,
     size_classes: u8,
     unlocked_hits: bool,
+    hit_rule: HitRule,
     faults: Option<(usize, Faults)>,
     wrappers: Vec<(usize, Wrapper)>,
     mode: Option<CasConfig>,
@@ -125,6 +128,7 @@ impl CacheBuilder {
             write_behind: None,
             size_classes: 1,
             unlocked_hits: true,
+            hit_rule: HitRule::ENGINE,
             faults: None,
             wrappers: Vec::new(),
             mode: None,
@@ -259,6 +263,9 @@ impl CacheBuilder {
         self.mode = stack.mode.clone();
         self.nhc = stack.nhc.clone();
         self.seed = stack.seed;
+        if let Some(rule) = stack.hit_rule {
+            self.hit_rule = rule;
+        }
         if let Some(shards) = stack.shards {
             self.shards = shards;
         }
@@ -442,6 +449,16 @@ impl CacheBuilder {
         self
     }
 
+    /// How a policy with quiet hits is told of its hits (see [`tiercache_policy::told`]): by
+    /// default [`HitRule::ENGINE`], a key's first hit in each epoch of 1/32 of a shard's top
+    /// tier in insertions, which spares the hits that follow it the policy's lock and state;
+    /// [`HitRule::Exact`] tells every hit. The simulator replays either
+    /// (`tiercache sim --hit-rule`), and a one-thread engine decides as it does.
+    pub fn hit_rule(mut self, rule: HitRule) -> Self {
+        self.hit_rule = rule;
+        self
+    }
+
     /// Keep HDR histograms of read and write latency (two clock reads per operation).
     pub fn record_latency(mut self, on: bool) -> Self {
         self.record_latency = on;
@@ -520,6 +537,7 @@ impl CacheBuilder {
             seed: self.seed,
             shards: None,
             tick_us: self.tick_every.map(|t| t.as_micros() as u64),
+            hit_rule: Some(self.hit_rule),
         };
         Ok(stack.shard(index, self.shards).build()?)
     }

@@ -501,13 +501,15 @@ impl CacheCore {
         let unlocked = self.unlocked.as_ref()?;
         let started = self.started();
         let index = self.shard_of(key);
-        let len = unlocked.tables[index].read(key, buf, landing)?;
-        self.record_unlocked(unlocked, index, key, len as u32, started);
+        let (len, told) = unlocked.tables[index].read(key, buf, landing)?;
+        self.record_unlocked(unlocked, index, key, len as u32, told, started);
         Some(len)
     }
 
     /// Records a hit served without the lock (`len` with `Hit::HELD` for a read handle's) in
-    /// the calling thread's ring for shard `index`, timed from `started`.
+    /// the calling thread's ring for shard `index`, timed from `started`, to tell the policy
+    /// (`told`) or only to count it. An untold hit whose latency is not recorded is counted in
+    /// the thread's stripe and never logged.
     #[inline]
     fn record_unlocked(
         &self,
@@ -515,8 +517,13 @@ impl CacheCore {
         index: usize,
         key: Key,
         len: u32,
+        told: bool,
         started: Option<Instant>,
     ) {
+        if !told && started.is_none() && unlocked.log.count_untold(len) {
+            return;
+        }
+        let len = if told { len } else { len | Hit::UNTOLD };
         let ns = started.map_or(0, |s| s.elapsed().as_nanos().min(u32::MAX as u128) as u32);
         match unlocked.log.record(index, Hit { key, len, ns }) {
             Recorded::Yes => {}
@@ -604,7 +611,7 @@ impl CacheCore {
         let unlocked = self.unlocked.as_ref()?;
         let started = self.started();
         let index = self.shard_of(key);
-        let (slot, bytes, len) = match unlocked.tables[index].hold(key) {
+        let (slot, bytes, len, told) = match unlocked.tables[index].hold(key) {
             Ok(held) => held,
             Err(None) => return None,
             Err(Some(slot)) => {
@@ -613,7 +620,7 @@ impl CacheCore {
                 return None;
             }
         };
-        self.record_unlocked(unlocked, index, key, len as u32 | Hit::HELD, started);
+        self.record_unlocked(unlocked, index, key, len as u32 | Hit::HELD, told, started);
         let held = crate::shard::Held::Pinned { tier: 0, slot, bytes, len };
         Some(BlockRef { core: self, shard: index, held })
     }

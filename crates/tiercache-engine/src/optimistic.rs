@@ -31,6 +31,14 @@
 //!   decisions it would get with the lock on every hit; the engine-equals-simulator test runs
 //!   over this path, with the lock on every hit and without. With several threads, a hit may be
 //!   told a little later than a request of another thread that came after it, as in BP-Wrapper.
+//! - **Telling the policy less.** Under the hit rule `epochs` (the engine's default,
+//!   `tiercache_policy::told`), a policy is told only a key's first hit an epoch. The epoch's
+//!   tag is the shard's (`SlotTable::set_tag`), and a key's last told hit is stamped in its
+//!   way's state (see [`STAMPS`]): a reader that finds the current tag there copies the block
+//!   and counts the hit in its thread's stripe (`HitLog::count_untold`), with no ring entry;
+//!   one that does not stamps the way and logs the hit as above. The policy's wrapper keeps
+//!   the same stamps and decides the hits that reach it the same way, so one thread still
+//!   decides as the simulator replaying the rule.
 //!
 //! Only policies whose hits in the upper tier are *quiet* take this path: a hit decides
 //! nothing but the policy's own bookkeeping (no move, no eviction, no read sent elsewhere, no
@@ -101,14 +109,14 @@ impl Way<'_> {
         let _ = self.state.compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed);
     }
 
-    /// The lock holder's change of the way's state to `next` of it, without the mark. A
+    /// The lock holder's change of the way's state to `next` of it, without the marks
+    /// (`marks`: the check's, and the hit's stamp where the table has one). A
     /// read-modify-write, not a load and a store: a reader's mark (a compare-and-swap from the
     /// state it checked) lands either before the change, which then drops it, or fails.
     #[inline]
-    fn change(&self, order: Ordering, next: impl Fn(u64) -> u64) {
-        let _ = self
-            .state
-            .fetch_update(order, Ordering::Relaxed, |state| Some(next(state) & !VERIFIED));
+    fn change(&self, order: Ordering, marks: u64, next: impl Fn(u64) -> u64) {
+        let _ =
+            self.state.fetch_update(order, Ordering::Relaxed, |state| Some(next(state) & !marks));
     }
 }
 
@@ -143,6 +151,24 @@ const SEQ_ONE: u64 = 1 << 32;
 /// since the way last changed. Set only by a compare-and-swap from the state the checking
 /// reader saw; every change of the way by the lock holder leaves it off.
 const VERIFIED: u64 = 1 << 31;
+
+/// In a way's state, above the slot, on a table of fewer slots than [`STAMPED_SLOTS`]: the
+/// tag of the epoch of the key's last hit told to the policy, 0 for none, where the policy is
+/// told a key's first hit an epoch (`tiercache_policy::told`). A reader that finds the current
+/// epoch's tag there tells the policy nothing; one that does not tells it and sets the tag
+/// (a compare-and-swap from the state it checked, as the check's mark). Every change of the
+/// way by the lock holder clears it, as a write clears the policy's stamp.
+const STAMP_SHIFT: u32 = 24;
+const STAMPS: u64 = 0x7F << STAMP_SHIFT;
+
+/// Tables with fewer slots than this keep the hits' stamps beside the slot (its number and one
+/// fit the 24 bits below [`STAMPS`]); larger ones tell every hit.
+pub const STAMPED_SLOTS: usize = (1 << STAMP_SHIFT) - 1;
+
+/// The current epoch's tag (see [`STAMPS`]), set by the shard's lock holder as its policy
+/// moves on, read by every hit; 0 when every hit is told. On a line of its own.
+#[repr(align(128))]
+pub struct Tag(AtomicU32);
 
 /// The sets of every shard's table, in one anonymous mapping on huge pages where the kernel
 /// gives them: a hit reads one set at random, and with 4 KiB pages most would also miss the
@@ -233,6 +259,12 @@ pub struct SlotTable {
     mark: bool,
     /// The pins of the table's slots, for read handles taken without the lock (`hold`).
     pins: Option<Arc<crate::pins::Pins>>,
+    /// The bits of a way's state that hold its slot (plus one).
+    slot_bits: u64,
+    /// The bits that hold the stamp of its last told hit ([`STAMPS`]), or none.
+    stamps: u64,
+    /// The current epoch's tag, shared by the table's handles.
+    tag: Arc<Tag>,
 }
 
 // SAFETY: `sets` points into `_sets`, living as long as the table; the sets are all atomics.
@@ -333,6 +365,7 @@ impl SlotTable {
     ) -> SlotTable {
         let SlotLayout { slots_at, slots, slot_bytes, headers_at } = layout;
         assert!(slots < VERIFIED as usize, "slot numbers fit in 31 bits");
+        let stamped = slots < STAMPED_SLOTS;
         let count = Sets::per_table(slots);
         assert!((shard + 1) * count <= sets.count, "table {shard} past its sets");
         SlotTable {
@@ -347,6 +380,55 @@ impl SlotTable {
             headers_at,
             mark: headers_at.is_some(),
             pins: None,
+            slot_bits: if stamped { (1 << STAMP_SHIFT) - 1 } else { VERIFIED - 1 },
+            stamps: if stamped { STAMPS } else { 0 },
+            tag: Arc::new(Tag(AtomicU32::new(0))),
+        }
+    }
+
+    /// The slot a way's state names, `None` for an empty way.
+    #[inline(always)]
+    fn slot_of(&self, state: u64) -> Option<u32> {
+        ((state & self.slot_bits) as u32).checked_sub(1)
+    }
+
+    /// The marks a change by the lock holder clears.
+    #[inline(always)]
+    fn cleared(&self) -> u64 {
+        VERIFIED | self.stamps
+    }
+
+    /// Sets the current epoch's tag (the lock holder, as its policy moves on; see
+    /// [`STAMPS`]). Written only when it changes: every hit reads its line.
+    #[inline]
+    pub fn set_tag(&self, tag: u8) {
+        if self.tag.0.load(Ordering::Relaxed) != tag as u32 {
+            self.tag.0.store(tag as u32, Ordering::Relaxed);
+        }
+    }
+
+    /// Stamps `key`'s way with `tag`, the lock holder's record of a hit it told the policy
+    /// (readers without the lock stamp their own).
+    pub fn restamp(&self, key: Key, tag: u8) {
+        let want = (tag as u64) << STAMP_SHIFT;
+        let Some(way) = self.way_of(key, None).filter(|_| self.stamps != 0) else { return };
+        let _ = way.state.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |state| {
+            (state & self.stamps != want).then_some(state & !self.stamps | want)
+        });
+    }
+
+    /// Whether a hit in `state` is told to the policy, and the state that records it: the
+    /// current epoch's stamp in it (see [`STAMPS`]).
+    #[inline(always)]
+    fn tell(&self, state: u64) -> (bool, u64) {
+        let tag = self.tag.0.load(Ordering::Relaxed) as u64;
+        if tag == 0 || self.stamps == 0 {
+            return (true, state);
+        }
+        let stamp = tag << STAMP_SHIFT;
+        match state & self.stamps == stamp {
+            true => (false, state),
+            false => (true, state & !self.stamps | stamp),
         }
     }
 
@@ -366,7 +448,7 @@ impl SlotTable {
     /// The way holding `key`'s block (any slot if `slot` is `None`).
     fn way_of(&self, key: Key, slot: Option<u32>) -> Option<Way<'_>> {
         self.set_of(key).ways().find(|way| {
-            let held = slot_of(way.state.load(Ordering::Relaxed));
+            let held = self.slot_of(way.state.load(Ordering::Relaxed));
             held.is_some()
                 && way.key.load(Ordering::Relaxed) == key
                 && slot.is_none_or(|slot| held == Some(slot))
@@ -379,7 +461,7 @@ impl SlotTable {
     pub fn begin_write(&self, slot: u32, key: Key) -> Option<Way<'_>> {
         let way = self.way_of(key, Some(slot));
         if let Some(way) = way {
-            way.change(Ordering::Relaxed, |state| state + SEQ_ONE);
+            way.change(Ordering::Relaxed, self.cleared(), |state| state + SEQ_ONE);
         }
         // Orders what came before (this way's odd number, or the `vacate` of the key that had
         // the slot before) before the slot's bytes written next: a reader whose copy sees any
@@ -396,7 +478,7 @@ impl SlotTable {
         match way {
             Some(way) => {
                 way.len.store(len as u32, Ordering::Relaxed);
-                way.change(Ordering::Release, |state| state + SEQ_ONE);
+                way.change(Ordering::Release, self.cleared(), |state| state + SEQ_ONE);
             }
             None => self.publish(slot, key, len),
         }
@@ -408,21 +490,24 @@ impl SlotTable {
     pub fn publish(&self, slot: u32, key: Key, len: usize) {
         debug_assert!(!self.is_published(key), "key {key} published twice");
         let set = self.set_of(key);
-        let free = |way: &Way| slot_of(way.state.load(Ordering::Relaxed)).is_none();
+        let free = |way: &Way| self.slot_of(way.state.load(Ordering::Relaxed)).is_none();
         let Some(way) = set.ways().find(free) else { return };
         // Release: a reader that finds the new key (acquire) then reads this way's emptied
         // state or a newer one, not the state of the key it held before (on arm64, a relaxed
         // store here let a reader pair the new key with the old key's slot).
         way.key.store(key, Ordering::Release);
         way.len.store(len as u32, Ordering::Relaxed);
-        way.change(Ordering::Release, |state| ((state >> 32) + 2) << 32 | (slot as u64 + 1));
+        let cleared = self.cleared();
+        way.change(Ordering::Release, cleared, |state| {
+            ((state >> 32) + 2) << 32 | (slot as u64 + 1)
+        });
     }
 
     /// `key`'s block leaves `slot` (dropped, moved, or rewritten elsewhere). The slot may still
     /// hold the bytes for a read handle; readers without the lock no longer take them.
     pub fn vacate(&self, slot: u32, key: Key) {
         if let Some(way) = self.way_of(key, Some(slot)) {
-            way.change(Ordering::Release, |state| ((state >> 32) + 2) << 32);
+            way.change(Ordering::Release, self.cleared(), |state| ((state >> 32) + 2) << 32);
         }
     }
 
@@ -431,24 +516,24 @@ impl SlotTable {
         self.way_of(key, None).is_some()
     }
 
-    /// Copies `key`'s value into `out` without the lock; returns its length, or `None` if the
-    /// block could not be read this way (not published, being written, moved, a mapped block
-    /// that did not check out, `out` too small, or, landing [`Landing::Checked`], larger than
-    /// [`SCRATCH_BYTES`]): the caller takes the lock. What `out` holds on `None` is up to
-    /// `landing`.
+    /// Copies `key`'s value into `out` without the lock; returns its length and whether to
+    /// tell the policy of the hit (see [`STAMPS`]), or `None` if the block could not be read
+    /// this way (not published, being written, moved, a mapped block that did not check out,
+    /// `out` too small, or, landing [`Landing::Checked`], larger than [`SCRATCH_BYTES`]): the
+    /// caller takes the lock. What `out` holds on `None` is up to `landing`.
     #[inline]
-    pub fn read(&self, key: Key, out: &mut [u8], landing: Landing) -> Option<usize> {
+    pub fn read(&self, key: Key, out: &mut [u8], landing: Landing) -> Option<(usize, bool)> {
         match landing {
             Landing::Direct => self.read_into(key, out.as_mut_ptr(), out.len()),
             Landing::Checked => {
                 // The copy goes to the stack, and to `out` only once it checked out.
                 let mut scratch = [std::mem::MaybeUninit::<u8>::uninit(); SCRATCH_BYTES];
                 let room = out.len().min(SCRATCH_BYTES);
-                let len = self.read_into(key, scratch.as_mut_ptr().cast(), room)?;
+                let (len, told) = self.read_into(key, scratch.as_mut_ptr().cast(), room)?;
                 // SAFETY: `read_into` wrote `len` bytes of the scratch.
                 let value = unsafe { std::slice::from_raw_parts(scratch.as_ptr().cast(), len) };
                 out[..len].copy_from_slice(value);
-                Some(len)
+                Some((len, told))
             }
         }
     }
@@ -463,15 +548,16 @@ impl SlotTable {
         let way = set.ways().find(|w| w.key.load(Ordering::Acquire) == key)?;
         let state = way.state.load(Ordering::Acquire);
         let len = way.len.load(Ordering::Relaxed) as usize;
-        let slot = slot_of(state)?;
+        let slot = self.slot_of(state)?;
         let settled = (state >> 32) & 1 == 0 && slot < self.slots && len <= self.slot_bytes;
         settled.then_some((way, state, slot, len))
     }
 
     /// Copies `key`'s value to `dst`, which has room for `room` bytes and is this thread's;
-    /// returns its length if the copy checked out (`dst` may hold a torn copy otherwise).
+    /// returns its length and whether to tell the policy if the copy checked out (`dst` may
+    /// hold a torn copy otherwise).
     #[inline(always)]
-    fn read_into(&self, key: Key, dst: *mut u8, room: usize) -> Option<usize> {
+    fn read_into(&self, key: Key, dst: *mut u8, room: usize) -> Option<(usize, bool)> {
         let (way, state, slot, len) = self.settled(key)?;
         // A mapped block's header and checksum are checked on its first hit after it was
         // written; until its way changes the bytes are those checked (the scrubber looks for
@@ -498,6 +584,7 @@ impl SlotTable {
         if !way.unchanged(state, key) {
             return None;
         }
+        let (told, mut next) = self.tell(state);
         if check {
             // The block's own header and checksum, checked on the copy: a corrupted block
             // fails here and is found, counted and dropped by the locked path.
@@ -506,21 +593,25 @@ impl SlotTable {
             }
             // Later hits skip the check while the way stays as it was.
             if self.mark {
-                way.remark(state, state | VERIFIED);
+                next |= VERIFIED;
             }
         }
-        Some(len)
+        if next != state {
+            way.remark(state, next);
+        }
+        Some((len, told))
     }
 
     /// Holds `key`'s block in place without the lock, for a read handle: its slot pinned (see
     /// `crate::pins`), then the way that led there checked unchanged, so the block can be
     /// neither rewritten nor its slot reused until the pin goes. Only a block whose way is
     /// settled: not being written, and on a tier with headers, checked since it was written
-    /// (marked). The slot, where its value starts and its length; or why not: `Err(Some(slot))`
-    /// if the pin taken and let go was a freed slot's last, which the caller gives back under
-    /// the shard's lock, `Err(None)` otherwise (the caller takes the lock).
+    /// (marked). The slot, where its value starts, its length and whether to tell the policy
+    /// (see [`STAMPS`]); or why not: `Err(Some(slot))` if the pin taken and let go was a freed
+    /// slot's last, which the caller gives back under the shard's lock, `Err(None)` otherwise
+    /// (the caller takes the lock).
     #[cfg(not(loom))]
-    pub fn hold(&self, key: Key) -> Result<(u32, *const u8, usize), Option<u32>> {
+    pub fn hold(&self, key: Key) -> Result<(u32, *const u8, usize, bool), Option<u32>> {
         let pins = self.pins.as_ref().ok_or(None)?;
         let (way, state, slot, len) = self.settled(key).ok_or(None)?;
         let checked = self.headers_at.is_none() || (self.mark && state & VERIFIED != 0);
@@ -541,11 +632,15 @@ impl SlotTable {
                 crate::pins::Unpinned::Done => Err(None),
             };
         }
+        let (told, next) = self.tell(state);
+        if next != state {
+            way.remark(state, next);
+        }
         // SAFETY: the slot lies inside the table's memory (checked above, and the layout when
         // the table was made), and the pin keeps its bytes as they are until it goes.
         let value =
             unsafe { self.memory.base.add(self.slots_at + slot as usize * self.slot_bytes) };
-        Ok((slot, value, len))
+        Ok((slot, value, len, told))
     }
 
     /// Checks the blocks hits have checked before (marked) in sets `from..from + sets` of
@@ -566,7 +661,7 @@ impl SlotTable {
                 let key = way.key.load(Ordering::Acquire);
                 let state = way.state.load(Ordering::Acquire);
                 let len = way.len.load(Ordering::Relaxed) as usize;
-                let Some(slot) = slot_of(state) else { continue };
+                let Some(slot) = self.slot_of(state) else { continue };
                 if state & VERIFIED == 0
                     || (state >> 32) & 1 == 1
                     || slot >= self.slots
@@ -636,15 +731,9 @@ pub struct Scrubbed {
     pub bytes: u64,
 }
 
-/// The slot a way's state names (without its mark), `None` for an empty way.
-#[inline]
-fn slot_of(state: u64) -> Option<u32> {
-    ((state & !VERIFIED) as u32).checked_sub(1)
-}
-
 mod hit_log;
 
-pub use hit_log::{Hit, HitLog, Recorded, Stripe};
+pub use hit_log::{Hit, HitLog, Recorded, Stripe, UntoldHits};
 
 /// The model of the hit path: loom runs each scenario over every interleaving (up to a bound
 /// on preemptions) and every outcome its weak memory model allows. Run with
@@ -682,7 +771,7 @@ mod model {
     fn read_landing(table: &SlotTable, key: Key, allowed: &[u8], landing: Landing) {
         let mut out = [0xEEu8; SLOT_BYTES];
         match table.read(key, &mut out, landing) {
-            Some(len) => {
+            Some((len, _)) => {
                 assert_eq!(len, SLOT_BYTES);
                 assert!(
                     allowed.iter().any(|&v| out == [v; SLOT_BYTES]),
@@ -761,12 +850,36 @@ mod model {
             let (t, m) = (table.clone(), memory.clone());
             let writer = loom::thread::spawn(move || write_block(&t, &m, 7, 2, true));
             let mut out = [0u8; SLOT_BYTES];
-            if let Some(len) = table.read(7, &mut out, Landing::Checked) {
+            if let Some((len, _)) = table.read(7, &mut out, Landing::Checked) {
                 assert_eq!((len, out), (SLOT_BYTES, [1; SLOT_BYTES]), "only the good block");
             }
             writer.join().unwrap();
             // Whatever the hit marked, the rewritten block is checked, and refused.
             assert_eq!(table.read(7, &mut out, Landing::Checked), None);
+        });
+    }
+
+    /// The hit rule's stamp: a hit told in this epoch stamps the way, and the next hit is not
+    /// told; a rewrite racing the stamping leaves the block unstamped, so the first hit after
+    /// it is told (the policy clears its stamp on a write too).
+    #[test]
+    fn a_hits_stamp_never_outlives_a_rewrite() {
+        model(|| {
+            let (table, memory) = table();
+            table.set_tag(5);
+            write(&table, &memory, 0, 7, 1);
+            let (t, m) = (table.clone(), memory.clone());
+            let writer = loom::thread::spawn(move || write(&t, &m, 0, 7, 2));
+            let mut out = [0u8; SLOT_BYTES];
+            let first = table.read(7, &mut out, Landing::Checked);
+            let first_saw_the_rewrite = first.is_some() && out == [2; SLOT_BYTES];
+            writer.join().unwrap();
+            let (_, told) = table.read(7, &mut out, Landing::Checked).expect("settled");
+            assert_eq!(out, [2; SLOT_BYTES]);
+            // Told unless the first hit read the rewritten block and stamped it.
+            assert!(told || first_saw_the_rewrite, "a stamp outlived the rewrite");
+            let (_, again) = table.read(7, &mut out, Landing::Checked).expect("settled");
+            assert!(!again, "a hit stamped in this epoch is told again");
         });
     }
 

@@ -209,6 +209,19 @@ impl Region {
         self.published.is_some()
     }
 
+    /// Follows the policy's hit rule in the published table, if there is one: `tag` is the
+    /// current epoch's, and `told` a key whose read hit the policy was just told of (see
+    /// `crate::optimistic::SlotTable::restamp`).
+    #[inline]
+    pub fn follow_hit_rule(&self, tag: u8, told: Option<u64>) {
+        if let Some(table) = &self.published {
+            table.set_tag(tag);
+            if let Some(key) = told {
+                table.restamp(key, tag);
+            }
+        }
+    }
+
     /// `key`'s block leaves `slot` (readers without the lock stop taking it).
     pub fn vacate(&self, slot: u32, key: u64) {
         if let Some(table) = &self.published {

@@ -251,9 +251,22 @@ impl Shard {
 
     /// Lets the policy decide `req` with its size as given.
     pub fn decide_sized(&mut self, req: &Request) {
+        self.decide_told(req, true);
+    }
+
+    /// Lets the policy decide `req`. Where the policy is told a key's first hit an epoch
+    /// (`tiercache_policy::told`), the published table follows it: the epoch's tag, and with
+    /// `stamp` the tag of a read hit decided here (hits served without the lock stamp their
+    /// own), so readers without the lock spare the policy what it would not be told.
+    pub fn decide_told(&mut self, req: &Request, stamp: bool) {
         self.now_us = req.time_us;
         self.decision.clear();
         self.policy.decide(req, &mut self.decision);
+        if let Some(tag) = self.policy.hit_tag() {
+            let read_hit =
+                matches!(req.op, Op::Read | Op::Lookup) && self.decision.hit == Some(TierId(0));
+            self.tiers[0].region.follow_hit_rule(tag, (stamp && read_hit).then_some(req.key));
+        }
     }
 
     /// Whether the memory tiers split pages into size classes.

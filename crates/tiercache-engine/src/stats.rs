@@ -103,6 +103,7 @@ counters! {
     invalidations: "Blocks dropped because their data went stale or was freed.",
     unlocked_hits: "Upper-tier hits copied without the shard's lock, the policy told afterwards in batches.",
     pinned_reads: "Read handles served in place, their slot pinned until the handle dropped.",
+    untold_hits: "Read hits the hit rule did not tell the policy of (the key's first hit in the epoch was told); counted in hits too.",
     unlocked_reads: "File and flash tier reads done with the shard unlocked.",
     tier_reads: "Hits whose read from the tier was timed (only when a controller is fed measurements).",
     tier_read_ns: "Nanoseconds those timed tier reads took.",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tiercache_core::{Capacity, Decision, Op, Request};
 use tiercache_engine::{CacheBuilder, CachedFile, ManualClock, TierKind};
-use tiercache_policy::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig};
+use tiercache_policy::{AdmissionConfig, AnyPolicy, HitRule, Placement, Policy, PolicyConfig};
 use tiercache_workload::{TraceOptions, TraceReader};
 
 const BLOCK: usize = 4096;
@@ -105,8 +105,21 @@ fn engine_hits_locked_or_not(
     reqs: &[Request],
     unlocked: bool,
 ) -> (Vec<bool>, tiercache_engine::StatsSnapshot) {
+    engine_hits_told(policy, admission, blocks, tier, reqs, (unlocked, HitRule::Exact))
+}
+
+/// As `engine_hits_locked_or_not`, the policy told of hits by `rule`.
+fn engine_hits_told(
+    policy: &PolicyConfig,
+    admission: &[AdmissionConfig],
+    blocks: u64,
+    tier: TierKind,
+    reqs: &[Request],
+    (unlocked, rule): (bool, HitRule),
+) -> (Vec<bool>, tiercache_engine::StatsSnapshot) {
     let clock = Arc::new(ManualClock::default());
     let cache = CacheBuilder::new(policy.clone())
+        .hit_rule(rule)
         .unlocked_hits(unlocked)
         .admission(admission.to_vec())
         .tier(tier)
@@ -168,6 +181,54 @@ fn engine_decides_as_the_simulator_for_every_engine_policy() {
     }
 }
 
+/// With hits told once an epoch (`tiercache_policy::told`), a one-thread engine decides as the
+/// simulator told by the same rule: hits served without the lock that the rule spares are
+/// counted and never logged, those under the lock are decided without the policy, and both
+/// leave the same hits, insertions and evictions. On DRAM and on a mapped tier (whose readers
+/// mark a block checked in the same word that holds the hit's stamp).
+#[test]
+fn an_engine_told_once_an_epoch_decides_as_the_simulator_told_so() {
+    let reqs = trace();
+    let dir = std::env::temp_dir().join(format!("tiercache-eq-told-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let blocks = 3000;
+    // Requests whose hit or miss the rule changed, against exact telling.
+    let mut changed = 0;
+    for (name, divisor) in [("lru", 1), ("arc", 32), ("clock", 2), ("fifo", 8)] {
+        let config = PolicyConfig::parse(name).unwrap();
+        let admission = [AdmissionConfig::Always];
+        let rule = HitRule::Epochs { divisor };
+        let stack = tiercache_policy::StackConfig {
+            hit_rule: Some(rule),
+            ..tiercache_policy::StackConfig::single(config.clone(), Capacity::objects(blocks))
+        };
+        let mut simulated = stack.build().unwrap();
+        let (found, counts) = decide_all(&mut simulated, &reqs);
+        let sim: Vec<bool> = found.iter().map(Option::is_some).collect();
+        assert!(simulated.untold_hits() > 1000, "{name}: the rule spared only a few hits");
+        let exact = simulated_hits(&config, &admission, blocks, &reqs).0;
+        changed += sim.iter().zip(&exact).filter(|(a, b)| a != b).count();
+        let mapped = || TierKind::Mapped { path: dir.join(format!("{name}.mem")) };
+        for (tier, unlocked) in [(TierKind::Dram, true), (TierKind::Dram, false), (mapped(), true)]
+        {
+            let (engine, stats) =
+                engine_hits_told(&config, &admission, blocks, tier, &reqs, (unlocked, rule));
+            let first_difference = sim.iter().zip(&engine).position(|(a, b)| a != b);
+            assert_eq!(
+                first_difference, None,
+                "{name} (unlocked hits {unlocked}): engine and simulator part at request \
+                 {first_difference:?}"
+            );
+            assert_eq!((stats.inserts, stats.evictions), (counts.inserts, counts.evictions));
+            assert_eq!(stats.untold_hits, simulated.untold_hits(), "{name} {unlocked}");
+            assert_eq!(stats.hits + stats.misses, stats.lookups);
+            assert_eq!(stats.checksum_failures + stats.writes_dropped, 0);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(changed > 0, "the rule changed no hit anywhere, so this test shows nothing");
+}
+
 /// Per request: which tier the policy found the key in (0, 1) or a miss (None).
 fn simulated_tiers(
     placement: Placement,
@@ -205,6 +266,7 @@ fn two_tier_engine_decides_as_the_dram_first_policy() {
         let blocks = [500u64, 2500];
         let sim = simulated_tiers(placement, upper, lower, blocks, &reqs);
         let cache = CacheBuilder::new(PolicyConfig::parse(upper).unwrap())
+            .hit_rule(HitRule::Exact)
             .placement(placement)
             .capacity_bytes(blocks[0] * BLOCK as u64)
             .lower_tier(
@@ -276,6 +338,7 @@ fn three_tiers(
     let policy = |t: usize| PolicyConfig::parse(tiers[t].0).unwrap();
     let bytes = |t: usize| tiers[t].1 * BLOCK as u64;
     CacheBuilder::new(policy(0))
+        .hit_rule(HitRule::Exact)
         .placement(placement)
         .capacity_bytes(bytes(0))
         .lower_tier(TierKind::Mapped { path: dir.join(format!("{i}.mem")) }, bytes(1), policy(1))
@@ -390,6 +453,7 @@ fn cached_file_modes_decide_as_the_simulated_cache_modes() {
         let path = dir.join(format!("{sim_mode:?}-{nhit}.img"));
         std::fs::File::create(&path).unwrap().set_len(32 << 30).unwrap();
         let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .hit_rule(HitRule::Exact)
             .shards(1)
             .block_size(BLOCK)
             .capacity_bytes(blocks * BLOCK as u64)
@@ -435,6 +499,7 @@ fn engine_decides_as_the_simulator_behind_nvcache_admission() {
         let (inserts, rejected) = (counts.inserts, counts.rejections);
         let clock = Arc::new(ManualClock::default());
         let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .hit_rule(HitRule::Exact)
             .nvcache(config)
             .shards(1)
             .block_size(BLOCK)
@@ -516,6 +581,7 @@ fn dirty_caches_decide_as_the_simulator() {
         let tier = TierKind::Mapped { path: dir.join(format!("{name}.mem")) };
         let clock = Arc::new(ManualClock::default());
         let mut builder = CacheBuilder::new(policy)
+            .hit_rule(HitRule::Exact)
             .shards(1)
             .block_size(BLOCK)
             .clock(clock.clone())
@@ -664,6 +730,7 @@ fn a_sharded_engine_decides_as_the_sharded_model() {
     for (name, nvcache) in [("lru", None), ("s3fifo", None), ("lru", Some("obp:0.1"))] {
         let config = PolicyConfig::parse(name).unwrap();
         let mut builder = CacheBuilder::new(config.clone())
+            .hit_rule(HitRule::Exact)
             .tier(TierKind::Dram)
             .shards(shards)
             .block_size(BLOCK)
@@ -709,6 +776,7 @@ fn a_set_associative_flash_tier_decides_as_the_simulator() {
     for writers in [0, 2] {
         let path = dir.join(format!("alone-{writers}.flash"));
         let cache = CacheBuilder::new(config.clone())
+            .hit_rule(HitRule::Exact)
             .tier(TierKind::Flash { path })
             .shards(1)
             .block_size(BLOCK)
@@ -731,6 +799,7 @@ fn a_set_associative_flash_tier_decides_as_the_simulator() {
         let placement = Placement::parse(placement).unwrap();
         let sim = simulated_tiers(placement, "lru", "setassoc:ways=8", [300, 800], &reqs);
         let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .hit_rule(HitRule::Exact)
             .placement(placement)
             .capacity_bytes(300 * BLOCK as u64)
             .lower_tier(
@@ -792,6 +861,7 @@ fn acp_cleaning_decides_as_the_simulator() {
         let clock = Arc::new(ManualClock::default());
         let tier = TierKind::Mapped { path: dir.join(format!("acp-{ticking}.mem")) };
         let builder = CacheBuilder::new(PolicyConfig::Lru)
+            .hit_rule(HitRule::Exact)
             .tier(tier)
             .capacity_bytes(blocks * BLOCK as u64)
             .mode(stack.mode.clone().unwrap())

@@ -105,6 +105,52 @@ fn worker(cache: &Cache, model: &Model, keys: u64, seed: u64, ops: u64) {
     }
 }
 
+/// Hits the hit rule spares the policy are still served and counted: a key's first hit after
+/// it was written is told, its later hits in the same epoch (no insertion between) are not,
+/// whether served without the lock (DRAM, mapped) or under it (a file tier); with exact telling
+/// every hit is told.
+#[test]
+fn hits_the_rule_spares_are_counted_but_not_told() {
+    let tiers = [
+        TierKind::Dram,
+        TierKind::Mapped { path: scratch("spared.mem") },
+        TierKind::File { path: scratch("spared.img") },
+    ];
+    for (tier, rule) in tiers.into_iter().flat_map(|t| {
+        [(t.clone(), tiercache_policy::HitRule::ENGINE), (t, tiercache_policy::HitRule::Exact)]
+    }) {
+        let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .block_size(BLOCK)
+            .shards(4)
+            .hit_rule(rule)
+            .tier(tier.clone())
+            .capacity_bytes(256 * BLOCK as u64)
+            .build()
+            .unwrap();
+        for key in 0..100 {
+            cache.put(key, &value(key, 1)).unwrap();
+        }
+        let mut buf = vec![0u8; BLOCK];
+        for _ in 0..10 {
+            for key in 0..100 {
+                let len = cache.get(key, &mut buf).expect("every key is cached");
+                assert_eq!(version_of(key, &buf[..len]), 1);
+            }
+        }
+        let stats = cache.stats();
+        let untold = if rule == tiercache_policy::HitRule::Exact { 0 } else { 900 };
+        assert_eq!(
+            (stats.lookups, stats.hits, stats.untold_hits),
+            (1000, 1000, untold),
+            "{tier:?}"
+        );
+        assert_eq!(stats.bytes_read, 1000 * BLOCK as u64, "{tier:?} {rule}");
+        if !matches!(tier, TierKind::File { .. }) {
+            assert_eq!(stats.unlocked_hits, 1000, "{tier:?} {rule}");
+        }
+    }
+}
+
 #[test]
 fn concurrent_readers_and_writers_never_see_stale_or_torn_data() {
     let keys = 64u64;
@@ -161,6 +207,10 @@ fn concurrent_readers_and_writers_never_see_stale_or_torn_data() {
         // this test is here for); the others never do.
         let unlocked = !two_tiers && !matches!(tier, TierKind::File { .. });
         assert_eq!(stats.unlocked_hits > 0, unlocked, "{tier:?}: {stats:?}");
+        // The default hit rule spares one-tier policies that do not count hits (LRU, ARC)
+        // every hit but a key's first an epoch, with or without the lock.
+        let spared = !two_tiers && policy != "s3fifo";
+        assert_eq!(stats.untold_hits > 0, spared, "{tier:?} {policy}: {stats:?}");
         // Once every write has landed, every resident block reads back from the tier itself.
         cache.flush();
         let mut buf = vec![0u8; BLOCK];

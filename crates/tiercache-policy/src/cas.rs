@@ -257,6 +257,11 @@ impl<P: Policy> Cas<P> {
         }
     }
 
+    /// The policy run in the mode.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
     /// The mode requests are handled in.
     pub fn mode(&self) -> CacheMode {
         self.config.mode

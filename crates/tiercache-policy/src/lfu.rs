@@ -65,6 +65,7 @@ impl crate::frame::Registered for Lfu {
     type Config = LfuConfig;
     const VARIANTS: &'static [&'static str] = &["aging_threshold=none"];
     const QUIET_HITS: bool = true;
+    const COUNTS_HITS: bool = true;
 
     fn validate(config: &LfuConfig) -> Result<(), PolicyError> {
         config.validate()

@@ -115,6 +115,7 @@ pub mod placed;
 pub mod queue;
 pub mod registry;
 pub mod stack;
+pub mod told;
 
 pub mod arc;
 pub mod belady;
@@ -137,6 +138,7 @@ pub use frame::{Eviction, SingleTier, Sink};
 pub use hierarchy::Placement;
 pub use registry::{AnyPolicy, PolicyConfig, MAX_TIERS};
 pub use stack::{StackConfig, StackSpec};
+pub use told::HitRule;
 
 use tiercache_core::{Capacity, Decision, Interval, Key, Request, TierId};
 

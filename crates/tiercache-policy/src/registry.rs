@@ -192,6 +192,8 @@ macro_rules! registry {
             Nhc(Box<crate::nhc::Nhc<AnyPolicy>>),
             /// Independent stacks over the keys of each shard, as the engine runs them.
             Sharded(Box<crate::sharded::Sharded<AnyPolicy>>),
+            /// A policy with quiet hits told of a key's hits once an epoch.
+            Told(Box<crate::told::Told<AnyPolicy>>),
         }
 
         macro_rules! dispatch {
@@ -206,6 +208,7 @@ macro_rules! registry {
                     AnyPolicy::Nvcache($d p) => $d body,
                     AnyPolicy::Nhc($d p) => $d body,
                     AnyPolicy::Sharded($d p) => $d body,
+                    AnyPolicy::Told($d p) => $d body,
                 }
             };
         }
@@ -247,6 +250,17 @@ macro_rules! registry {
                     $(AnyPolicy::$pv(_) => <$pty as Registered>::QUIET_HITS,)*
                     $(AnyPolicy::$cv(_) => <$cty as Registered>::QUIET_HITS,)*
                     AnyPolicy::Cas(cas) => cas.quiet_hits(),
+                    AnyPolicy::Told(told) => told.quiet_hits(),
+                    _ => false,
+                }
+            }
+
+            /// Whether the policy's order counts hits ([`Registered::COUNTS_HITS`]).
+            pub fn counts_hits(&self) -> bool {
+                match self {
+                    $(AnyPolicy::$pv(_) => <$pty as Registered>::COUNTS_HITS,)*
+                    $(AnyPolicy::$cv(_) => <$cty as Registered>::COUNTS_HITS,)*
+                    AnyPolicy::Cas(cas) => cas.inner().counts_hits(),
                     _ => false,
                 }
             }
@@ -300,6 +314,7 @@ impl AnyPolicy {
     pub fn cache_mode(&self) -> Option<crate::cas::CacheMode> {
         match self {
             AnyPolicy::Cas(cas) => Some(cas.mode()),
+            AnyPolicy::Told(told) => told.inner().cache_mode(),
             _ => None,
         }
     }
@@ -329,6 +344,38 @@ impl AnyPolicy {
     /// This policy with non-hierarchical caching's decision points and scheduler on top.
     pub fn with_nhc(self, config: crate::nhc::NhcConfig, seed: u64) -> AnyPolicy {
         AnyPolicy::Nhc(Box::new(crate::nhc::Nhc::new(self, config, seed)))
+    }
+
+    /// This policy told of its hits by `rule`: with epochs, a policy with quiet hits whose
+    /// order does not count them is wrapped in [`crate::told::Told`]; any other is told every
+    /// hit, as with `Exact`.
+    pub fn told(self, rule: crate::told::HitRule) -> AnyPolicy {
+        match rule {
+            crate::told::HitRule::Epochs { divisor }
+                if self.quiet_hits() && !self.counts_hits() =>
+            {
+                AnyPolicy::Told(Box::new(crate::told::Told::new(self, divisor)))
+            }
+            _ => self,
+        }
+    }
+
+    /// The current epoch's tag of a policy told by epochs (`crate::told`): a key whose last
+    /// told hit carries it has its hits decided without the policy. `None`: every hit is told.
+    #[inline]
+    pub fn hit_tag(&self) -> Option<u8> {
+        match self {
+            AnyPolicy::Told(told) => Some(told.tag()),
+            _ => None,
+        }
+    }
+
+    /// Hits decided without telling the policy (`crate::told`); 0 where every hit is told.
+    pub fn untold_hits(&self) -> u64 {
+        match self {
+            AnyPolicy::Told(told) => told.untold(),
+            _ => 0,
+        }
     }
 
     /// This policy run in an Open CAS cache mode.

@@ -105,6 +105,7 @@ impl crate::frame::Registered for S3Fifo {
     type Config = S3FifoConfig;
     const VARIANTS: &'static [&'static str] = &["fill_main_first=false"];
     const QUIET_HITS: bool = true;
+    const COUNTS_HITS: bool = true;
 
     fn validate(config: &S3FifoConfig) -> Result<(), PolicyError> {
         config.validate()

@@ -25,6 +25,7 @@
 //! nhc = "nhc:load_admit=0.7"
 //! seed = 0
 //! shards = 32                  # the engine's shards; the simulator models them
+//! hit_rule = "epochs:32"       # hits told once an epoch, as the engine's default
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -38,6 +39,7 @@ use crate::nhc::NhcConfig;
 use crate::nvcache::NvcacheConfig;
 use crate::registry::{AnyPolicy, PolicyConfig, MAX_TIERS};
 use crate::sharded::Sharded;
+use crate::told::HitRule;
 use crate::PolicyError;
 
 /// A cache's policy stack, every part parsed and checked.
@@ -64,6 +66,10 @@ pub struct StackConfig {
     pub shards: Option<usize>,
     /// Periodic work every this many microseconds (see `StackSpec::tick_us`).
     pub tick_us: Option<u64>,
+    /// How a policy with quiet hits is told of them (see [`crate::told`]); `None`: the
+    /// runner's default, every hit in the simulator ([`HitRule::Exact`]) and the engine's
+    /// [`HitRule::ENGINE`].
+    pub hit_rule: Option<HitRule>,
 }
 
 impl StackConfig {
@@ -79,6 +85,7 @@ impl StackConfig {
             seed: 0,
             shards: None,
             tick_us: None,
+            hit_rule: None,
         }
     }
 
@@ -144,7 +151,7 @@ impl StackConfig {
         }
         Ok(match &self.nhc {
             Some(config) => policy.with_nhc(config.clone(), self.seed),
-            None => policy,
+            None => policy.told(self.hit_rule.unwrap_or(HitRule::Exact)),
         })
     }
 
@@ -201,6 +208,7 @@ fn default_lower_policy() -> String {
 fn default_placement() -> String {
     "dram-first".into()
 }
+
 fn default_unit() -> String {
     "bytes".into()
 }
@@ -274,6 +282,11 @@ pub struct StackSpec {
     /// shard over its keys (the engine's default and one stack if not given).
     #[serde(default)]
     pub shards: Option<usize>,
+    /// How a policy with quiet hits is told of its hits: `exact` (every hit, the simulator's
+    /// default) or `epochs[:DIVISOR]` (a key's first hit in each epoch of capacity / DIVISOR
+    /// insertions, the engine's default `epochs:32`; see `crate::told`).
+    #[serde(default)]
+    pub hit_rule: Option<String>,
 }
 
 impl StackSpec {
@@ -298,6 +311,7 @@ impl StackSpec {
             nhc: None,
             seed: 0,
             shards: None,
+            hit_rule: None,
         }
     }
 
@@ -424,6 +438,7 @@ impl TryFrom<StackSpec> for StackConfig {
             nhc: under("nhc", spec.nhc.as_deref().map(NhcConfig::parse).transpose())?,
             seed: spec.seed,
             shards: spec.shards()?,
+            hit_rule: spec.hit_rule.as_deref().map(HitRule::parse).transpose()?,
             tick_us: match spec.tick_us {
                 Some(0) => return Err(PolicyError::setting("tick_us", "must be above 0")),
                 other => other,

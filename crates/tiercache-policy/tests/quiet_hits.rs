@@ -5,7 +5,7 @@
 
 use tiercache_core::{Action, Capacity, Decision, Op, Request, SeededRng, TierId};
 use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
-use tiercache_policy::{AnyPolicy, Policy, PolicyConfig};
+use tiercache_policy::{AnyPolicy, HitRule, Policy, PolicyConfig};
 
 /// A policy by name; `lru[wt]` and the like run it in an Open CAS mode, without sequential
 /// cutoff unless the name ends in `+cutoff`.
@@ -52,9 +52,14 @@ fn quiet_policies_decide_the_same_when_hits_come_as_lookups_with_lookups_of_abse
     let modes = ["lru[wt]", "lru[wa]", "lru[wi]", "arc[wt]", "s3fifo[wa]"];
     let names =
         ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "setassoc:ways=4", "setassoc:order=fifo"];
-    for name in names.into_iter().chain(modes) {
-        let (mut plain, mut quiet) = (policy(name), policy(name));
+    // Each also told of hits once an epoch (`tiercache_policy::told`), which keeps them quiet.
+    let told = |name: &str| policy(name).told(HitRule::Epochs { divisor: 4 });
+    let cases = names.into_iter().chain(modes).flat_map(|n| [(n, false), (n, true)]);
+    for (name, epochs) in cases {
+        let make = |name| if epochs { told(name) } else { policy(name) };
+        let (mut plain, mut quiet) = (make(name), make(name));
         assert!(quiet.quiet_hits(), "{name}");
+        assert_eq!(quiet.hit_tag().is_some(), epochs && !quiet.counts_hits(), "{name}");
         let (mut a, mut b) = (Decision::new(), Decision::new());
         let mut rng = SeededRng::new(11);
         let mut hits_as_lookups = 0;
@@ -86,6 +91,8 @@ fn quiet_policies_decide_the_same_when_hits_come_as_lookups_with_lookups_of_abse
 #[test]
 fn policies_with_periodic_work_or_two_tiers_are_not_quiet() {
     assert!(!policy("lfru").quiet_hits());
+    // The hit rule leaves them told of every hit.
+    assert_eq!(policy("lfru").told(HitRule::Epochs { divisor: 4 }).hit_tag(), None);
     let lru = PolicyConfig::Lru;
     let caps = [Capacity::objects(10), Capacity::objects(20)];
     assert!(!AnyPolicy::dram_first(&lru, &lru, caps, &[], 0).unwrap().quiet_hits());

@@ -102,6 +102,17 @@ impl CacheCore {
         let mut total = Stats::default();
         for shard in self.each_shard() {
             total.merge(&shard.stats);
+            total.untold_hits += shard.policy.untold_hits();
+        }
+        if let Some(unlocked) = &self.unlocked {
+            let untold = unlocked.log.untold();
+            let hits = untold.copied + untold.held;
+            total.lookups += hits;
+            total.hits += hits;
+            total.untold_hits += hits;
+            total.unlocked_hits += untold.copied;
+            total.pinned_reads += untold.held;
+            total.bytes_read += untold.bytes;
         }
         self.scrubbed.add_to(&mut total);
         total.snapshot(self.tiers)

@@ -17,6 +17,28 @@ pub struct HitLog {
     rings: Box<[Ring]>,
     /// Per shard, a bit per stripe whose ring may hold hits.
     waiting: Box<[Waiting]>,
+    /// Per stripe, the hits served without the lock that the policy need not be told of (the
+    /// hit rule's; see `SlotTable::read`), counted here rather than logged.
+    untold: Box<[Untold]>,
+}
+
+/// A stripe's count of hits not told (one writer: the stripe's thread).
+#[repr(align(128))]
+struct Untold {
+    copied: AtomicU64,
+    held: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// Hits served without the lock and not told to the policy, over every stripe.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UntoldHits {
+    /// Copied out (`get`, `read_through`).
+    pub copied: u64,
+    /// Held in place by read handles.
+    pub held: u64,
+    /// Value bytes of both.
+    pub bytes: u64,
 }
 
 #[repr(align(128))]
@@ -50,6 +72,13 @@ pub struct Hit {
 impl Hit {
     /// In `len`: the hit was a read handle's, its block held in place rather than copied.
     pub const HELD: u32 = 1 << 31;
+    /// In `len`: the hit is only to be counted, not told to the policy (the hit rule spared
+    /// it; logged rather than counted in the stripe when its latency is recorded).
+    pub const UNTOLD: u32 = 1 << 30;
+    /// The value's length, without the flags.
+    pub fn bytes(&self) -> u32 {
+        self.len & !(Hit::HELD | Hit::UNTOLD)
+    }
 }
 
 /// Stripes a cache may have: threads beyond it tell their hits under the lock.
@@ -148,11 +177,47 @@ impl HitLog {
     pub fn new(shards: usize) -> HitLog {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let stripes = (4 * cores).next_power_of_two().clamp(8, STRIPES_MAX);
+        let untold = || Untold {
+            copied: AtomicU64::new(0),
+            held: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        };
         HitLog {
             stripes,
             rings: empty_rings(shards * stripes),
             waiting: (0..shards).map(|_| Waiting(AtomicU64::new(0))).collect(),
+            untold: (0..stripes).map(|_| untold()).collect(),
         }
+    }
+
+    /// Counts a hit served without the lock that the policy need not be told of (`len` with
+    /// [`Hit::HELD`] for a read handle's), in the calling thread's stripe: its own line, no
+    /// atomic read-modify-write. False if the thread has no stripe (the caller counts it under
+    /// the lock).
+    #[inline]
+    pub fn count_untold(&self, len: u32) -> bool {
+        let Some(stripe) = Stripe::mine().filter(|&s| s < self.stripes) else {
+            return false;
+        };
+        let counts = &self.untold[stripe];
+        let add = |counter: &AtomicU64, n: u64| {
+            counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        };
+        match len & Hit::HELD {
+            0 => add(&counts.copied, 1),
+            _ => add(&counts.held, 1),
+        }
+        add(&counts.bytes, (len & !Hit::HELD) as u64);
+        true
+    }
+
+    /// The hits counted by `count_untold`, over every stripe.
+    pub fn untold(&self) -> UntoldHits {
+        self.untold.iter().fold(UntoldHits::default(), |sum, counts| UntoldHits {
+            copied: sum.copied + counts.copied.load(Ordering::Relaxed),
+            held: sum.held + counts.held.load(Ordering::Relaxed),
+            bytes: sum.bytes + counts.bytes.load(Ordering::Relaxed),
+        })
     }
 
     /// Records a hit on `shard` in the calling thread's ring.

@@ -133,12 +133,13 @@ impl Shard {
     /// request of the shard is decided, so the key is still resident in the upper tier, unless
     /// another thread dropped it between the hit and its recording: the lookup then finds
     /// nothing and changes nothing (quiet hits again), and the hit, served, still counts. A
-    /// read handle's hit (`len` with `Hit::HELD`) counts in `pinned_reads`.
+    /// read handle's hit (`len` with `Hit::HELD`) counts in `pinned_reads`; one the hit rule
+    /// spared the policy (`Hit::UNTOLD`) is only counted.
     pub fn commit_hit(&mut self, key: Key, len: u32, ns: u32) {
         use crate::optimistic::Hit;
         self.stats.lookups += 1;
         self.stats.hits += 1;
-        self.stats.bytes_read += (len & !Hit::HELD) as u64;
+        self.stats.bytes_read += (len & !(Hit::HELD | Hit::UNTOLD)) as u64;
         match len & Hit::HELD {
             0 => self.stats.unlocked_hits += 1,
             _ => self.stats.pinned_reads += 1,
@@ -146,7 +147,12 @@ impl Shard {
         if let Some(histograms) = &mut self.latency {
             histograms[crate::latency::Operation::Read as usize].saturating_record(ns as u64);
         }
-        self.decide(&Request::new(self.now_us, key, self.block_size, Op::Lookup));
+        if len & Hit::UNTOLD != 0 {
+            // The hit rule spared the policy this hit (see `crate::optimistic`): only counted.
+            self.stats.untold_hits += 1;
+            return;
+        }
+        self.decide_told(&Request::new(self.now_us, key, self.block_size, Op::Lookup), false);
         debug_assert!(
             self.decision.hit.is_none_or(|tier| tier.0 == 0) && self.decision.actions.is_empty(),
             "a quiet policy's hit on key {key} decided {:?}",
