@@ -5,14 +5,19 @@
 //!   borrows space; a dirty cache (LRU) holds dirty pages, all in NVRAM (IV-A, IV-B).
 //! - Read hits raise a page's count (clean or dirty); a write hit on a clean page migrates it to
 //!   NVRAM as dirty; a write hit on a dirty page moves it to the MRU end (IV-C).
-//! - Evicting a dirty page: if the longest run of consecutive dirty pages reaches `threshold`
-//!   (10), the run is written back, its least frequent page evicted and the rest become clean at
-//!   the LRU end of the clean cache (IV-E). Otherwise the LRU dirty page is compared with the
+//! - Evicting a dirty page: if the longest run of consecutive dirty pages is longer than
+//!   `threshold` (10; "over a given threshold", IV-E; "if the length is equal to or below the
+//!   threshold, Hibachi favors temporal locality", IV-F), the run is written back, its least
+//!   frequent page evicted and the rest become clean at the LRU end of the clean cache (IV-E).
+//!   Otherwise the LRU dirty page is compared with the
 //!   least frequent clean page in DRAM: if it is more frequent, that clean page is evicted and
 //!   the dirty page, written back, moves to DRAM; if not, it is written back and evicted (IV-C).
 //! - Ghost caches of recently evicted clean and dirty pages resize the desired sizes: a clean
 //!   ghost hit grows the clean side by one page; a dirty ghost hit grows the dirty side by two,
-//!   or by 2 x |clean ghost| / |dirty ghost| when the clean ghost is not smaller (IV-D).
+//!   or by 2 x |clean ghost| / |dirty ghost| when the clean ghost is not smaller (IV-D). The
+//!   dirty side's desired size is at most NVRAM's capacity and the clean side's at most both
+//!   tiers' ("the dirty cache can only grow up to the capacity of the NVRAM, while the clean
+//!   cache can grow up to the sum of the capacity of the DRAM and NVRAM", IV-F).
 //! - All counts, clean and dirty, age together (IV-C).
 //!
 //! Capacities are in pages (objects). Invariants: DRAM holds only clean pages; a dirty page is
@@ -34,7 +39,8 @@ const NVRAM: TierId = TierId(1);
 pub struct HibachiConfig {
     /// Average count above which all counts are halved (LFU-Aging).
     pub aging_threshold: f64,
-    /// Shortest run of consecutive dirty pages written back as one (section IV-E).
+    /// Runs of consecutive dirty pages longer than this are written back as one (section
+    /// IV-E).
     pub seq_threshold: u64,
     /// The paper's Hybrid-LRU baseline (section V-A) instead: DRAM an LRU clean cache, NVRAM
     /// an LRU write buffer for dirty pages; no frequency, borrowing, resizing or run flushing.
@@ -136,6 +142,17 @@ impl Hibachi {
         (self.clean_target, self.dirty_target)
     }
 
+    /// A resident page's frequency count (clean pages' reads, dirty pages' read hits), as
+    /// LFU-Aging has left it.
+    pub fn frequency(&self, key: Key) -> Option<u32> {
+        self.pages.get(&key).map(|page| page.count)
+    }
+
+    /// Whether a resident page is dirty.
+    pub fn is_dirty(&self, key: Key) -> Option<bool> {
+        self.pages.get(&key).map(|page| page.dirty)
+    }
+
     fn total(&self) -> f64 {
         (self.capacities[0].amount + self.capacities[1].amount) as f64
     }
@@ -227,10 +244,8 @@ impl Hibachi {
     /// Evicts from the dirty cache (section IV-E, then IV-C); frees at least one NVRAM page.
     fn evict_dirty(&mut self, out: &mut Decision) {
         let flush_runs = !self.config.hybrid_lru;
-        if let Some((start, end)) = self
-            .runs
-            .longest()
-            .filter(|(a, b)| flush_runs && b - a + 1 >= self.config.seq_threshold)
+        if let Some((start, end)) =
+            self.runs.longest().filter(|(a, b)| flush_runs && b - a + 1 > self.config.seq_threshold)
         {
             let run = self.runs.take_run(start);
             for &key in &run {
@@ -325,13 +340,14 @@ impl Hibachi {
         let total = self.total();
         let (clean_ghost, dirty_ghost) =
             (self.clean_ghost.len() as f64, self.dirty_ghost.len() as f64);
+        let nvram = self.capacities[1].amount as f64;
         if self.clean_ghost.take(key) {
             self.clean_target = (self.clean_target + 1.0).min(total);
             self.dirty_target = total - self.clean_target;
         } else if self.dirty_ghost.take(key) {
             let step =
                 if clean_ghost < dirty_ghost { 2.0 } else { 2.0 * clean_ghost / dirty_ghost };
-            self.dirty_target = (self.dirty_target + step).min(total);
+            self.dirty_target = (self.dirty_target + step).min(nvram);
             self.clean_target = total - self.dirty_target;
         }
     }
@@ -529,8 +545,8 @@ mod tests {
     }
 
     #[test]
-    fn a_run_of_ten_dirty_pages_is_flushed_together_and_nine_are_not() {
-        for (run_length, flushed) in [(10u64, true), (9, false)] {
+    fn a_run_of_eleven_dirty_pages_is_flushed_together_and_ten_are_not() {
+        for (run_length, flushed) in [(11u64, true), (10, false)] {
             let mut h = hibachi(1, run_length);
             for key in 100..100 + run_length {
                 run(&mut h, Op::Write, key);
@@ -540,13 +556,13 @@ mod tests {
             let write_backs =
                 d.actions.iter().filter(|a| matches!(a, Action::WriteBack { .. })).count();
             if flushed {
-                assert_eq!(write_backs, 10, "the whole run is written back");
+                assert_eq!(write_backs, 11, "the whole run is written back");
                 // The coldest page (lowest count, then lowest number) leaves; the rest stay as
                 // clean pages in NVRAM.
                 assert!(d.actions.contains(&Action::Evict { tier: NVRAM, key: 100, size: 1 }));
                 assert_eq!(h.peek(105), Some((NVRAM, 1)));
                 assert!(!h.pages[&105].dirty);
-                assert_eq!(h.flushed_runs, vec![10]);
+                assert_eq!(h.flushed_runs, vec![11]);
             } else {
                 assert_eq!(write_backs, 1, "below the threshold only the LRU dirty page goes");
                 assert!(h.flushed_runs.is_empty());
@@ -593,24 +609,41 @@ mod tests {
         assert!(h.flushed_runs.is_empty());
     }
 
+    /// Section IV-D's increments, worked by hand (DRAM 4 pages, NVRAM 8, so S = 12), with
+    /// IV-F's bound on the dirty side; no request here evicts anything, so the ghosts hold
+    /// only what the test puts there.
     #[test]
     fn ghost_hits_move_the_desired_sizes_by_the_papers_increments() {
-        let mut h = hibachi(4, 4);
-        assert_eq!(h.targets(), (4.0, 4.0));
-        // A clean page evicted and read again: clean side +1.
-        h.clean_ghost.push(7);
-        run(&mut h, Op::Read, 7);
-        assert_eq!(h.targets(), (5.0, 3.0));
-        // Dirty ghost larger than the clean ghost: dirty side +2.
-        h.dirty_ghost.push(8);
-        h.dirty_ghost.push(9);
-        run(&mut h, Op::Write, 8);
-        assert_eq!(h.targets(), (3.0, 5.0));
-        // Clean ghost at least as large: dirty side + 2 x |clean ghost| / |dirty ghost| = 2 x 3 / 1.
-        for key in [70, 71, 72] {
+        let mut h = hibachi(4, 8);
+        assert_eq!(h.targets(), (4.0, 8.0));
+        // "Every time there is a ghost hit, C increases by one page and D decreases by one."
+        for key in 1..=7 {
             h.clean_ghost.push(key);
         }
-        run(&mut h, Op::Write, 9);
-        assert_eq!(h.targets(), (0.0, 8.0), "bounded by the total of 8 pages");
+        for key in 1..=5 {
+            run(&mut h, Op::Read, key);
+        }
+        assert_eq!(h.targets(), (9.0, 3.0));
+        // "If the clean ghost cache size is greater than or equal to the dirty ghost cache
+        // size, D increases by two times the quotient": 2 x 2 / 1.
+        h.dirty_ghost.push(20);
+        run(&mut h, Op::Write, 20);
+        assert_eq!(h.targets(), (5.0, 7.0));
+        run(&mut h, Op::Read, 6);
+        assert_eq!(h.targets(), (6.0, 6.0));
+        // "If the clean ghost cache size is smaller than the dirty ghost cache, D increases by
+        // two": clean ghost {7}, dirty ghost {21, 22, 23}.
+        for key in [21, 22, 23] {
+            h.dirty_ghost.push(key);
+        }
+        run(&mut h, Op::Write, 21);
+        assert_eq!(h.targets(), (4.0, 8.0));
+        run(&mut h, Op::Read, 7);
+        assert_eq!(h.targets(), (5.0, 7.0));
+        // "The dirty cache can only grow up to the capacity of the NVRAM" (IV-F): 7 + 2 stops
+        // at 8.
+        run(&mut h, Op::Write, 22);
+        assert_eq!(h.targets(), (4.0, 8.0), "the dirty side is at most NVRAM's capacity");
+        assert!(h.flushed_runs.is_empty() && h.used(DRAM) == 4);
     }
 }

@@ -351,6 +351,11 @@ mod tests {
         d
     }
 
+    /// The implementation audit of Kassa et al.'s placements (ATC'21, section 4.2; the
+    /// transcription in `shared/papers` stops at its first lines, so the rules are as its
+    /// README summarises them), each replayed by hand, every decision checked; this test and
+    /// the two below. DRAM-first: "insert in DRAM, DRAM's LRU victims move to SCM, SCM's LRU
+    /// victims are dropped, no promotion".
     #[test]
     fn dram_victims_move_to_scm_scm_hits_stay_and_scm_victims_drop() {
         let lru = PolicyConfig::Lru;
@@ -448,6 +453,8 @@ mod tests {
         );
     }
 
+    /// Kassa's SCM-first (audit, see above): "insert in SCM, a block whose hit count while in
+    /// SCM exceeds a threshold, 2 or 6, moves to DRAM; DRAM victims go back to SCM".
     #[test]
     fn scm_first_promotes_after_more_than_threshold_hits_in_scm() {
         let mut p = hybrid("scm-first:2", 1, 4);
@@ -477,6 +484,8 @@ mod tests {
         );
     }
 
+    /// Kassa's Bidirectional (audit, see above): "as DRAM-first, plus a demoted block whose hit
+    /// count in SCM exceeds a threshold, 4, moves back to DRAM".
     #[test]
     fn bidirectional_inserts_in_dram_and_promotes_after_threshold_hits_in_scm() {
         let mut p = hybrid("bidirectional:4", 1, 4);

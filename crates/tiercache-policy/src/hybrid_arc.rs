@@ -66,6 +66,8 @@ pub struct HybridArc {
     /// Target size of the dirty list, in pages.
     p: f64,
     clock: u64,
+    /// Misses found in the clean and the dirty ghost list so far, for reports.
+    pub ghost_hits: [u64; 2],
 }
 
 fn index(list: List) -> usize {
@@ -94,6 +96,7 @@ impl HybridArc {
             ghosts: [Ghost { limit, ..Ghost::default() }, Ghost { limit, ..Ghost::default() }],
             p: capacities[1].amount as f64 / 2.0,
             clock: 0,
+            ghost_hits: [0, 0],
         }
     }
 
@@ -160,8 +163,10 @@ impl HybridArc {
             (self.ghosts[0].members.len() as f64, self.ghosts[1].members.len() as f64);
         let nvram = self.capacities[1].amount as f64;
         if self.ghosts[0].members.remove(&key).is_some() {
+            self.ghost_hits[0] += 1;
             self.p = (self.p - (dirty / clean.max(1.0)).max(1.0)).max(0.0);
         } else if self.ghosts[1].members.remove(&key).is_some() {
+            self.ghost_hits[1] += 1;
             self.p = (self.p + (clean / dirty.max(1.0)).max(1.0)).min(nvram);
         }
     }

@@ -274,10 +274,14 @@ impl Scheduler {
                     self.state = State::Tuning { center, probe: next, scores };
                     return;
                 }
-                // The round is measured: keep the center unless a neighbour beat it.
-                let best = if scores[1] > scores[0] && scores[1] >= scores[2] {
+                // The round is measured: Algorithm 1's lines 9-14 take the best of the three,
+                // looking at ratio - step first, then ratio + step, then ratio, so a tie goes
+                // to the lower neighbour, then the upper one (a flat metric walks load_admit
+                // down, moving load off the cache device while it costs nothing).
+                let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let best = if scores[1] == max {
                     1
-                } else if scores[2] > scores[0] && scores[2] > scores[1] {
+                } else if scores[2] == max {
                     2
                 } else {
                     0

@@ -308,6 +308,11 @@ impl Lab {
         let _ = writeln!(self.body, "\n## {text}\n");
     }
 
+    /// A paragraph of the report (its figures computed, never typed in).
+    pub fn paragraph(&mut self, text: impl AsRef<str>) {
+        let _ = writeln!(self.body, "{}\n", text.as_ref());
+    }
+
     /// Writes `NAME.csv` and puts the same table in the report.
     pub fn table(
         &mut self,

@@ -1,0 +1,85 @@
+//! The implementation audit of NVCache's admission (Fedorova et al., "Writes Hurt", SoCC'22,
+//! section 3.2): small-bypass and the overhead-bypass ratio, each replayed on a sequence worked
+//! out by hand from the paper's text, every decision checked. The quotes are the paper's.
+
+use tiercache_core::{Action, Capacity, Decision, Op, RejectReason, Request};
+use tiercache_policy::nvcache::NvcacheConfig;
+use tiercache_policy::{AnyPolicy, Policy, PolicyConfig};
+
+const BLOCK: u32 = 4096;
+
+fn nvcache(config: &str) -> AnyPolicy {
+    let lru = AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(100), &[], 0).unwrap();
+    lru.with_nvcache(NvcacheConfig::parse(config).unwrap())
+}
+
+fn run(p: &mut AnyPolicy, op: Op, key: u64) -> Decision {
+    let mut d = Decision::new();
+    p.decide(&Request::new(0, key, BLOCK, op), &mut d);
+    d
+}
+
+/// Whether the read of `key` was admitted, or why not.
+fn admitted(d: &Decision) -> Result<(), RejectReason> {
+    for action in &d.actions {
+        match action {
+            Action::Insert { .. } => return Ok(()),
+            Action::Reject { reason, .. } => return Err(*reason),
+            _ => {}
+        }
+    }
+    panic!("neither admitted nor refused: {d:?}")
+}
+
+/// "Bypass NVCache for datasets fitting into DRAM ... abstain from admitting any blocks until
+/// the dataset size outgrows the available DRAM." DRAM of four blocks: the first four distinct
+/// blocks are refused, however often read; the fifth makes the dataset outgrow DRAM, and from
+/// then on misses are admitted.
+#[test]
+fn small_bypass_admits_nothing_until_the_dataset_outgrows_dram() {
+    let mut p = nvcache(&format!("alloc-read-write,small-bypass={}", 4 * BLOCK));
+    for key in [1, 2, 3, 4, 1, 2] {
+        assert_eq!(admitted(&run(&mut p, Op::Read, key)), Err(RejectReason::SmallDataset));
+    }
+    assert_eq!(admitted(&run(&mut p, Op::Read, 5)), Ok(()), "five blocks outgrow four");
+    assert_eq!(admitted(&run(&mut p, Op::Read, 1)), Ok(()), "and older blocks are admitted too");
+    assert!(run(&mut p, Op::Read, 5).hit.is_some());
+}
+
+/// "OBP = (blocks_inserted + blocks_removed) / blocks_looked_up ... NVCache continuously updates
+/// OBP and abstains from admitting or evicting cache blocks if OBP exceeds its target (10%)."
+/// Worked by hand, every lookup counted before its admission is decided:
+///
+/// | read of | lookups | inserted + removed before | OBP | decision |
+/// |---|---|---|---|---|
+/// | 1 | 1 | 0 | 0 | admitted (OBP becomes 1/1) |
+/// | 2 to 9 | 2 to 9 | 1 | 1/2 to 1/9 | refused: over 10% |
+/// | 10 | 10 | 1 | 1/10 | admitted: 10% does not exceed 10% |
+/// | 11 | 11 | 2 | 2/11 | refused |
+///
+/// Then a write to block 1 frees its old copy (remove-on-free), a removal that counts.
+#[test]
+fn obp_admits_while_writes_stay_within_a_tenth_of_lookups() {
+    let mut p = nvcache("obp:0.1");
+    assert_eq!(admitted(&run(&mut p, Op::Read, 1)), Ok(()));
+    for key in 2..=9 {
+        assert_eq!(admitted(&run(&mut p, Op::Read, key)), Err(RejectReason::Throttled), "{key}");
+    }
+    assert_eq!(admitted(&run(&mut p, Op::Read, 10)), Ok(()));
+    assert_eq!(admitted(&run(&mut p, Op::Read, 11)), Err(RejectReason::Throttled));
+    assert_eq!(obp(&p), 2.0 / 11.0);
+    // Hits are lookups too, and admit nothing: 19 of them bring OBP to 2/30.
+    for _ in 0..19 {
+        assert!(run(&mut p, Op::Read, 1).hit.is_some());
+    }
+    assert_eq!(obp(&p), 2.0 / 30.0);
+    // Remove-on-free: the write makes the cached block 1 stale, and it is invalidated.
+    let d = run(&mut p, Op::Write, 1);
+    assert!(matches!(d.actions[..], [Action::Invalidate { key: 1, .. }]), "{d:?}");
+    assert_eq!(obp(&p), 3.0 / 30.0);
+    assert_eq!(admitted(&run(&mut p, Op::Read, 12)), Ok(()), "3/31 is within 10%");
+}
+
+fn obp(p: &AnyPolicy) -> f64 {
+    p.knobs().iter().find(|(name, _)| *name == "obp").expect("NVCache reports its OBP").1
+}
