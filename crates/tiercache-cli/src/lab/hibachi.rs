@@ -768,14 +768,12 @@ fn falling_curve(
         let before = if i == 0 { halves[1] as f64 / 2.0 } else { runs[1][i - 1].target };
         let t = &runs[1][i];
         if t.target < 0.1 * halves[1] as f64 && before >= 0.1 * halves[1] as f64 {
-            let per = (before - t.target) / t.ghost_hits[0].max(1) as f64;
             collapses.push(format!(
-                "twentieth {} (from {} to {} pages on {} misses in the clean ghost, {:.1} pages each)",
+                "twentieth {} (from {} to {} pages, with {} misses in the clean ghost)",
                 i + 1,
                 f0(before),
                 f0(t.target),
                 t.ghost_hits[0],
-                per
             ));
         }
     }
@@ -791,6 +789,7 @@ fn falling_curve(
         })
         .collect();
     let total = |run: &[Twentieth]| run.iter().map(|t| t.nvram_hits).sum::<u64>();
+    let lowest = runs[0].iter().map(|t| t.target).fold(f64::MAX, f64::min);
     let list =
         |items: &[String]| if items.is_empty() { "none".to_string() } else { items.join("; ") };
     if collapses.is_empty() {
@@ -805,18 +804,20 @@ fn falling_curve(
     lab.paragraph(format!(
         "Why the curve falls: Hybrid-ARC's read hit ratio on cloudPhysicsIO is {} at {ha} and {} at \
          {hb}, and its read hits in NVRAM {} and {} over the run (table above, the run in twentieths). \
-         At {hb} its dirty target collapses in {}: a burst of reads of pages NVRAM's clean list had \
-         just evicted, each moving the target down by ARC's step, |dirty ghost| / |clean ghost| pages, \
-         while the dirty ghost is the longer list. With the target near 0 the dirty list yields NVRAM \
+         At {hb} its dirty target collapses in {}: a burst of misses on pages NVRAM's clean list had \
+         evicted, each of which moves the target down by ARC's step, max(|dirty ghost| / |clean \
+         ghost|, 1) pages, until it reaches 0. With the target near 0 the dirty list yields NVRAM \
          first, so pages written next are written back and evicted early; where the trace reads back \
-         what it wrote, the smaller cache, whose target did not collapse, serves far more from NVRAM: \
-         {}. ARC's adaptation is not monotone in the cache size (ARC is not a stack algorithm), and on \
-         this trace a larger clean list catches those re-reads and turns them into ghost hits.",
+         what it wrote, the smaller cache, whose target never fell below {} pages, serves far more \
+         from NVRAM: {}. ARC's adaptation is not monotone in the cache size (ARC is not a stack \
+         algorithm): on this trace the larger clean list holds more of the pages those misses look \
+         for in the ghost, and its target swings further.",
         pct(pair[0].read(2)),
         pct(pair[1].read(2)),
         total(&runs[0]),
         total(&runs[1]),
         list(&collapses),
+        f0(lowest),
         list(&lost),
     ));
     Ok(())
