@@ -293,11 +293,22 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         Claim::shape(
             "Writes Hurt section 3.2.1 and 3.2.3, Figure 4",
             "Small-bypass (with OBP) removes the overhead for datasets that fit in DRAM",
-            "dataset that fits in DRAM: small-bypass + OBP 10% at least 0.98 of no NVRAM's throughput in every workload",
+            "dataset that fits in DRAM: small-bypass + OBP 10% at least 0.98 of no NVRAM's throughput in every workload, where alloc-read-write pays the overhead (its NVRAM written above 0) and small-bypass acts (nothing written to NVRAM)",
         )
         .cases(WORKLOADS.iter().enumerate().map(|(w, (name, _))| {
             Case::at_least(*name, small[w][OBP10].ops / small[w][0].ops, 0.98, ratio)
-        })),
+        }))
+        .cases(WORKLOADS.iter().enumerate().map(|(w, (name, _))| {
+            let mib = |o: &Outcome| f0(o.slow_written as f64 / 1048576.0);
+            let (bypassed, indiscriminate) = (&small[w][OBP10], &small[w][ARW]);
+            Case::new(
+                format!("{name}: NVRAM written, small-bypass + OBP and alloc-read-write"),
+                format!("{} and {} MiB", mib(bypassed), mib(indiscriminate)),
+                "0, and above 0",
+                bypassed.slow_written == 0 && indiscriminate.slow_written > 0,
+            )
+        }))
+        .context("small-bypass counts the distinct blocks it is asked for and admits nothing while they fit in the DRAM it is given (32 MiB here, the dataset 16 MiB): the overhead goes because NVCache is not used, which is the mechanism; the rows of NVRAM written show that it acted and that the indiscriminate policy did write"),
     );
     lab.claim(
         Claim::shape(
@@ -437,47 +448,88 @@ fn eviction(
     nvcache_blocks: u64,
 ) -> anyhow::Result<()> {
     lab.heading("Eager eviction against no eviction (Table 1)");
+    // The paper's Table 1, its three read-dominant workloads: (name, eager ops/s, eager hit
+    // rate, no eviction ops/s, its hit rate).
+    const PAPER: [(&str, f64, f64, f64, f64); 3] = [
+        ("evict-btree-large", 61_699.0, 0.48, 162_690.0, 0.44),
+        ("evict-btree-scan.read", 97_491.0, 0.45, 134_404.0, 0.36),
+        ("medium-btree-large", 62_012.0, 0.48, 164_644.0, 0.44),
+    ];
     let mut rows = Vec::new();
+    for (name, eager_ops, eager_hit, none_ops, none_hit) in PAPER {
+        for (how, ops, hit) in
+            [("eager eviction", eager_ops, eager_hit), ("no eviction", none_ops, none_hit)]
+        {
+            rows.push(vec![
+                format!("the paper: {name}"),
+                how.into(),
+                f0(ops),
+                pct(hit),
+                "-".into(),
+            ]);
+        }
+    }
     let mut cases = Vec::new();
     for w in [READ_ONLY, 1] {
         let (workload, reads) = WORKLOADS[w];
         let (warm, measured) = stream(64_000, requests, reads, 31 + w as u64);
         let filtered = through_dram(&warm, &measured, levels);
-        lab.step(format!("eviction, {workload}"));
-        let eager = run_one(
-            &Nvram::NvcacheOverLru(NvcacheConfig::no_write_allocate()),
-            nvcache_blocks,
-            &filtered,
-        );
+        // An NVCache that what reaches it overflows, so that eviction has something to do: a
+        // quarter of the distinct blocks the DRAM caches pass down, at most the lab's size.
+        let passed: tiercache_core::KeySet =
+            filtered.warm.iter().chain(&filtered.measured).map(|r| r.key).collect();
+        let blocks = (passed.len() as u64 / 4).clamp(1, nvcache_blocks);
+        lab.step(format!("eviction, {workload}, an NVCache of {blocks} blocks"));
+        let eager =
+            run_one(&Nvram::NvcacheOverLru(NvcacheConfig::no_write_allocate()), blocks, &filtered);
         let none = run_one(
             &Nvram::NvcacheOverLru(NvcacheConfig {
                 evict: false,
                 ..NvcacheConfig::no_write_allocate()
             }),
-            nvcache_blocks,
+            blocks,
             &filtered,
         );
         for (name, o) in [("eager eviction", &eager), ("no eviction", &none)] {
             rows.push(vec![
-                workload.to_string(),
+                format!("{workload} ({} MiB NVCache)", (blocks * BLOCK) >> 20),
                 name.into(),
                 f0(o.ops),
                 pct(o.hit_ratio),
                 f0(o.slow_written as f64 / 1048576.0),
             ]);
         }
-        cases.push(Case::new(
-            format!("{workload}: hit ratio"),
-            format!("{} against {}", pct(eager.hit_ratio), pct(none.hit_ratio)),
-            "eager higher",
-            eager.hit_ratio > none.hit_ratio,
-        ));
-        cases.push(Case::new(
-            format!("{workload}: throughput"),
-            format!("{:.0} against {:.0} ops/s", eager.ops, none.ops),
-            "eager lower",
-            eager.ops < none.ops,
-        ));
+        cases.push(
+            Case::new(
+                format!("{workload}: NVRAM written"),
+                format!(
+                    "{} against {} MiB",
+                    f0(eager.slow_written as f64 / 1048576.0),
+                    f0(none.slow_written as f64 / 1048576.0)
+                ),
+                "eager more (eviction acted)",
+                eager.slow_written > none.slow_written,
+            )
+            .paper("\"substantially higher\""),
+        );
+        cases.push(
+            Case::new(
+                format!("{workload}: hit ratio"),
+                format!("{} against {}", pct(eager.hit_ratio), pct(none.hit_ratio)),
+                "eager higher",
+                eager.hit_ratio > none.hit_ratio,
+            )
+            .paper("48% against 44%, 45% against 36%, 48% against 44%"),
+        );
+        cases.push(
+            Case::new(
+                format!("{workload}: throughput"),
+                format!("{:.0} against {:.0} ops/s", eager.ops, none.ops),
+                "eager lower",
+                eager.ops < none.ops,
+            )
+            .paper("0.38x, 0.73x, 0.38x of no eviction's"),
+        );
     }
     lab.table(
         "eviction",
@@ -488,7 +540,7 @@ fn eviction(
         Claim::shape(
             "Writes Hurt section 3.2.2, Table 1",
             "With eager eviction the hit rate is higher but throughput substantially lower than without eviction, for read-dominant workloads",
-            "read-only and 95% reads, dataset larger than DRAM, an NVCache of 64 MiB that the working set overflows: eager eviction's NVCache hit ratio higher and its throughput lower, in both",
+            "read-only and 95% reads, dataset larger than DRAM, an NVCache of a quarter of the blocks the DRAM caches pass down (so that the working set overflows it): eager eviction writes more to NVRAM (eviction acted), its NVCache hit ratio is higher and its throughput lower, in both",
         )
         .cases(cases)
         .context("this experiment runs NVCache over LRU, which evicts on the request path where `no-eviction` stops it; our LFRU evicts in its periodic sweep, which `no-eviction` does not stop yet. Eviction makes room for new blocks, and each admission is an NVRAM write that slows the lookups beside it"),
