@@ -75,10 +75,8 @@ impl Hit {
     /// In `len`: the hit is only to be counted, not told to the policy (the hit rule spared
     /// it; logged rather than counted in the stripe when its latency is recorded).
     pub const UNTOLD: u32 = 1 << 30;
-    /// The value's length, without the flags.
-    pub fn bytes(&self) -> u32 {
-        self.len & !(Hit::HELD | Hit::UNTOLD)
-    }
+    /// Both flags: `len` without them is the value's length.
+    pub const FLAGS: u32 = Hit::HELD | Hit::UNTOLD;
 }
 
 /// Stripes a cache may have: threads beyond it tell their hits under the lock.

@@ -139,7 +139,7 @@ impl Shard {
         use crate::optimistic::Hit;
         self.stats.lookups += 1;
         self.stats.hits += 1;
-        self.stats.bytes_read += (len & !(Hit::HELD | Hit::UNTOLD)) as u64;
+        self.stats.bytes_read += (len & !Hit::FLAGS) as u64;
         match len & Hit::HELD {
             0 => self.stats.unlocked_hits += 1,
             _ => self.stats.pinned_reads += 1,
