@@ -94,9 +94,11 @@ where
     area.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let xs = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
     let (x_min, x_max) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-    let y_max =
-        chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(0.0f64, f64::max);
-    let y_range = 0.0..(y_max * 1.05).max(0.01);
+    let ys = || chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let y_max = ys().fold(0.0f64, f64::max);
+    // From zero, or below it where a line goes negative (a loss, a change of latency).
+    let y_min = ys().fold(0.0f64, f64::min);
+    let y_range = y_min * 1.05..(y_max * 1.05).max(0.01);
     let mut builder = ChartBuilder::on(&area);
     builder
         .caption(chart.title, ("sans-serif", 22))

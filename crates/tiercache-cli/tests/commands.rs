@@ -937,6 +937,18 @@ fn lab_experiments_write_reports_with_verdicts() {
             assert!(out.join(link).exists(), "{name}: {link} is linked but missing");
         }
     }
+    // A paper's headline results each have a sweep: a chart, its CSV and a paragraph that says
+    // whether the result reproduces on the paper's setup.
+    for name in ["orthus", "kassa", "hibachi"] {
+        let report = std::fs::read_to_string(out.join(format!("{name}.md"))).unwrap();
+        let sweeps: Vec<&str> = report.split("\n## Sensitivity: ").skip(1).collect();
+        assert!(!sweeps.is_empty(), "{name}: no sensitivity sweep");
+        for sweep in sweeps {
+            assert!(sweep.contains("On the paper's setup ("), "{name}: {sweep}");
+            assert!(sweep.contains("reproduce"), "{name}: {sweep}");
+            assert!(sweep.contains("/sensitivity-") && sweep.contains(".png)"), "{name}: {sweep}");
+        }
+    }
     let err = tiercache_fails(&["lab", "run", "tape", "--smoke"]);
     assert!(err.contains("tape") && err.contains("orthus"), "{err}");
     // The tally is the claims' own verdicts, counted by origin: every claim has one, the

@@ -17,12 +17,14 @@ use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, Synt
 use crate::plot::{write_chart, Chart, Series};
 
 pub use claim::{Case, Claim};
+pub use sensitivity::{Line, Needs, Sensitivity};
 
 mod calibrate;
 mod claim;
 mod hibachi;
 mod kassa;
 mod orthus;
+mod sensitivity;
 mod writes_hurt;
 mod ycsb;
 
