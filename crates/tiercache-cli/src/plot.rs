@@ -87,6 +87,44 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
+/// The corner of the plot whose quarter holds the fewest points (of lines drawn through them,
+/// sampled), so that the legend hides as little as it can: lower left first on a tie.
+fn legend_corner(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> SeriesLabelPosition {
+    let unit = |v: f64, lo: f64, hi: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+    let mut counts = [0usize; 4];
+    for s in chart.series {
+        let x_of = |x: f64| match chart.log_x && x0 > 0.0 && x > 0.0 {
+            true => unit(x.ln(), x0.ln(), x1.ln()),
+            false => unit(x, x0, x1),
+        };
+        // Each segment sampled at ten points, so a line crossing a corner counts there.
+        for w in
+            s.points.windows(2).chain(s.points.chunks(1).take(usize::from(s.points.len() == 1)))
+        {
+            let (a, b) = (w[0], *w.last().expect("a point"));
+            for i in 0..=10 {
+                let t = i as f64 / 10.0;
+                let (x, y) =
+                    (x_of(a.0) + t * (x_of(b.0) - x_of(a.0)), unit(a.1 + t * (b.1 - a.1), y0, y1));
+                let (left, low) = (x < 0.45, y < 0.45);
+                let (right, high) = (x > 0.55, y > 0.55);
+                counts[0] += usize::from(left && low);
+                counts[1] += usize::from(left && high);
+                counts[2] += usize::from(right && high);
+                counts[3] += usize::from(right && low);
+            }
+        }
+    }
+    let corners = [
+        SeriesLabelPosition::LowerLeft,
+        SeriesLabelPosition::UpperLeft,
+        SeriesLabelPosition::UpperRight,
+        SeriesLabelPosition::LowerRight,
+    ];
+    let best = (0..4).min_by_key(|&i| counts[i]).expect("four corners");
+    corners[best].clone()
+}
+
 fn draw<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, chart: &Chart) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
@@ -98,7 +136,8 @@ where
     let y_max = ys().fold(0.0f64, f64::max);
     // From zero, or below it where a line goes negative (a loss, a change of latency).
     let y_min = ys().fold(0.0f64, f64::min);
-    let y_range = y_min * 1.05..(y_max * 1.05).max(0.01);
+    let (y_low, y_high) = (y_min * 1.05, (y_max * 1.05).max(0.01));
+    let y_range = y_low..y_high;
     let mut builder = ChartBuilder::on(&area);
     builder
         .caption(chart.title, ("sans-serif", 22))
@@ -130,7 +169,7 @@ where
             ctx.configure_series_labels()
                 .background_style(WHITE.mix(0.8))
                 .border_style(BLACK)
-                .position(SeriesLabelPosition::LowerLeft)
+                .position(legend_corner(chart, (x_min, x_max), (y_low, y_high)))
                 .draw()
                 .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         }};

@@ -937,16 +937,23 @@ fn lab_experiments_write_reports_with_verdicts() {
             assert!(out.join(link).exists(), "{name}: {link} is linked but missing");
         }
     }
-    // A paper's headline results each have a sweep: a chart, its CSV and a paragraph that says
-    // whether the result reproduces on the paper's setup.
-    for name in ["orthus", "kassa", "hibachi"] {
+    // A paper's headline results each have a sweep (a chart and its CSV), and a paragraph at
+    // the top that says whether the result reproduces on the paper's setup.
+    for (name, results) in [("writes-hurt", 4), ("orthus", 2), ("kassa", 4), ("hibachi", 1)] {
         let report = std::fs::read_to_string(out.join(format!("{name}.md"))).unwrap();
-        let sweeps: Vec<&str> = report.split("\n## Sensitivity: ").skip(1).collect();
-        assert!(!sweeps.is_empty(), "{name}: no sensitivity sweep");
-        for sweep in sweeps {
-            assert!(sweep.contains("On the paper's setup ("), "{name}: {sweep}");
-            assert!(sweep.contains("reproduce"), "{name}: {sweep}");
-            assert!(sweep.contains("/sensitivity-") && sweep.contains(".png)"), "{name}: {sweep}");
+        let sweeps = report.split("\n## Sensitivity: ").skip(1);
+        assert_eq!(sweeps.count(), results, "{name}: one sweep per headline result");
+        let top = report
+            .split("## The headline results on the paper's setup")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## Setup").next())
+            .unwrap_or_else(|| panic!("{name}: no headline results"));
+        let paragraphs: Vec<&str> = top.split("\n\n").filter(|p| p.starts_with("**")).collect();
+        assert_eq!(paragraphs.len(), results, "{name}: {top}");
+        for paragraph in paragraphs {
+            assert!(paragraph.contains("On the paper's setup ("), "{name}: {paragraph}");
+            assert!(paragraph.contains("reproduce"), "{name}: {paragraph}");
+            assert!(paragraph.contains("/sensitivity-"), "{name}: {paragraph}");
         }
     }
     let err = tiercache_fails(&["lab", "run", "tape", "--smoke"]);

@@ -155,6 +155,10 @@ impl<E: Eviction> SingleTier<E> {
         &self.eviction
     }
 
+    pub fn eviction_mut(&mut self) -> &mut E {
+        &mut self.eviction
+    }
+
     fn sink<'a>(&self, out: &'a mut Decision) -> Sink<'a> {
         Sink { decision: out, tier: self.tier }
     }

@@ -59,6 +59,9 @@ pub struct Lfru {
     used: u64,
     next_sweep_us: Option<u64>,
     sweeps: u64,
+    /// Whether sweeps run: NVCache's no-eviction (Writes Hurt section 3.2.2, Table 1) stops
+    /// them, since the sweep is how LFRU evicts; blocks then leave only when removed.
+    sweeping: bool,
 }
 
 impl crate::frame::Registered for Lfru {
@@ -85,7 +88,13 @@ impl Lfru {
             used: 0,
             next_sweep_us: None,
             sweeps: 0,
+            sweeping: true,
         }
+    }
+
+    /// Stops the sweeps for good: nothing is evicted from now on (NVCache's no-eviction).
+    pub fn stop_sweeping(&mut self) {
+        self.sweeping = false;
     }
 
     pub fn sweeps(&self) -> u64 {
@@ -128,6 +137,9 @@ impl Eviction for Lfru {
     }
 
     fn tick(&mut self, req: &Request, sink: &mut Sink) {
+        if !self.sweeping {
+            return;
+        }
         // Sweeps fire at multiples of the interval, like a timer thread waking each second.
         let now = req.time_us;
         let interval = self.config.sweep_interval_us;

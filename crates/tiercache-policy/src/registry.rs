@@ -337,7 +337,12 @@ impl AnyPolicy {
     }
 
     /// This policy behind NVCache's admission.
-    pub fn with_nvcache(self, config: crate::nvcache::NvcacheConfig) -> AnyPolicy {
+    pub fn with_nvcache(mut self, config: crate::nvcache::NvcacheConfig) -> AnyPolicy {
+        // No eviction stops LFRU's sweep too: the sweep is how LFRU evicts (section 3.1), and
+        // Table 1's "no eviction" means nothing leaves but by removal.
+        if let (false, AnyPolicy::Lfru(lfru)) = (config.evict, &mut self) {
+            lfru.eviction_mut().stop_sweeping();
+        }
         AnyPolicy::Nvcache(Box::new(crate::nvcache::Nvcache::new(self, config)))
     }
 

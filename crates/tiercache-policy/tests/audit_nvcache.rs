@@ -83,3 +83,34 @@ fn obp_admits_while_writes_stay_within_a_tenth_of_lookups() {
 fn obp(p: &AnyPolicy) -> f64 {
     p.knobs().iter().find(|(name, _)| *name == "obp").expect("NVCache reports its OBP").1
 }
+
+/// Table 1's "no eviction" over LFRU (section 3.2.2): "once the cache is full, NVCache stops
+/// admitting new blocks" and nothing is evicted, so LFRU's periodic sweep, which is how it
+/// evicts, must not run either. Four slots, a sweep every 100 us sparing nothing older than
+/// 50 us: eager eviction's sweeps evict the idle blocks and admit new ones; without eviction
+/// the first four blocks stay and the rest are refused for want of space.
+#[test]
+fn no_eviction_stops_lfrus_sweep() {
+    let lfru = PolicyConfig::parse("lfru:sweep_interval_us=100,window_us=50").unwrap();
+    let run_for = |config: &str| {
+        let base = AnyPolicy::from_config(&lfru, Capacity::objects(4), &[], 0).unwrap();
+        let mut p = base.with_nvcache(NvcacheConfig::parse(config).unwrap());
+        let (mut evicted, mut admitted, mut no_space) = (0, 0, 0);
+        for (i, key) in (0..40u64).enumerate() {
+            let mut d = Decision::new();
+            p.decide(&Request::new(i as u64 * 30, key, BLOCK, Op::Read), &mut d);
+            for action in &d.actions {
+                match action {
+                    Action::Evict { .. } => evicted += 1,
+                    Action::Insert { .. } => admitted += 1,
+                    Action::Reject { reason: RejectReason::NoSpace, .. } => no_space += 1,
+                    _ => {}
+                }
+            }
+        }
+        (evicted, admitted, no_space)
+    };
+    let (evicted, admitted, _) = run_for("no-write-allocate");
+    assert!(evicted > 0 && admitted > 4, "eager: {evicted} evicted, {admitted} admitted");
+    assert_eq!(run_for("no-write-allocate,no-eviction"), (0, 4, 36));
+}

@@ -266,9 +266,16 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         )?;
     }
 
-    let fitted_ratios = paper_setup(lab)?;
     // A cell informs a claim when the trace is real and outgrows the cache.
     let informs = |c: &Cell| c.workload < real && workloads[c.workload].footprint > c.mib * 256;
+    // Figure 6's 8 MiB over Hybrid-LRU on the real traces, beside the fitted ones'.
+    let real_8: Vec<f64> = cells
+        .iter()
+        .filter(|c| c.mib == SIZES_MIB[0] && informs(c) && c.read(1) > 0.0)
+        .map(|c| c.read(0) / c.read(1))
+        .collect();
+    let real_8 = (real_8.iter().sum::<f64>() / real_8.len().max(1) as f64, real_8.len());
+    let fitted_ratios = paper_setup(lab, real_8)?;
     let mut claim = Claim::shape(
         "Hibachi section V-B1, Figure 6",
         "Hibachi's read hit rate is above Hybrid-LRU's and Hybrid-ARC's: on average 3x, 2.9x, 1.8x, 1.1x Hybrid-LRU's and 2.7x, 1.9x, 1.2x, 1.1x Hybrid-ARC's at 8, 16, 32, 64 MB",
@@ -654,7 +661,10 @@ fn write_throughput(
 /// The paper's setup for Figure 6: traces fitted to Table I, at 8 to 64 MiB; then Figure 6's
 /// 8 MiB result swept over the reads' skew. Returns (baseline, size index, mean over the
 /// fitted traces of Hibachi's read hit rate over the baseline's) for the claim.
-fn paper_setup(lab: &mut Lab) -> anyhow::Result<Vec<(usize, usize, f64)>> {
+fn paper_setup(
+    lab: &mut Lab,
+    (real_8, reals): (f64, usize),
+) -> anyhow::Result<Vec<(usize, usize, f64)>> {
     let shrink = if matches!(lab.scale, Scale::Smoke) { 100 } else { 1 };
     let make = |skew: f64| -> Vec<Workload> {
         fitted::TABLE_I
@@ -759,13 +769,17 @@ fn paper_setup(lab: &mut Lab) -> anyhow::Result<Vec<(usize, usize, f64)>> {
         let top = points.iter().copied().fold((0.0, 0.0), |a, p| if p.1 > a.1 { p } else { a });
         format!("{} at exponent {:.0}", ratio(top.1), top.0)
     };
-    let number = format!(
-        " In number, the paper's {} and {} are reached at no exponent swept: the largest means \
-         are {} over Hybrid-LRU and {} over Hybrid-ARC.",
+    let note = format!(
+        "In number, the paper's {} and {} are reached at no exponent swept: the largest means \
+         are {} over Hybrid-LRU and {} over Hybrid-ARC. What flips the result is the trace: on \
+         the real traces of the test data ({}) the same mean at 8 MiB over Hybrid-LRU is {}, \
+         where the fitted traces' reads have frequency and, by construction, no recency.",
         ratio(PAPER_READ_RATIO[0][0]),
         ratio(PAPER_READ_RATIO[1][0]),
         largest(&over_lru),
-        largest(&over_arc)
+        largest(&over_arc),
+        self::traces(reals),
+        ratio(real_8)
     );
     lab.sensitivity(&Sensitivity {
         name: "sensitivity-figure-6",
@@ -777,12 +791,12 @@ fn paper_setup(lab: &mut Lab) -> anyhow::Result<Vec<(usize, usize, f64)>> {
         paper_x: fitted::PAPER_SKEW,
         paper_setup: "the four traces fitted to Table I, 8 MiB, half DRAM and half NVRAM",
         ours_x: None,
+        note,
         lines: vec![
             Line { name: "over Hybrid-LRU".into(), points: over_lru, needs: Needs::AtLeast(1.0) },
             Line { name: "over Hybrid-ARC".into(), points: over_arc, needs: Needs::AtLeast(1.0) },
         ],
     })?;
-    lab.paragraph(number.trim_start());
     Ok(ratios)
 }
 

@@ -102,25 +102,25 @@ struct Experiment {
 const EXPERIMENTS: [Experiment; 6] = [
     Experiment {
         name: "writes-hurt",
-        what: "NVCache admission (Writes Hurt, SoCC'22) under the engine's DRAM cache, against no NVRAM: alloc-read-write, no-write-allocate, small-bypass, OBP 5/10/30%, interference-aware; OBP across cache sizes; eager vs no eviction (Table 1); Open CAS write-around (Figure 7); performance per dollar of DRAM/NVRAM splits (Figure 8)",
+        what: "NVCache admission (Writes Hurt, SoCC'22) under the engine's DRAM cache, against no NVRAM: alloc-read-write, no-write-allocate, small-bypass, OBP 5/10/30%, interference-aware; OBP across cache sizes; eager vs no eviction (Table 1); Open CAS write-around (Figure 7); performance per dollar of DRAM/NVRAM splits (Figure 8); Figures 4, 6, 8 and Table 1 swept over the NVRAM's write bandwidth, the dataset's size and skew and the SSD, the NVCache's size and the NVRAM's price",
         run: writes_hurt::run,
         measured: false,
     },
     Experiment {
         name: "orthus",
-        what: "Non-hierarchical caching (Orthus, FAST'21): classic, static splits with and without data admission, and NHC over DRAM+NVM, NVM+Optane SSD, Optane SSD+Flash at hit ratios 80/95% and loads 0.5-2.0, and where the gain comes from (with and without write interference); the three target metrics (Table 2); write-around, write-back and write-through with few and many dirty reads (Figure 8); YCSB-C over Zipf 0.6-0.99; a moving hot set (Figure 12b); YCSB-D with inserts (Figure 12c)",
+        what: "Non-hierarchical caching (Orthus, FAST'21): classic, static splits with and without data admission, and NHC over DRAM+NVM, NVM+Optane SSD, Optane SSD+Flash at hit ratios 80/95% and loads 0.5-2.0, and where the gain comes from (with and without write interference); the three target metrics (Table 2); write-around, write-back and write-through with few and many dirty reads (Figure 8); YCSB-C over Zipf 0.6-0.99; a moving hot set (Figure 12b); YCSB-D with inserts (Figure 12c); Figure 7 swept over the load, with and without write interference",
         run: orthus::run,
         measured: false,
     },
     Experiment {
         name: "kassa",
-        what: "DRAM + SCM block cache placements (Kassa et al., ATC'21): DRAM-first, SCM-first(2/6), Bidirectional(4), all-SCM, all-DRAM over DRAM-SCM splits 64-0, 64-128, 32-128, 32-256, on the paper's device figures and our presets, over a Zipf and db_bench's mixgraph model; throughput, p95, throughput per cost; the stand-ins' locality against the paper's Figure 6",
+        what: "DRAM + SCM block cache placements (Kassa et al., ATC'21): DRAM-first, SCM-first(2/6), Bidirectional(4), all-SCM, all-DRAM over DRAM-SCM splits 64-0, 64-128, 32-128, 32-256, on the paper's device figures and our presets, over a Zipf and db_bench's mixgraph model; throughput, p95, throughput per cost; the stand-ins' locality against the paper's Figure 6; the abstract (against the 1P and the 2P server) and Figure 5b swept over the SCM's module count, with and without Optane's write interference",
         run: kassa::run,
         measured: false,
     },
     Experiment {
         name: "hibachi",
-        what: "Hibachi (MSST'17): read and write hit rates against Hybrid-LRU and Hybrid-ARC at 8-256 MiB on every real trace of the test data, where read hits land, the ASRL and ARCL latency formulas with NVRAM 1x, 5x, 10x slower than DRAM, the Hybrid-ARC anomaly, and write throughput on a disk (Figure 11) from the engine's own write-backs",
+        what: "Hibachi (MSST'17): read and write hit rates against Hybrid-LRU and Hybrid-ARC at 8-256 MiB on every real trace of the test data, where read hits land, the ASRL and ARCL latency formulas with NVRAM 1x, 5x, 10x slower than DRAM, the Hybrid-ARC anomaly, and write throughput on a disk (Figure 11) from the engine's own write-backs; Figure 6 on synthetic traces fitted to the paper's Table I (its MSR volumes), swept over the reads' skew",
         run: hibachi::run,
         measured: false,
     },
@@ -278,6 +278,8 @@ pub struct Lab {
     pub scale: Scale,
     setup: String,
     body: String,
+    /// One paragraph per headline result swept ([`Lab::sensitivity`]), shown after the claims.
+    headlines: String,
     claims: Vec<Claim>,
 }
 
@@ -292,6 +294,7 @@ impl Lab {
             scale,
             setup: String::new(),
             body: String::new(),
+            headlines: String::new(),
             claims: Vec::new(),
         })
     }
@@ -413,6 +416,10 @@ impl Lab {
                 c.explanation,
             );
         }
+        if !self.headlines.is_empty() {
+            report += HEADLINES_PREAMBLE;
+            report += &self.headlines;
+        }
         let _ = writeln!(report, "\n## Setup\n\n{}", self.setup);
         report += &self.body;
         report += "\n## The cases of each claim\n";
@@ -446,6 +453,11 @@ number **holds** when every case is within the stated tolerance of it; a claim o
 shape (an ordering, a sign, a range) **holds in shape** when the relation is true in every case. \
 One failing case and the claim **does not hold**: no verdict rests on a majority. The \
 explanations are computed from the cases, listed after the tables.\n\n";
+
+const HEADLINES_PREAMBLE: &str = "\n## The headline results on the paper's setup\n\n\
+Each headline result is run on the paper's own setup as far as the paper gives it, and swept over \
+the assumption where our setup and the paper's differ most; the paragraph is computed from the \
+sweep, whose chart and table follow in the report.\n\n";
 
 /// A seeded synthetic stream of 4 KiB blocks.
 pub fn blocks(

@@ -93,6 +93,9 @@ pub struct Sensitivity<'a> {
     /// Where the lab's other runs lie on it, if elsewhere.
     pub ours_x: Option<f64>,
     pub lines: Vec<Line>,
+    /// Said after the paragraph's reading of the sweep (computed by the caller): why the
+    /// lines run as they do, or what the rule leaves out. Empty: nothing.
+    pub note: String,
 }
 
 /// One line's stretches along the sweep: where the claim's need is met, and where it flips.
@@ -242,7 +245,20 @@ impl Sensitivity<'_> {
             parts.push(part);
         }
         let _ = write!(text, " {}.", parts.join("; "));
+        if !self.note.is_empty() {
+            let _ = write!(text, " {}", self.note);
+        }
         text
+    }
+
+    /// What the chart and table show, in a line.
+    fn measure_line(&self) -> String {
+        format!(
+            "{} by {}; the paper's setup at {}.",
+            self.measure,
+            self.assumption,
+            (self.x_format)(self.paper_x)
+        )
     }
 
     fn first_x(&self) -> f64 {
@@ -314,8 +330,20 @@ impl Lab {
                 })
             })
             .collect();
-        self.heading(&format!("Sensitivity: {}", sweep.result.trim_end_matches('.')));
-        self.paragraph(sweep.paragraph());
+        let heading = format!("Sensitivity: {}", sweep.result.trim_end_matches('.'));
+        let _ = writeln!(
+            self.headlines,
+            "{} (The sweep: [{1}.png]({2}/{1}.png), [{1}.csv]({2}/{1}.csv).)\n",
+            sweep.paragraph(),
+            sweep.name,
+            self.name,
+        );
+        self.heading(&heading);
+        self.paragraph(format!(
+            "{} Whether the result reproduces, and where it flips: the paragraph under the \
+             headline results at the top.",
+            sweep.measure_line()
+        ));
         let mut lines: Vec<super::Series> =
             sweep.lines.iter().map(|l| series(l.name.clone(), l.points.clone())).collect();
         let (first, last) = (sweep.first_x(), sweep.last_x());
@@ -380,6 +408,7 @@ mod tests {
             paper_x: 1.0,
             paper_setup: "one module",
             ours_x: None,
+            note: String::new(),
             lines: vec![Line { name: "zipf".into(), points, needs }],
         }
     }
