@@ -790,7 +790,6 @@ fn paper_setup(
         y_format: ratio,
         paper_x: fitted::PAPER_SKEW,
         paper_setup: "the four traces fitted to Table I, 8 MiB, half DRAM and half NVRAM",
-        ours_x: None,
         note,
         lines: vec![
             Line { name: "over Hybrid-LRU".into(), points: over_lru, needs: Needs::AtLeast(1.0) },

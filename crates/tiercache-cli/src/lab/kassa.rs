@@ -178,7 +178,6 @@ fn by_modules<'a>(
         y_format,
         paper_x: 1.0,
         paper_setup: "Table 1's devices with one SCM module (2.4 GB/s) and Optane's write-to-read interference, the paper's DRAM and SCM sizes, 4 KiB blocks",
-        ours_x: None,
         lines,
         note,
     }

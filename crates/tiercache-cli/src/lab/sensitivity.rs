@@ -90,8 +90,6 @@ pub struct Sensitivity<'a> {
     /// Where the paper's setup lies on the sweep (one of its points), and the setup in words.
     pub paper_x: f64,
     pub paper_setup: &'a str,
-    /// Where the lab's other runs lie on it, if elsewhere.
-    pub ours_x: Option<f64>,
     pub lines: Vec<Line>,
     /// Said after the paragraph's reading of the sweep (computed by the caller): why the
     /// lines run as they do, or what the rule leaves out. Empty: nothing.
@@ -159,26 +157,6 @@ impl Sensitivity<'_> {
             at_paper.join(", "),
             describe_needs(&self.lines, y),
         );
-        if let Some(ours) = self.ours_x {
-            let values: Vec<String> = self
-                .lines
-                .iter()
-                .map(|line| {
-                    format!(
-                        "{} {}",
-                        line.name,
-                        read(line, ours).at_paper.map_or("-".to_string(), y)
-                    )
-                })
-                .collect();
-            let _ = write!(
-                text,
-                " With the lab's other runs' {} ({}) it is {}.",
-                self.assumption,
-                x(ours),
-                values.join(", ")
-            );
-        }
         let _ = write!(
             text,
             " Along {} ({} to {}):",
@@ -407,7 +385,6 @@ mod tests {
             y_format: pct,
             paper_x: 1.0,
             paper_setup: "one module",
-            ours_x: None,
             note: String::new(),
             lines: vec![Line { name: "zipf".into(), points, needs }],
         }

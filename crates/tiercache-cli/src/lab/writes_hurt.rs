@@ -161,19 +161,20 @@ fn run_over(
 
 /// A workload's warm-up and measured streams: scrambled Zipf 0.9 over `objects` blocks.
 fn stream(objects: u64, requests: u64, reads: f64, seed: u64) -> (Vec<Request>, Vec<Request>) {
-    stream_of(0.9, objects, requests, reads, seed)
+    stream_of(0.9, objects, requests, reads, seed, 4)
 }
 
-/// As [`stream`], with Zipf exponent `theta`.
+/// As [`stream`], with Zipf exponent `theta` and `warm_per_block` warm-up requests per block.
 fn stream_of(
     theta: f64,
     objects: u64,
     requests: u64,
     reads: f64,
     seed: u64,
+    warm_per_block: u64,
 ) -> (Vec<Request>, Vec<Request>) {
     let dist = KeyDistribution::ScrambledZipf { theta };
-    let warm = blocks(dist.clone(), objects, 4 * objects, reads, seed + 1000);
+    let warm = blocks(dist.clone(), objects, warm_per_block * objects, reads, seed + 1000);
     (warm, blocks(dist, objects, requests, reads, seed))
 }
 
@@ -395,6 +396,16 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Figure 6's lines: (Zipf exponent, the SSD below NVCache, warm-up requests per block).
+const FIGURE_6_LINES: [(f64, &str, u64); 6] = [
+    (0.9, "optane-ssd", 4),
+    (0.6, "optane-ssd", 4),
+    (0.9, "nvme", 4),
+    (0.9, "sata-ssd", 4),
+    (0.9, "optane-ssd", 40),
+    (0.9, "sata-ssd", 40),
+];
+
 /// The `optane-dcpm` profile (Optane's 2.3 GB/s of writes, Orthus's Table 1) with `gb_s` of
 /// write bandwidth.
 fn nvram_writing(gb_s: f64) -> DeviceProfile {
@@ -417,7 +428,7 @@ fn figures_4_and_6_sensitivity(
          gain is the time NVCache takes off the SSD's misses, so it is swept over the dataset's \
          size against the 32 MiB of DRAM and the 180 MiB NVCache, at two skews (the paper's \
          WiredTiger tables are not given as a distribution) and, at Zipf 0.9, with NVMe flash \
-         (`nvme`, 80 us) below instead of the P4800X.",
+         (`nvme`, 80 us) and SATA flash (`sata-ssd`, 180 us) below instead of the P4800X.",
     );
     let bandwidths = [0.46, 1.15, 2.3, 4.6, 9.2];
     let arw = Nvram::Nvcache(NvcacheConfig::parse(POLICIES[ARW - 1].1)?);
@@ -445,7 +456,6 @@ fn figures_4_and_6_sensitivity(
         y_format: signed,
         paper_x: 2.3,
         paper_setup: "Optane's figures (2.3 GB/s of writes, Figure 2's interference), the 16 MiB dataset, the paper's DRAM and NVCache sizes scaled",
-        ours_x: None,
         note: String::new(),
         lines,
     })?;
@@ -453,19 +463,27 @@ fn figures_4_and_6_sensitivity(
     let sizes_mib = [64u64, 125, 250, 500, 1000];
     let obp = Nvram::Nvcache(NvcacheConfig::parse(POLICIES[OBP10 - 1].1)?);
     let mut lines = Vec::new();
-    for (theta, ssd) in [(0.9, "optane-ssd"), (0.6, "optane-ssd"), (0.9, "nvme")] {
+    for (theta, ssd, warm_per_block) in FIGURE_6_LINES {
         let mut points = Vec::new();
         for mib in sizes_mib {
-            lab.step(format!("Figure 6, read-only, Zipf {theta}, {mib} MiB, over {ssd}"));
-            let (warm, measured) = stream_of(theta, mib * PER_GB, requests, 1.0, 11);
+            lab.step(format!(
+                "Figure 6, read-only, Zipf {theta}, {mib} MiB, over {ssd}, warmed {warm_per_block}x"
+            ));
+            let objects = mib * PER_GB;
+            let (warm, measured) = stream_of(theta, objects, requests, 1.0, 11, warm_per_block);
             let filtered = through_dram(&warm, &measured, levels);
             let devices = || [preset("optane-dcpm"), preset(ssd)];
             let none = run_over(&Nvram::None, nvcache_blocks, &filtered, devices()).ops;
             let with = run_over(&obp, nvcache_blocks, &filtered, devices()).ops;
             points.push((mib as f64, with / none));
         }
-        let below = if ssd == "nvme" { ", NVMe flash below" } else { "" };
-        let name = format!("read-only, Zipf {theta}{below}");
+        let below = match ssd {
+            "nvme" => ", NVMe flash below",
+            "sata-ssd" => ", SATA flash below",
+            _ => "",
+        };
+        let warmed = if warm_per_block > 4 { ", warmed 10x longer" } else { "" };
+        let name = format!("read-only, Zipf {theta}{below}{warmed}");
         lines.push(Line { name, points, needs: Needs::AtLeast(3.0) });
     }
     lab.sensitivity(&Sensitivity {
@@ -477,7 +495,6 @@ fn figures_4_and_6_sensitivity(
         y_format: ratio,
         paper_x: 250.0,
         paper_setup: "Table 2's large dataset (250 scaled GB) over 32 of DRAM and 180 of NVCache, Figure 2's Optane over the P4800X",
-        ours_x: None,
         note: String::new(),
         lines,
     })
@@ -652,7 +669,6 @@ fn eviction(
         y_format: points,
         paper_x: 0.25,
         paper_setup: "a working set that overflows NVCache (the paper's ratio is not given: the claim's quarter), NVCache over LFRU, Figure 2's Optane",
-        ours_x: None,
         note: String::new(),
         lines,
     })?;
@@ -929,7 +945,6 @@ fn per_dollar(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
         y_format: signed,
         paper_x: 0.38,
         paper_setup: "Table 4's price (NVRAM 0.38 of DRAM per GB), 64 scaled GB of NVRAM and 32 of DRAM against 96 of DRAM",
-        ours_x: None,
         note: price_note,
         lines,
     })?;
