@@ -97,11 +97,13 @@ fn legend_corner(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> S
             true => unit(x.ln(), x0.ln(), x1.ln()),
             false => unit(x, x0, x1),
         };
-        // Each segment sampled at ten points, so a line crossing a corner counts there.
-        for w in
-            s.points.windows(2).chain(s.points.chunks(1).take(usize::from(s.points.len() == 1)))
-        {
-            let (a, b) = (w[0], *w.last().expect("a point"));
+        // Each segment sampled at ten points, so a line crossing a corner counts there; a
+        // lone point is a segment of its own.
+        let segments: Vec<((f64, f64), (f64, f64))> = match s.points.as_slice() {
+            [only] => vec![(*only, *only)],
+            points => points.windows(2).map(|w| (w[0], w[1])).collect(),
+        };
+        for (a, b) in segments {
             for i in 0..=10 {
                 let t = i as f64 / 10.0;
                 let (x, y) =

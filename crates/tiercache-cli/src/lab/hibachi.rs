@@ -99,6 +99,35 @@ fn workload(name: String, requests: Vec<Request>) -> Workload {
     }
 }
 
+/// Every policy on every workload at every size, in parallel: the cells workload by
+/// workload, size by size.
+fn simulate_cells(workloads: &[Workload], sizes: &[u64]) -> anyhow::Result<Vec<Cell>> {
+    let jobs: Vec<(usize, u64, usize)> = (0..workloads.len())
+        .flat_map(|w| sizes.iter().flat_map(move |&m| (0..POLICIES.len()).map(move |p| (w, m, p))))
+        .collect();
+    let results: Vec<SimReport> = jobs
+        .par_iter()
+        .map(|&(w, mib, p)| {
+            simulate_slice(&options(POLICIES[p], mib * 256), &workloads[w].requests)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut cells: Vec<Cell> = Vec::new();
+    for (job, report) in jobs.iter().zip(results) {
+        if job.2 == 0 {
+            cells.push(Cell { workload: job.0, mib: job.1, reports: Vec::new() });
+        }
+        cells.last_mut().expect("a cell").reports.push(report);
+    }
+    Ok(cells)
+}
+
+/// The mean over `cells` at `mib` of Hibachi's read hit rate over baseline `b`'s.
+fn mean_read_ratio(cells: &[Cell], mib: u64, b: usize) -> f64 {
+    let ratios: Vec<f64> =
+        cells.iter().filter(|c| c.mib == mib).map(|c| c.read(0) / c.read(b).max(1e-9)).collect();
+    ratios.iter().sum::<f64>() / ratios.len() as f64
+}
+
 /// One cell: the three policies on one trace at one size.
 struct Cell {
     workload: usize,
@@ -168,25 +197,12 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     );
     lab.setup("Latency formulas with the paper's constants: RAM 50 ns, disk 10 ms; NVRAM 1x, 5x and 10x slower than DRAM.");
 
-    let jobs: Vec<(usize, u64, usize)> = (0..workloads.len())
-        .flat_map(|w| {
-            SIZES_MIB.iter().flat_map(move |&m| (0..POLICIES.len()).map(move |p| (w, m, p)))
-        })
-        .collect();
-    lab.step(format!("{} simulations on {} threads", jobs.len(), rayon::current_num_threads()));
-    let results: Vec<SimReport> = jobs
-        .par_iter()
-        .map(|&(w, mib, p)| {
-            simulate_slice(&options(POLICIES[p], mib * 256), &workloads[w].requests)
-        })
-        .collect::<Result<_, _>>()?;
-    let mut cells: Vec<Cell> = Vec::new();
-    for (job, report) in jobs.iter().zip(results) {
-        if job.2 == 0 {
-            cells.push(Cell { workload: job.0, mib: job.1, reports: Vec::new() });
-        }
-        cells.last_mut().expect("a cell").reports.push(report);
-    }
+    lab.step(format!(
+        "{} simulations on {} threads",
+        workloads.len() * SIZES_MIB.len() * POLICIES.len(),
+        rayon::current_num_threads()
+    ));
+    let cells = simulate_cells(&workloads, &SIZES_MIB)?;
 
     lab.heading("The traces");
     let rows: Vec<Vec<String>> = workloads
@@ -677,26 +693,10 @@ fn paper_setup(
             })
             .collect()
     };
-    let simulate = |traces: &[Workload], sizes: &[u64]| -> anyhow::Result<Vec<SimReport>> {
-        let jobs: Vec<(usize, u64, usize)> = (0..traces.len())
-            .flat_map(|w| {
-                sizes.iter().flat_map(move |&m| (0..POLICIES.len()).map(move |p| (w, m, p)))
-            })
-            .collect();
-        Ok(jobs
-            .par_iter()
-            .map(|&(w, mib, p)| {
-                simulate_slice(&options(POLICIES[p], mib * 256), &traces[w].requests)
-            })
-            .collect::<Result<_, _>>()?)
-    };
     lab.step("the paper's setup: traces fitted to Table I");
     let traces = make(fitted::PAPER_SKEW);
     let sizes = &SIZES_MIB[..READ_SIZES];
-    let reports = simulate(&traces, sizes)?;
-    let at = |reports: &[SimReport], w: usize, s: usize, p: usize| {
-        reports[(w * sizes.len() + s) * POLICIES.len() + p].read_hit_ratio
-    };
+    let cells = simulate_cells(&traces, sizes)?;
     lab.heading("The paper's setup: traces fitted to Table I (synthetic)");
     lab.paragraph(
         "Hibachi's traces, four MSR Cambridge volumes, are not available here, so these are \
@@ -727,41 +727,27 @@ fn paper_setup(
         &rows,
     )?;
     let mut rows = Vec::new();
-    for (w, t) in traces.iter().enumerate() {
-        for (s, mib) in sizes.iter().enumerate() {
-            let mut row = vec![t.name.clone(), mib.to_string()];
-            row.extend((0..POLICIES.len()).map(|p| pct(at(&reports, w, s, p))));
-            rows.push(row);
-        }
+    for c in &cells {
+        let mut row = vec![traces[c.workload].name.clone(), c.mib.to_string()];
+        row.extend((0..POLICIES.len()).map(|p| pct(c.read(p))));
+        rows.push(row);
     }
     let mut header = vec!["trace", "total MiB"];
     header.extend(POLICIES.iter().copied());
     lab.table("fitted-read-hits", &header, &rows)?;
-    let mean_ratio = |reports: &[SimReport], s: usize, b: usize| {
-        let ratios: Vec<f64> = (0..traces.len())
-            .map(|w| at(reports, w, s, 0) / at(reports, w, s, b).max(1e-9))
-            .collect();
-        ratios.iter().sum::<f64>() / ratios.len() as f64
-    };
     let ratios: Vec<(usize, usize, f64)> = [1, 2]
         .iter()
         .flat_map(|&b| (0..sizes.len()).map(move |s| (b, s)))
-        .map(|(b, s)| (b, s, mean_ratio(&reports, s, b)))
+        .map(|(b, s)| (b, s, mean_read_ratio(&cells, sizes[s], b)))
         .collect();
 
     // Figure 6 at 8 MiB over the reads' skew.
     let mut points: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
     for skew in SKEWS {
         lab.step(format!("traces fitted to Table I, skew {skew}"));
-        let traces = make(skew);
-        let reports = simulate(&traces, &sizes[..1])?;
-        let at = |w: usize, p: usize| &reports[w * POLICIES.len() + p];
+        let cells = simulate_cells(&make(skew), &sizes[..1])?;
         for (line, b) in [1, 2].into_iter().enumerate() {
-            let mean = (0..traces.len())
-                .map(|w| at(w, 0).read_hit_ratio / at(w, b).read_hit_ratio.max(1e-9))
-                .sum::<f64>()
-                / traces.len() as f64;
-            points[line].push((skew, mean));
+            points[line].push((skew, mean_read_ratio(&cells, sizes[0], b)));
         }
     }
     let [over_lru, over_arc] = points;

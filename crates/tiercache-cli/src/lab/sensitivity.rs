@@ -99,16 +99,15 @@ pub struct Sensitivity<'a> {
 /// One line's stretches along the sweep: where the claim's need is met, and where it flips.
 struct Reading {
     at_paper: Option<f64>,
-    /// Indices of the points where the need is met.
-    met: Vec<usize>,
+    /// How many points meet the need.
+    met: usize,
     /// Between which points the need turns from unmet to met or back, as (before, after).
     flips: Vec<(usize, usize)>,
 }
 
 fn read(line: &Line, paper_x: f64) -> Reading {
     let at_paper = line.points.iter().find(|(x, _)| (x - paper_x).abs() < 1e-9).map(|p| p.1);
-    let met: Vec<usize> =
-        (0..line.points.len()).filter(|&i| line.needs.met(line.points[i].1)).collect();
+    let met = line.points.iter().filter(|p| line.needs.met(p.1)).count();
     let flips = line
         .points
         .windows(2)
@@ -175,7 +174,7 @@ impl Sensitivity<'_> {
                     .find(|w| (w[0].1 - target).signum() != (w[1].1 - target).signum()),
                 _ => None,
             };
-            let part = if let (true, Some(w)) = (reading.met.is_empty(), crossing) {
+            let part = if let (true, Some(w)) = (reading.met == 0, crossing) {
                 format!(
                     "{} meets it at no point swept but passes the paper's number between {} ({}) and {} ({})",
                     line.name,
@@ -184,7 +183,7 @@ impl Sensitivity<'_> {
                     x(w[1].0),
                     y(w[1].1)
                 )
-            } else if reading.met.is_empty() {
+            } else if reading.met == 0 {
                 let closest = points
                     .iter()
                     .min_by(|a, b| distance(line.needs, a.1).total_cmp(&distance(line.needs, b.1)))
@@ -195,7 +194,7 @@ impl Sensitivity<'_> {
                     y(closest.1),
                     x(closest.0)
                 )
-            } else if reading.met.len() == points.len() {
+            } else if reading.met == points.len() {
                 format!(
                     "{} meets it everywhere ({} to {})",
                     line.name,

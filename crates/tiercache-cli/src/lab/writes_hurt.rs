@@ -592,19 +592,15 @@ fn eviction(
         let (workload, reads) = WORKLOADS[w];
         let (warm, measured) = stream(64_000, requests, reads, 31 + w as u64);
         let filtered = through_dram(&warm, &measured, levels);
-        lines.push(eviction_by_size(lab, workload, &filtered, nvcache_blocks));
-        // An NVCache that what reaches it overflows, so that eviction has something to do: a
-        // quarter of the distinct blocks the DRAM caches pass down, at most the lab's size.
         let passed: tiercache_core::KeySet =
             filtered.warm.iter().chain(&filtered.measured).map(|r| r.key).collect();
-        let blocks = (passed.len() as u64 / 4).clamp(1, nvcache_blocks);
+        let passed = passed.len() as u64;
+        lines.push(eviction_by_size(lab, workload, &filtered, passed, nvcache_blocks));
+        // An NVCache that what reaches it overflows, so that eviction has something to do: a
+        // quarter of the distinct blocks the DRAM caches pass down, at most the lab's size.
+        let blocks = (passed / 4).clamp(1, nvcache_blocks);
         lab.step(format!("eviction, {workload}, an NVCache of {blocks} blocks"));
-        let eager = run_one(&Nvram::Nvcache(NvcacheConfig::no_write_allocate()), blocks, &filtered);
-        let none = run_one(
-            &Nvram::Nvcache(NvcacheConfig { evict: false, ..NvcacheConfig::no_write_allocate() }),
-            blocks,
-            &filtered,
-        );
+        let (eager, none) = eager_and_none(blocks, &filtered);
         for (name, o) in [("eager eviction", &eager), ("no eviction", &none)] {
             rows.push(vec![
                 format!("{workload} ({} MiB NVCache)", (blocks * BLOCK) >> 20),
@@ -679,28 +675,34 @@ fn eviction(
 /// is swept over.
 const EVICTION_SHARES: [f64; 5] = [0.125, 0.25, 0.5, 0.75, 1.0];
 
-/// Eager eviction's NVCache hit ratio minus no eviction's, by NVCache size.
-fn eviction_by_size(lab: &Lab, workload: &str, filtered: &Filtered, most: u64) -> Line {
-    let passed: tiercache_core::KeySet =
-        filtered.warm.iter().chain(&filtered.measured).map(|r| r.key).collect();
+/// NVCache of `blocks` over LFRU with eager eviction, and with none.
+fn eager_and_none(blocks: u64, filtered: &Filtered) -> (Outcome, Outcome) {
+    let eager = NvcacheConfig::no_write_allocate();
+    let none = NvcacheConfig { evict: false, ..eager.clone() };
+    (
+        run_one(&Nvram::Nvcache(eager), blocks, filtered),
+        run_one(&Nvram::Nvcache(none), blocks, filtered),
+    )
+}
+
+/// Eager eviction's NVCache hit ratio minus no eviction's, by NVCache size, as shares of the
+/// `passed` distinct blocks the DRAM caches pass down (at most `most`).
+fn eviction_by_size(
+    lab: &Lab,
+    workload: &str,
+    filtered: &Filtered,
+    passed: u64,
+    most: u64,
+) -> Line {
     let points = EVICTION_SHARES
         .iter()
         .map(|&share| {
-            let blocks = ((passed.len() as f64 * share) as u64).clamp(1, most);
+            let blocks = ((passed as f64 * share) as u64).clamp(1, most);
             lab.step(format!(
                 "Table 1, {workload}, NVCache {} of the blocks passed down",
                 pct(share)
             ));
-            let eager =
-                run_one(&Nvram::Nvcache(NvcacheConfig::no_write_allocate()), blocks, filtered);
-            let none = run_one(
-                &Nvram::Nvcache(NvcacheConfig {
-                    evict: false,
-                    ..NvcacheConfig::no_write_allocate()
-                }),
-                blocks,
-                filtered,
-            );
+            let (eager, none) = eager_and_none(blocks, filtered);
             (share, eager.hit_ratio - none.hit_ratio)
         })
         .collect();
