@@ -3,7 +3,9 @@
 # hits and read handles with the default hit rule (epochs:32) against exact telling, same
 # binary, alternating, and against raw copies. Build here first:
 #   cargo build --release -p tiercache-cli && strip --strip-debug -o .devbin/tiercache target/release/tiercache
-# then run with carry [".devbin"], timeout about 420 s.
+#   (cd bench/foyer-compare && cargo build --release --bin hybrid) && strip --strip-debug -o .devbin/hybrid bench/foyer-compare/target/release/hybrid
+# then run with carry [".devbin"], timeout about 500 s. Session 28 added the hybrid against foyer
+# with the flash tier written as a log (`--disk-policy log`) beside LRU's.
 set -u
 O=${OUT:-/tmp/out}; mkdir -p $O
 exec > >(tee $O/log.txt) 2>&1
@@ -21,5 +23,10 @@ for round in 1 2; do
       python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(json.dumps({"rule": sys.argv[2], "threads": int(sys.argv[3]), "ops_per_second": d["ops_per_second"]}))' "$r" $rule $t | tee -a $J
     done
   done
+done
+# The hybrid against foyer, 1/4/16 threads: the log-ordered flash tier and LRU's, 2 rounds.
+for round in 1 2; do
+  .devbin/hybrid /var/tmp/tc-hybrid --threads 1,4,16 --disk-tier direct --disk-policy log,lru \
+    --warmup 2 --seconds 3 --json | tee -a $O/hybrid.jsonl
 done
 echo done

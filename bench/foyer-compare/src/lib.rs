@@ -40,6 +40,9 @@ pub struct Row {
     pub foyer_dropped: u64,
     pub tiercache_hit_ratio: f64,
     pub foyer_hit_ratio: f64,
+    /// Blocks per device write of tiercache's disk tier (the hybrid harness).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiercache_blocks_per_write: Option<f64>,
     /// The raw copy loop over the same keys, where the harness runs one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_ops_per_second: Option<f64>,

@@ -170,6 +170,7 @@ fn report(json: bool, policy: &str, threads: usize, read: &str, t: f64, f: f64, 
             foyer_dropped: 0,
             tiercache_hit_ratio: 1.0,
             foyer_hit_ratio: 1.0,
+            tiercache_blocks_per_write: None,
             raw_ops_per_second: r,
         };
         row.print_json();

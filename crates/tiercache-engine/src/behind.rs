@@ -5,14 +5,23 @@
 //! shard stages at most a few blocks per tier (what its slack slots allow) and writes in place
 //! past that, so the queue is bounded and a busy device slows writers down rather than losing
 //! their blocks. Shutting down writes everything queued before the threads exit.
+//!
+//! A thread takes the oldest job together with the queued jobs whose bytes continue it on the
+//! same device (a run of adjacent slots, up to [`RUN_BYTES`]) and writes them in one request.
+//! Shards hand such runs over whole (`Shard::gather_write` holds a run back until it is full
+//! or broken), so a flash tier whose slots are taken in order, as the `log` policy's are, is
+//! written in large sequential writes instead of one 4 KiB write per block.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tiercache_core::Key;
 
 use crate::io::Staged;
 use crate::tier::Place;
+
+/// The most bytes one write of a run of adjacent jobs carries.
+pub const RUN_BYTES: usize = 256 << 10;
 
 /// Threads writing behind by default, when a tier is flash: a flash device (and this VM's
 /// disk) serves several writes at once, and the threads mostly wait on it.
@@ -50,31 +59,81 @@ impl WriteBehind {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues a job (called with its shard locked; the threads never lock a shard while
-    /// holding the queue, so the order of locks is always shard, then queue).
-    pub fn submit(&self, job: Job) {
+    /// Queues jobs together (a run a shard held back: see `Shard::gather_write`), so that one
+    /// thread finds them all queued and writes them as one run. Called with the shard locked;
+    /// the threads never lock a shard while holding the queue, so the order of locks is always
+    /// shard, then queue.
+    pub fn submit_all(&self, jobs: impl IntoIterator<Item = Job>) {
         let mut state = self.state();
-        state.jobs.push_back(job);
-        state.unfinished += 1;
+        let before = state.jobs.len();
+        state.jobs.extend(jobs);
+        let added = state.jobs.len() - before;
+        if added == 0 {
+            return;
+        }
+        state.unfinished += added;
         drop(state);
         self.work.notify_one();
     }
 
-    /// The next job to write; `None` once stopping and nothing is left.
-    pub fn next(&self) -> Option<Job> {
+    /// The oldest job and the queued jobs whose bytes continue it on its device without a
+    /// gap, on either side, in device order, carrying at most `max_bytes` together (the first
+    /// job alone may carry more); `None` once stopping and nothing is left.
+    pub fn next_run(&self, max_bytes: usize) -> Option<Vec<Job>> {
         let mut state = self.state();
-        loop {
+        let first = loop {
             if let Some(job) = state.jobs.pop_front() {
-                return Some(job);
+                break job;
             }
             if state.stopping {
                 return None;
             }
             state = self.work.wait(state).unwrap_or_else(|p| p.into_inner());
+        };
+        if state.jobs.is_empty() {
+            return Some(vec![first]);
         }
+        // The queued jobs on the first one's device, by where their bytes start and end.
+        let span = |job: &Job| (job.staged.at, job.staged.at + job.staged.written as u64);
+        let device = &first.staged.device;
+        let same: Vec<(usize, (u64, u64))> = (state.jobs.iter().enumerate())
+            .filter(|(_, job)| Arc::ptr_eq(&job.staged.device, device))
+            .map(|(i, job)| (i, span(job)))
+            .collect();
+        let starting: HashMap<u64, (usize, u64)> =
+            same.iter().map(|&(i, (start, end))| (start, (i, end))).collect();
+        let ending: HashMap<u64, (usize, u64)> =
+            same.iter().map(|&(i, (start, end))| (end, (i, start))).collect();
+        // Grown a job at a time at either end (a job after it is never one before it).
+        let (mut start, mut end) = span(&first);
+        let mut taken = Vec::new();
+        loop {
+            let fits = |(a, b): (u64, u64)| (end - start + b - a) as usize <= max_bytes;
+            if let Some(&(i, next_end)) = starting.get(&end).filter(|(_, e)| fits((end, *e))) {
+                end = next_end;
+                taken.push(i);
+            } else if let Some(&(i, s)) = ending.get(&start).filter(|(_, s)| fits((*s, start))) {
+                start = s;
+                taken.push(i);
+            } else {
+                break;
+            }
+        }
+        let mut run = vec![first];
+        if !taken.is_empty() {
+            taken.sort_unstable();
+            for (i, job) in std::mem::take(&mut state.jobs).into_iter().enumerate() {
+                match taken.binary_search(&i) {
+                    Ok(_) => run.push(job),
+                    Err(_) => state.jobs.push_back(job),
+                }
+            }
+            run.sort_unstable_by_key(|job| job.staged.at);
+        }
+        Some(run)
     }
 
-    /// Marks a job returned by `next` finished.
+    /// Marks a job returned by `next_run` finished.
     pub fn done(&self) {
         let mut state = self.state();
         state.unfinished -= 1;
@@ -95,5 +154,103 @@ impl WriteBehind {
     pub fn stop(&self) {
         self.state().stopping = true;
         self.work.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::path::Path;
+
+    use super::*;
+    use crate::aligned::AlignedBuf;
+    use crate::block::Stamp;
+    use crate::device::Device;
+    use crate::io::IoBuf;
+
+    /// A device that keeps the writes it gets.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<(u64, Vec<u8>)>>);
+
+    impl Device for Recorder {
+        fn path(&self) -> &Path {
+            Path::new("<recorder>")
+        }
+        fn read_at(&self, _: &mut [u8], _: u64) -> io::Result<usize> {
+            Ok(0)
+        }
+        fn write_at(&self, data: &[u8], at: u64) -> io::Result<()> {
+            self.0.lock().unwrap().push((at, data.to_vec()));
+            Ok(())
+        }
+        fn sync(&self) -> io::Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> io::Result<u64> {
+            Ok(u64::MAX)
+        }
+    }
+
+    const BLOCK: usize = 4096;
+
+    /// A job writing block `slot` of `device`, its bytes all `slot as u8`.
+    fn job(device: &Arc<Recorder>, slot: u32) -> Job {
+        let device: Arc<dyn Device> = device.clone();
+        let staged = Staged {
+            device,
+            at: slot as u64 * BLOCK as u64,
+            key: slot as u64,
+            buf: IoBuf::Plain(vec![slot as u8; BLOCK]),
+            written: BLOCK,
+            value_at: 0,
+            len: BLOCK as u32,
+            crc: 0,
+            stamp: Stamp { seq: 0, dirty: false },
+        };
+        Job { shard: 0, key: slot as u64, place: Place::new(1, slot), staged: Arc::new(staged) }
+    }
+
+    fn slots(run: &[Job]) -> Vec<u32> {
+        run.iter().map(|job| job.place.slot).collect()
+    }
+
+    #[test]
+    fn a_run_gathers_the_queued_jobs_that_continue_the_first_on_its_device() {
+        let (a, b) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+        let queue = WriteBehind::default();
+        queue.submit_all([job(&a, 4), job(&b, 5), job(&a, 3), job(&a, 5), job(&a, 8)]);
+        // 4 first, then 5 after it and 3 before it; b's 5 is on another device, and a's 8
+        // leaves a gap.
+        let run = queue.next_run(RUN_BYTES).unwrap();
+        assert_eq!(slots(&run), [3, 4, 5]);
+        assert_eq!(slots(&queue.next_run(RUN_BYTES).unwrap()), [5]);
+        assert_eq!(slots(&queue.next_run(RUN_BYTES).unwrap()), [8]);
+        // One request carries the run, each block where it goes.
+        let staged: Vec<&Staged> = run.iter().map(|job| &*job.staged).collect();
+        let mut buf = AlignedBuf::new(RUN_BYTES);
+        Staged::run_joined(&staged, &mut buf).unwrap();
+        let writes = a.0.lock().unwrap();
+        assert_eq!(writes.len(), 1);
+        let (at, bytes) = &writes[0];
+        assert_eq!((*at, bytes.len()), (3 * BLOCK as u64, 3 * BLOCK));
+        for (i, slot) in [3u8, 4, 5].into_iter().enumerate() {
+            assert!(bytes[i * BLOCK..(i + 1) * BLOCK].iter().all(|&x| x == slot), "block {slot}");
+        }
+    }
+
+    #[test]
+    fn a_run_stops_at_its_byte_limit_and_jobs_are_counted_until_done() {
+        let a = Arc::new(Recorder::default());
+        let queue = WriteBehind::default();
+        queue.submit_all((0..5).map(|slot| job(&a, slot)));
+        assert_eq!(slots(&queue.next_run(2 * BLOCK).unwrap()), [0, 1]);
+        assert_eq!(slots(&queue.next_run(2 * BLOCK).unwrap()), [2, 3]);
+        assert_eq!(queue.state().unfinished, 5, "taken is not done");
+        for _ in 0..4 {
+            queue.done();
+        }
+        queue.stop();
+        assert_eq!(slots(&queue.next_run(2 * BLOCK).unwrap()), [4], "stopping drains the queue");
+        assert!(queue.next_run(2 * BLOCK).is_none());
     }
 }

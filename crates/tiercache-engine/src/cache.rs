@@ -16,9 +16,11 @@ use std::time::Instant;
 use tiercache_core::{Key, Op, Request};
 use tiercache_policy::cas::CacheMode;
 
-use crate::behind::{Job, WriteBehind};
+use crate::aligned::AlignedBuf;
+use crate::behind::{Job, WriteBehind, RUN_BYTES};
 use crate::clock::Clock;
 use crate::error::EngineError;
+use crate::io::Staged;
 use crate::latency::{self, Operation};
 use crate::optimistic::{Hit, HitLog, Landing, Recorded, SlotTable};
 use crate::scrub::{Scrub, ScrubCounts};
@@ -116,6 +118,9 @@ impl Drop for Cache {
             scrubber.stop();
         }
         if let Some(behind) = &self.core.behind {
+            for mut shard in self.core.each_shard() {
+                shard.release_run();
+            }
             behind.stop();
         }
         for writer in self.writers.drain(..) {
@@ -201,10 +206,23 @@ impl Cache {
                     std::thread::Builder::new()
                         .name(format!("tiercache-writer-{i}"))
                         .spawn(move || {
-                            while let Some(job) = behind.next() {
-                                let result = job.staged.run();
-                                core.finish_write(job, result);
-                                behind.done();
+                            let mut buf = AlignedBuf::new(RUN_BYTES);
+                            while let Some(run) = behind.next_run(RUN_BYTES) {
+                                // A run written whole, or, if that fails, block by block, so
+                                // each block has its own outcome.
+                                let joined = (run.len() > 1).then(|| {
+                                    let staged: Vec<&Staged> =
+                                        run.iter().map(|job| &*job.staged).collect();
+                                    Staged::run_joined(&staged, &mut buf).is_ok()
+                                });
+                                for (i, job) in run.into_iter().enumerate() {
+                                    let outcome = match joined {
+                                        Some(true) => (Ok(()), i == 0),
+                                        _ => (job.staged.run(), true),
+                                    };
+                                    core.finish_write(job, outcome);
+                                    behind.done();
+                                }
                             }
                         })
                         .expect("a write-behind thread starts")
@@ -412,9 +430,10 @@ impl CacheCore {
         }
     }
 
-    /// Tells a shard a block written behind has landed (or failed).
-    fn finish_write(&self, job: Job, result: Result<(), EngineError>) {
-        self.lock(job.shard).finish_write(job.key, job.place, job.staged, result);
+    /// Ends a job of the write-behind; `outcome` is its write's result and whether it made
+    /// a device write of its own (the first of a run written whole, or a block alone).
+    fn finish_write(&self, job: Job, outcome: (Result<(), EngineError>, bool)) {
+        self.lock(job.shard).finish_write(job.key, job.place, job.staged, outcome);
     }
 
     /// Runs every shard's periodic work now (what the background worker does each interval).

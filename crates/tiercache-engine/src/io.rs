@@ -86,6 +86,23 @@ impl Staged {
             .write_at(&self.buf.as_slice()[..self.written], self.at)
             .map_err(|source| write_error(&*self.device, source))
     }
+
+    /// Writes blocks that lie end to end on one device, in device order (a run the
+    /// write-behind gathered), in one request, gathered in `buf` (which must hold them all).
+    pub fn run_joined(run: &[&Staged], buf: &mut AlignedBuf) -> Result<(), EngineError> {
+        let (first, last) = (run[0], run[run.len() - 1]);
+        let bytes = (last.at + last.written as u64 - first.at) as usize;
+        let joined = &mut buf.as_mut_slice()[..bytes];
+        for staged in run {
+            let from = (staged.at - first.at) as usize;
+            joined[from..from + staged.written]
+                .copy_from_slice(&staged.buf.as_slice()[..staged.written]);
+        }
+        first
+            .device
+            .write_at(joined, first.at)
+            .map_err(|source| write_error(&*first.device, source))
+    }
 }
 
 impl PinnedRead {

@@ -178,6 +178,12 @@ impl Region {
         !matches!(self.format, Format::Bare { .. })
     }
 
+    /// Whether slots are handed out in log order (see `tier_store::Log`): a flash tier
+    /// without size classes, whose writes go out as runs of adjacent slots.
+    pub fn in_log_order(&self) -> bool {
+        matches!(self.format, Format::Aligned(_)) && self.chunks == 1
+    }
+
     /// Publishes this region's slots for reads without the shard's lock (see
     /// [`crate::optimistic`]); from now on every write and vacated slot updates the table.
     /// `None` where that cannot be done: blocks not in place (file, flash and wrapped tiers),
@@ -387,6 +393,13 @@ impl Region {
     /// Slots beyond what the policy may fill.
     pub fn slack(&self) -> u64 {
         self.slack
+    }
+
+    /// The most adjacent slots a write-behind run holds (see `Shard::gather_write`): what
+    /// [`RUN_BYTES`](crate::behind::RUN_BYTES) carries, and at most half the slack, which the
+    /// run's slots stay pinned out of until they land.
+    pub fn run_slots(&self) -> usize {
+        (crate::behind::RUN_BYTES / self.slot_bytes).clamp(1, (self.slack / 2).max(1) as usize)
     }
 
     /// Where a slot starts in memory, and its bytes, for a tier read in place.

@@ -59,6 +59,8 @@ pub struct Shard {
     pub behind: Option<(Arc<WriteBehind>, usize)>,
     /// The blocks whose writes are behind, by key.
     staging: KeyMap<Arc<Staged>>,
+    /// Staged writes held back while they make a run of adjacent slots (see `gather_write`).
+    run: Vec<Job>,
     /// Where dirty blocks are written back (write-back and write-only modes), once attached.
     pub backing: Option<Arc<dyn Device>>,
     /// A block was written back since the backing device last synced: before a slot is freed
@@ -123,6 +125,7 @@ impl Shard {
             latency: None,
             behind: None,
             staging: KeyMap::default(),
+            run: Vec::new(),
             backing: None,
             backing_unsynced: false,
             lost: KeySet::default(),
@@ -166,6 +169,7 @@ impl Shard {
 
     /// Periodic work due at `now_us`, applied like any decision (it only drops blocks).
     pub fn tick(&mut self, now_us: u64) {
+        self.release_run();
         self.now_us = now_us;
         self.decision.clear();
         self.policy.tick(now_us, &mut self.decision);
@@ -661,7 +665,7 @@ impl Shard {
         let tier = place.tier as usize;
         self.seq += 1;
         let stamp = Stamp { seq: self.seq, dirty: place.dirty };
-        if let Some((behind, shard)) = self.behind.clone() {
+        if let Some((_, shard)) = self.behind {
             // The same room rule as unlocked reads: pinned slots may all be freed meanwhile,
             // and an overwrite's copy must still find a slot.
             if self.can_pin(tier, place.slot) {
@@ -672,7 +676,7 @@ impl Shard {
                     let place = Place { staged: true, ..place };
                     self.tiers[tier].pin(place.slot);
                     self.staging.insert(key, staged.clone());
-                    behind.submit(Job { shard, key, place, staged });
+                    self.gather_write(Job { shard, key, place, staged });
                     self.stats.writes_behind += 1;
                     return Ok(place);
                 }
@@ -682,6 +686,34 @@ impl Shard {
         Ok(Place { staged: false, ..place })
     }
 
+    /// Queues a staged write for the write-behind threads, holding it back while it continues
+    /// a run of adjacent slots on its tier, so that the run reaches the device as one write
+    /// (see `crate::behind`). A flash tier hands its slots out in log order (see
+    /// `tier_store::Log`), so the writes of a tier run by the `log` policy follow one another
+    /// (LRU's, which free slots wherever its victims lie, seldom do). The run goes when the
+    /// next write does not continue it, when it is full, at the next tick and at shutdown;
+    /// until then its blocks are read from their staged copies, as any block behind is.
+    fn gather_write(&mut self, job: Job) {
+        let tier = job.place.tier as usize;
+        let continues = self.run.last().is_some_and(|last| {
+            last.place.tier == job.place.tier && last.place.slot + 1 == job.place.slot
+        });
+        if !continues {
+            self.release_run();
+        }
+        self.run.push(job);
+        if self.run.len() >= self.tiers[tier].region.run_slots() {
+            self.release_run();
+        }
+    }
+
+    /// Hands the staged writes held back (see `gather_write`) to the write-behind threads.
+    pub fn release_run(&mut self) {
+        if let Some((behind, _)) = &self.behind {
+            behind.submit_all(self.run.drain(..));
+        }
+    }
+
     /// Ends a write-behind: the slot is unpinned and, if `key` still lives there, its block is
     /// now read from the tier, or dropped (and the policy told) if the write failed.
     pub fn finish_write(
@@ -689,9 +721,10 @@ impl Shard {
         key: Key,
         place: Place,
         staged: Arc<Staged>,
-        result: Result<(), EngineError>,
+        (result, request): (Result<(), EngineError>, bool),
     ) {
         let tier = place.tier as usize;
+        self.stats.behind_requests += request as u64;
         let now = self.places.get(&key).copied().filter(|p| p.staged && p.same_slot(&place));
         if now.is_some() {
             self.staging.remove(&key);

@@ -110,6 +110,7 @@ counters! {
     bytes_written: "Value bytes copied into the tier.",
     persistent_bytes_written: "Value bytes written to the mapped, file and flash tiers (writes, fills and demotions): the wear of a slow or flash medium.",
     writes_behind: "Blocks written to a file or flash tier by the write-behind threads, with the shard unlocked.",
+    behind_requests: "Device writes the write-behind threads made: a run of blocks in adjacent slots goes in one.",
     staged_reads: "Reads served from a block's DRAM copy while its write-behind was in flight.",
     checksum_failures: "Blocks whose header or checksum did not verify; served as misses.",
     scrubbed: "Mapped blocks the scrubber checked (blocks already checked by a hit, read again in the background).",

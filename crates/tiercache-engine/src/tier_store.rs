@@ -24,21 +24,52 @@ pub(crate) struct Space {
     pub(crate) pages: Vec<u32>,
     /// Per page: slots in use, counting freed ones still pinned.
     pub(crate) live: Vec<u16>,
+    /// On a tier written in log order, its free slots (`free` and `pages` stay empty).
+    log: Option<Log>,
+}
+
+/// A flash tier's free slots, handed out in order from a head that moves on past each one
+/// taken and wraps around: consecutive writes land in adjacent slots wherever the slots ahead
+/// are free. Under the `log` policy they always are, since it evicts in the order blocks were
+/// written and keeps a freed block's space until its own head reaches it, so the slot its head
+/// frees is the one this head takes next. The write-behind then writes such runs as one (see
+/// `Shard::gather_write`): the device sees large sequential writes, as a log-structured
+/// cache's regions, instead of a 4 KiB write at each evicted block's place. Which slots are
+/// free is the policy's doing; this only picks among them.
+struct Log {
+    free: std::collections::BTreeSet<u32>,
+    head: u32,
+}
+
+impl Log {
+    /// The first free slot from the head on, wrapping around, taken.
+    fn take(&mut self) -> Option<u32> {
+        let slot = *self.free.range(self.head..).next().or_else(|| self.free.first())?;
+        self.free.remove(&slot);
+        self.head = slot + 1;
+        Some(slot)
+    }
 }
 
 impl Space {
     /// No free space to hand out: a tier whose policy places its blocks (`TierStore::placed`).
     fn none(region: &Region) -> Space {
         let classes = region.chunks().trailing_zeros() as usize + 1;
-        Space { free: vec![Vec::new(); classes], pages: Vec::new(), live: Vec::new() }
+        Space { free: vec![Vec::new(); classes], pages: Vec::new(), live: Vec::new(), log: None }
     }
 
     fn new(region: &Region) -> Space {
         let classes = region.chunks().trailing_zeros() as usize + 1;
+        let pages = 0..region.pages() as u32;
+        let (pages, log) = match region.in_log_order() {
+            true => (Vec::new(), Some(Log { free: pages.collect(), head: 0 })),
+            false => (pages.rev().collect(), None),
+        };
         Space {
             free: vec![Vec::new(); classes],
-            pages: (0..region.pages() as u32).rev().collect(),
+            pages,
             live: vec![0; region.pages() as usize],
+            log,
         }
     }
 
@@ -46,6 +77,11 @@ impl Space {
     /// unsplit page, or an emptied one taken back from its class).
     fn take(&mut self, region: &mut Region, class: u8) -> Option<u32> {
         let chunks = region.chunks();
+        if let Some(log) = &mut self.log {
+            let slot = log.take()?;
+            self.live[slot as usize] += 1;
+            return Some(slot);
+        }
         let slot = match self.free[class as usize].pop() {
             Some(slot) => slot,
             None => {
@@ -71,11 +107,15 @@ impl Space {
         Some(page)
     }
 
-    /// Takes `held` (pages of blocks recovered) out of the free pages, before any is handed
-    /// out (pages unsplit, without size classes).
+    /// Takes `held` (pages of blocks recovered, oldest first) out of the free pages, before
+    /// any is handed out (pages unsplit, without size classes). A log goes on after the newest.
     pub(crate) fn claim(&mut self, held: &[u32]) {
         for &page in held {
             self.live[page as usize] = 1;
+            if let Some(log) = &mut self.log {
+                log.free.remove(&page);
+                log.head = page + 1;
+            }
         }
         self.pages.retain(|&page| self.live[page as usize] == 0);
     }
@@ -84,7 +124,12 @@ impl Space {
     fn give_back(&mut self, region: &Region, slot: u32) {
         let page = slot / region.chunks();
         self.live[page as usize] -= 1;
-        self.free[region.page_class(page) as usize].push(slot);
+        match &mut self.log {
+            Some(log) => {
+                log.free.insert(slot);
+            }
+            None => self.free[region.page_class(page) as usize].push(slot),
+        }
     }
 }
 
@@ -256,5 +301,23 @@ impl TierStore {
     pub(crate) fn give_back_zombie(&mut self, slot: u32, stats: &mut Stats) {
         self.give_back(slot, stats);
         self.pins.revive(slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Log;
+
+    #[test]
+    fn a_log_hands_out_free_slots_in_order_from_its_head_and_wraps() {
+        let mut log = Log { free: (0..8).collect(), head: 0 };
+        let taken: Vec<u32> = (0..8).map(|_| log.take().unwrap()).collect();
+        assert_eq!(taken, [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(log.take(), None, "full");
+        // Freed in any order, taken from the head on (it stands past 7, so it wraps to 0).
+        log.free.extend([6, 1, 3]);
+        assert_eq!(log.take(), Some(1));
+        log.free.insert(0);
+        assert_eq!([log.take(), log.take(), log.take()], [Some(3), Some(6), Some(0)]);
     }
 }

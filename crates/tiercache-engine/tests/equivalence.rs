@@ -146,7 +146,7 @@ fn engine_hits_told(
 fn engine_decides_as_the_simulator_for_every_engine_policy() {
     let reqs = trace();
     assert!(reqs.len() > 113_872, "block view expands multi-block requests");
-    let policies = ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "lfru"];
+    let policies = ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "lfru", "log"];
     for (name, admission) in
         policies.iter().map(|p| (*p, "always")).chain([("lru", "second-hit"), ("arc", "prob:0.5")])
     {
@@ -258,6 +258,7 @@ fn two_tier_engine_decides_as_the_dram_first_policy() {
     let cases = [
         ("dram-first", "lru", "lru"),
         ("dram-first", "s3fifo", "arc"),
+        ("dram-first", "lru", "log"),
         ("scm-first:2", "lru", "lru"),
         ("bidirectional:4", "lru", "clock"),
     ];

@@ -124,6 +124,7 @@ pub mod clock;
 pub mod fifo;
 pub mod lfru;
 pub mod lfu;
+pub mod log;
 pub mod lru;
 pub mod nhc;
 pub mod nvcache;

@@ -272,6 +272,7 @@ registry! {
     $
     plain {
         Fifo = "fifo" => crate::fifo::Fifo,
+        Log = "log" | "log-fifo" => crate::log::Log,
         Lru = "lru" => crate::lru::Lru,
         Arc = "arc" => crate::arc::Arc,
         Belady = "belady" | "opt" | "min" => crate::belady::Belady,

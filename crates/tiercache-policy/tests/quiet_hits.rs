@@ -50,8 +50,17 @@ fn stream(seed: u64) -> Vec<Request> {
 #[test]
 fn quiet_policies_decide_the_same_when_hits_come_as_lookups_with_lookups_of_absent_keys_between() {
     let modes = ["lru[wt]", "lru[wa]", "lru[wi]", "arc[wt]", "s3fifo[wa]"];
-    let names =
-        ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "setassoc:ways=4", "setassoc:order=fifo"];
+    let names = [
+        "fifo",
+        "lru",
+        "clock",
+        "lfu",
+        "arc",
+        "s3fifo",
+        "log",
+        "setassoc:ways=4",
+        "setassoc:order=fifo",
+    ];
     // Each also told of hits once an epoch (`tiercache_policy::told`), which keeps them quiet.
     let told = |name: &str| policy(name).told(HitRule::Epochs { divisor: 4 });
     let cases = names.into_iter().chain(modes).flat_map(|n| [(n, false), (n, true)]);

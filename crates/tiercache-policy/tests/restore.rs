@@ -6,7 +6,7 @@ use tiercache_core::{Action, Capacity, Decision, Op, Request, TierId};
 use tiercache_policy::cas::{CacheMode, CasConfig};
 use tiercache_policy::{AnyPolicy, Placement, Policy, PolicyConfig};
 
-const SINGLE: [&str; 7] = ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "lfru"];
+const SINGLE: [&str; 8] = ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "lfru", "log"];
 
 fn single(name: &str, objects: u64) -> AnyPolicy {
     let config = PolicyConfig::parse(name).unwrap();

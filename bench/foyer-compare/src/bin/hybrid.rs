@@ -12,9 +12,15 @@
 //! Neither loses data here (the backing file has every write); a dropped insertion is a block
 //! the disk tier does not get.
 //!
+//! Both start cold: foyer's device directory and tiercache's tier file are removed before each
+//! run. tiercache's DRAM tier runs LRU; its disk tier runs each policy of `--disk-policy` in
+//! turn (`log` by default: evicted in the order written, so the engine writes the tier in runs
+//! of adjacent slots, as foyer writes its regions; `lru` reuses each freed slot where it is).
+//! The table's `blocks/write` is how many blocks tiercache's disk writes carried on average.
+//!
 //! Run: `cargo run --release --bin hybrid -- [DIR] [--threads 1,4,16] [--disk-tier direct]
-//! [--json]` in this directory (foyer pinned to 0.22.3). `--json` prints one JSON object per
-//! thread count and tiercache disk tier.
+//! [--disk-policy log,lru] [--json]` in this directory (foyer pinned to 0.22.3). `--json`
+//! prints one JSON object per thread count, tiercache disk tier and policy.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -60,6 +66,13 @@ struct Args {
     /// tiercache's disk tier: direct I/O, through the page cache, or both in turn.
     #[arg(long, value_enum, default_value_t = DiskTier::Both)]
     disk_tier: DiskTier,
+    /// tiercache's disk tier policies to run, in turn (comma-separated). `log` (the default)
+    /// evicts in the order blocks were written and leaves a rewritten block's space until the
+    /// log reaches it, as foyer's and CacheLib's region-based disk caches do, so the engine
+    /// writes the tier sequentially in runs of adjacent slots; `lru` and `fifo` reuse each
+    /// freed slot at once, wherever it is.
+    #[arg(long, value_delimiter = ',', default_value = "log")]
+    disk_policy: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
@@ -142,15 +155,19 @@ fn tiercache(
     backing: &Path,
     threads: usize,
     phases: Phases,
-    direct: bool,
-) -> (f64, u64, f64) {
+    (direct, policy): (bool, &PolicyConfig),
+) -> (f64, u64, f64, f64) {
     let tier = match direct {
         true => TierKind::Flash { path: dir.join("tiercache.flash") },
         false => TierKind::File { path: dir.join("tiercache.file") },
     };
+    // Cold, as foyer starts (its device directory is removed before each run): a tier file
+    // left by the last run would be recovered, a warm start foyer does not get.
+    let _ = std::fs::remove_file(dir.join("tiercache.flash"));
+    let _ = std::fs::remove_file(dir.join("tiercache.file"));
     let cache = CacheBuilder::new(PolicyConfig::Lru)
         .capacity_bytes(MEMORY as u64)
-        .lower_tier(tier, DISK as u64, PolicyConfig::Lru)
+        .lower_tier(tier, DISK as u64, policy.clone())
         .block_size(BLOCK)
         .shards(32)
         .build()
@@ -168,7 +185,8 @@ fn tiercache(
     });
     let stats = file.cache().stats();
     let hit_ratio = stats.hits as f64 / stats.lookups.max(1) as f64;
-    (ops, stats.writes_dropped, hit_ratio)
+    let blocks_per_write = stats.writes_behind as f64 / stats.behind_requests.max(1) as f64;
+    (ops, stats.writes_dropped, hit_ratio, blocks_per_write)
 }
 
 /// A metrics registry that keeps counters, so foyer's drops can be read after a run.
@@ -353,16 +371,28 @@ fn main() {
             dir.display()
         );
         println!(
-            "{:>7} {:>22} {:>14} {:>10} {:>10} {:>12} {:>18}",
+            "{:>7} {:>22} {:>14} {:>10} {:>10} {:>12} {:>18} {:>13}",
             "threads",
             "tiercache disk tier",
             "ops/s",
             "vs foyer",
             "tc hits",
             "foyer hits",
-            "dropped tc/foyer"
+            "dropped tc/foyer",
+            "blocks/write"
         );
     }
+    let policies: Vec<(String, PolicyConfig)> = args
+        .disk_policy
+        .iter()
+        .map(|name| match PolicyConfig::parse(name) {
+            Ok(policy) => (name.clone(), policy),
+            Err(e) => {
+                eprintln!("error: --disk-policy {name}: {e}");
+                std::process::exit(2);
+            }
+        })
+        .collect();
     let tiers: &[bool] = match args.disk_tier {
         DiskTier::Direct => &[true],
         DiskTier::File => &[false],
@@ -373,13 +403,17 @@ fn main() {
         if !json {
             println!("{threads:>7} {:>22} {theirs:>14.0}", "(foyer, direct I/O)");
         }
-        for &direct in tiers {
-            let (ours, ours_dropped, ours_hits) =
-                tiercache(&dir, &backing, threads, phases, direct);
+        for (&direct, (name, policy)) in
+            tiers.iter().flat_map(|d| policies.iter().map(move |p| (d, p)))
+        {
+            let (ours, ours_dropped, ours_hits, blocks_per_write) =
+                tiercache(&dir, &backing, threads, phases, (direct, policy));
             let tier = if direct { "direct I/O" } else { "page cache" };
+            let tier = format!("{tier}, {name}");
             let row = Row {
                 threads,
                 cache: format!("DRAM + disk tier ({tier})"),
+                tiercache_blocks_per_write: Some(blocks_per_write),
                 tiercache_ops_per_second: ours,
                 foyer_ops_per_second: theirs,
                 tiercache_dropped: ours_dropped,
@@ -393,12 +427,12 @@ fn main() {
                 continue;
             }
             println!(
-                "{threads:>7} {tier:>22} {ours:>14.0} {:>9.0}% {:>9.1}% {:>11.1}% {:>12}/{}",
+                "{threads:>7} {tier:>22} {ours:>14.0} {:>9.0}% {:>9.1}% {:>11.1}% {:>18} {:>13.1}",
                 ours / theirs * 100.0,
                 ours_hits * 100.0,
                 theirs_hits * 100.0,
-                ours_dropped,
-                theirs_dropped
+                format!("{ours_dropped}/{theirs_dropped}"),
+                blocks_per_write
             );
         }
     }

@@ -86,6 +86,10 @@ impl CacheCore {
     /// callers that look at the tier files themselves, and for `CachedFile::sync`.
     pub fn flush(&self) {
         if let Some(behind) = &self.behind {
+            // Runs a shard holds back (see `Shard::gather_write`) go first.
+            for mut shard in self.each_shard() {
+                shard.release_run();
+            }
             behind.wait_idle();
         }
     }
