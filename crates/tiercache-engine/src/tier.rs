@@ -11,11 +11,6 @@ use crate::block::HEADER_BYTES;
 /// writes beyond what this leaves room for run under the lock instead.
 pub const IO_SLACK_SLOTS: u64 = 16;
 
-/// Slots a flash region has beyond what its policy may fill: as a file region's, and room for
-/// the run of adjacent slots a shard holds back to write in one request (half of them: see
-/// `Region::run_slots`), 32 blocks of 4 KiB, 128 KiB a write.
-pub const FLASH_SLACK_SLOTS: u64 = 64;
-
 /// Slots a DRAM or mapped region has beyond what its policy may fill: one for a promotion's
 /// swap, one for an overwrite's copy, and the rest for slots read handles hold after they were
 /// freed. Handles past that get a copy instead.
@@ -48,8 +43,7 @@ impl TierKind {
     /// and writes on file and flash tiers, by read handles on memory tiers).
     pub fn slack_slots(&self) -> u64 {
         match self {
-            TierKind::File { .. } => IO_SLACK_SLOTS,
-            TierKind::Flash { .. } => FLASH_SLACK_SLOTS,
+            TierKind::File { .. } | TierKind::Flash { .. } => IO_SLACK_SLOTS,
             TierKind::Dram | TierKind::Mapped { .. } => MEMORY_SLACK_SLOTS,
         }
     }
