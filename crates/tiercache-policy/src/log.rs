@@ -7,8 +7,9 @@
 //! regions: CacheLib's large object cache reclaims whole regions in FIFO order, the space of
 //! items removed from a region freed only with the region (Berg et al., "The CacheLib Caching
 //! Engine: Design and Experiences at Scale", OSDI'20, section 4.2), and foyer's block engine
-//! does the same. Here the unit of reclaim is one block, so nothing live is dropped for a
-//! neighbour's sake. The engine hands a flash tier's slots out in log order and writes runs
+//! does the same by default, first taking any region whose data is 80% invalid (foyer-storage
+//! 0.22.3, `engine/block/engine.rs`: `InvalidRatioPicker::new(0.8)`, then `FifoPicker`). Here
+//! the unit of reclaim is one block, so nothing live is dropped for a neighbour's sake. The engine hands a flash tier's slots out in log order and writes runs
 //! of adjacent slots in one request (see `tiercache_engine`'s write-behind): with this policy
 //! the slot the head reaches is always the one the next block takes, so the tier is written
 //! sequentially. Under FIFO a rewrite keeps its old place in the order and its hole is
@@ -203,17 +204,20 @@ mod tests {
             .collect()
     }
 
-    fn log(blocks: u64) -> Box<dyn Policy> {
-        let capacity = Capacity::objects(blocks);
-        Box::new(SingleTier::new(Log::new(capacity), capacity, Admission::always()))
+    /// A log of three blocks, 1, 2 and 3 written in that order.
+    fn full_log_of_three() -> Box<dyn Policy> {
+        let capacity = Capacity::objects(3);
+        let mut policy: Box<dyn Policy> =
+            Box::new(SingleTier::new(Log::new(capacity), capacity, Admission::always()));
+        for key in 1..=3 {
+            run(&mut *policy, Op::Write, key);
+        }
+        policy
     }
 
     #[test]
     fn blocks_leave_in_the_order_they_were_written() {
-        let mut policy = log(3);
-        for key in 1..=3 {
-            run(&mut *policy, Op::Write, key);
-        }
+        let mut policy = full_log_of_three();
         run(&mut *policy, Op::Read, 1);
         assert_eq!(evicted(&run(&mut *policy, Op::Write, 4)), [1], "a read hit changes nothing");
         assert_eq!(evicted(&run(&mut *policy, Op::Write, 5)), [2]);
@@ -221,10 +225,7 @@ mod tests {
 
     #[test]
     fn a_rewritten_block_goes_to_the_tail_and_its_hole_keeps_its_space() {
-        let mut policy = log(3);
-        for key in 1..=3 {
-            run(&mut *policy, Op::Write, key);
-        }
+        let mut policy = full_log_of_three();
         // 2 rewritten: the log is 1, (hole), 3, 2, one over, so the head (1) goes first,
         // before the update, and the hole behind it with it.
         let out = run(&mut *policy, Op::Write, 2);
@@ -240,10 +241,7 @@ mod tests {
 
     #[test]
     fn a_removed_block_leaves_a_hole_until_the_head_reaches_it() {
-        let mut policy = log(3);
-        for key in 1..=3 {
-            run(&mut *policy, Op::Write, key);
-        }
+        let mut policy = full_log_of_three();
         run(&mut *policy, Op::Delete, 2);
         assert_eq!(policy.used(tiercache_core::TierId(0)), 2, "the blocks alone");
         // The hole keeps its space: 4 needs room, so 1 leaves, and the hole behind it is

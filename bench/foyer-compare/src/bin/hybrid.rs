@@ -354,6 +354,18 @@ fn foyer(dir: &Path, backing: &Path, threads: usize, phases: Phases) -> (f64, u6
 
 fn main() {
     let args = Args::parse();
+    // Checked before the backing file is written, so a bad name costs nothing.
+    let policies: Vec<(String, PolicyConfig)> = args
+        .disk_policy
+        .iter()
+        .map(|name| match PolicyConfig::parse(name) {
+            Ok(policy) => (name.clone(), policy),
+            Err(e) => {
+                eprintln!("error: --disk-policy {name}: {e}");
+                std::process::exit(2);
+            }
+        })
+        .collect();
     let dir = args.dir.unwrap_or_else(|| std::env::temp_dir().join("tiercache-foyer-hybrid"));
     let phases = Phases { warmup: args.warmup, measured: args.common.seconds.unwrap_or(SECONDS) };
     let json = args.common.json;
@@ -382,17 +394,6 @@ fn main() {
             "blocks/write"
         );
     }
-    let policies: Vec<(String, PolicyConfig)> = args
-        .disk_policy
-        .iter()
-        .map(|name| match PolicyConfig::parse(name) {
-            Ok(policy) => (name.clone(), policy),
-            Err(e) => {
-                eprintln!("error: --disk-policy {name}: {e}");
-                std::process::exit(2);
-            }
-        })
-        .collect();
     let tiers: &[bool] = match args.disk_tier {
         DiskTier::Direct => &[true],
         DiskTier::File => &[false],
