@@ -118,9 +118,7 @@ impl Drop for Cache {
             scrubber.stop();
         }
         if let Some(behind) = &self.core.behind {
-            for mut shard in self.core.each_shard() {
-                shard.release_run();
-            }
+            self.core.release_runs();
             behind.stop();
         }
         for writer in self.writers.drain(..) {

@@ -86,11 +86,16 @@ impl CacheCore {
     /// callers that look at the tier files themselves, and for `CachedFile::sync`.
     pub fn flush(&self) {
         if let Some(behind) = &self.behind {
-            // Runs a shard holds back (see `Shard::gather_write`) go first.
-            for mut shard in self.each_shard() {
-                shard.release_run();
-            }
+            self.release_runs();
             behind.wait_idle();
+        }
+    }
+
+    /// Hands every shard's held-back run (see `Shard::gather_write`) to the write-behind
+    /// threads.
+    pub(crate) fn release_runs(&self) {
+        for mut shard in self.each_shard() {
+            shard.release_run();
         }
     }
 
