@@ -39,7 +39,7 @@ impl crate::frame::Registered for Arc {
     type Config = ();
     const QUIET_HITS: bool = true;
 
-    fn build(_: &(), capacity: Capacity) -> Result<Arc, crate::PolicyError> {
+    fn build(_: &(), capacity: Capacity) -> Result<Arc, crate::error::PolicyError> {
         Ok(Arc::new(capacity))
     }
 }

@@ -25,7 +25,7 @@ impl crate::frame::Registered for Belady {
     const QUIET_HITS: bool = false;
     const NEEDS_FUTURE: bool = true;
 
-    fn build(_: &(), capacity: Capacity) -> Result<Belady, crate::PolicyError> {
+    fn build(_: &(), capacity: Capacity) -> Result<Belady, crate::error::PolicyError> {
         Ok(Belady::new(capacity))
     }
 }

@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use tiercache_core::{Action, Decision, Key, KeyMap, Op, Request, TierId};
 
-use crate::Policy;
+use crate::policy::Policy;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -162,8 +162,8 @@ impl Default for AcpConfig {
 
 impl AcpConfig {
     /// Checks the watermarks: fractions, the low one at most the high one.
-    pub fn validate(&self) -> Result<(), crate::PolicyError> {
-        let bad = |key: &str, reason: String| crate::PolicyError::bad("acp", key, reason);
+    pub fn validate(&self) -> Result<(), crate::error::PolicyError> {
+        let bad = |key: &str, reason: String| crate::error::PolicyError::bad("acp", key, reason);
         for (key, value) in
             [("high_watermark", self.high_watermark), ("low_watermark", self.low_watermark)]
         {
@@ -513,7 +513,7 @@ impl<P: Policy> Policy for Cas<P> {
         clean && self.config.seq_cutoff == SeqCutoffPolicy::Never && self.inner.quiet_hits()
     }
 
-    crate::delegate_to_inner!();
+    crate::policy::delegate_to_inner!();
 
     /// The block goes to the policy the mode wraps, as clean (its copies are); a dirty one is
     /// then remembered dirty here, as if written at time 0, so the cleaner writes it back.

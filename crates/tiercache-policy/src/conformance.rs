@@ -10,7 +10,7 @@
 
 use tiercache_core::{Action, Capacity, Decision, Key, KeyMap, Request, TierId, Unit};
 
-use crate::Policy;
+use crate::policy::Policy;
 
 /// What the shadow knows of one resident block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

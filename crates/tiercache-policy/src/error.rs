@@ -26,3 +26,8 @@ impl PolicyError {
         PolicyError::BadParameter { policy: policy.into(), key: key.into(), reason: reason.into() }
     }
 }
+
+/// The error for a key no parameter of `policy` has.
+pub(crate) fn unknown_key(policy: &str, key: &str) -> PolicyError {
+    PolicyError::bad(policy, key, "is not a parameter of this policy")
+}

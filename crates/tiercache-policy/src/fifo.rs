@@ -14,7 +14,7 @@ impl crate::frame::Registered for Fifo {
     type Config = ();
     const QUIET_HITS: bool = true;
 
-    fn build(_: &(), capacity: Capacity) -> Result<Fifo, crate::PolicyError> {
+    fn build(_: &(), capacity: Capacity) -> Result<Fifo, crate::error::PolicyError> {
         Ok(Fifo::new(capacity))
     }
 }

@@ -15,7 +15,7 @@
 use tiercache_core::{Action, Capacity, Decision, Key, Op, RejectReason, Request, TierId};
 
 use crate::admission::Admission;
-use crate::Policy;
+use crate::policy::Policy;
 
 /// What a single-tier policy tells the registry (`registry.rs`, where one line names it):
 /// its parameters, how to build it over a capacity, and what callers must know of it. Written
@@ -51,12 +51,12 @@ pub trait Registered: Eviction + Sized {
     const NEEDS_FUTURE: bool = false;
 
     /// Checks the parameters; an error names the policy and the parameter.
-    fn validate(_config: &Self::Config) -> Result<(), crate::PolicyError> {
+    fn validate(_config: &Self::Config) -> Result<(), crate::error::PolicyError> {
         Ok(())
     }
 
     /// The policy over `capacity` (parameters valid), or why it cannot run over it.
-    fn build(config: &Self::Config, capacity: Capacity) -> Result<Self, crate::PolicyError>;
+    fn build(config: &Self::Config, capacity: Capacity) -> Result<Self, crate::error::PolicyError>;
 }
 
 /// Where an [`Eviction`] reports blocks it drops outside the frame's own eviction loop (ARC's

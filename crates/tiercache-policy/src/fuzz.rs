@@ -4,9 +4,13 @@
 
 use tiercache_core::{parse_size, Capacity, Decision, DeviceProfile, Op, Request};
 
+use crate::admission::AdmissionConfig;
+use crate::hierarchy::Placement;
 use crate::nhc::NhcConfig;
 use crate::nvcache::NvcacheConfig;
-use crate::{AdmissionConfig, AnyPolicy, Placement, Policy, PolicyConfig};
+use crate::policy::Policy;
+use crate::registry::AnyPolicy;
+use crate::registry::PolicyConfig;
 
 /// The first byte picks the parser; the rest is its text. A policy that parses is built (with
 /// the admission chain after a `|`, if any) and decides a few hundred requests.
@@ -29,7 +33,7 @@ pub fn specs(data: &[u8]) {
 /// requests.
 pub fn stack(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(stack) = crate::StackConfig::from_toml(text) else { return };
+    let Ok(stack) = crate::stack::StackConfig::from_toml(text) else { return };
     if stack.needs_future() || stack.tiers.iter().any(|(_, c)| c.amount > 1 << 20) {
         return;
     }

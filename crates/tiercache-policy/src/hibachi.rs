@@ -28,8 +28,8 @@ use std::collections::{BTreeSet, VecDeque};
 use serde::{Deserialize, Serialize};
 use tiercache_core::{Action, Capacity, Decision, Key, KeyMap, Op, Request, TierId};
 
+use crate::policy::Policy;
 use crate::seqlist::SequentialList;
-use crate::Policy;
 
 const DRAM: TierId = TierId(0);
 const NVRAM: TierId = TierId(1);

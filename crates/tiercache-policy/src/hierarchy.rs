@@ -25,7 +25,7 @@ use tiercache_core::{Action, Capacity, Decision, Key, KeyMap, Op, Request, TierI
 
 use crate::admission::Admission;
 use crate::frame::{Eviction, Sink};
-use crate::Policy;
+use crate::policy::Policy;
 
 const UPPER: TierId = TierId(0);
 
@@ -40,15 +40,15 @@ pub enum Placement {
 
 impl Placement {
     /// Parses `dram-first`, `scm-first[:T]` (default 2), `bidirectional[:T]` (default 4).
-    pub fn parse(text: &str) -> Result<Placement, crate::PolicyError> {
+    pub fn parse(text: &str) -> Result<Placement, crate::error::PolicyError> {
         let (name, arg) = match text.split_once(':') {
             Some((n, a)) => (n, Some(a)),
             None => (text, None),
         };
-        let threshold = |default: u32| -> Result<u32, crate::PolicyError> {
+        let threshold = |default: u32| -> Result<u32, crate::error::PolicyError> {
             arg.map_or(Ok(default), |a| {
                 a.parse().map_err(|_| {
-                    crate::PolicyError::bad(name, "threshold", format!("cannot be '{a}'"))
+                    crate::error::PolicyError::bad(name, "threshold", format!("cannot be '{a}'"))
                 })
             })
         };
@@ -58,7 +58,7 @@ impl Placement {
             "bidirectional" => Placement::Bidirectional { threshold: threshold(4)? },
             _ => {
                 let known = "dram-first, scm-first[:T], bidirectional[:T]".to_string();
-                return Err(crate::PolicyError::UnknownPolicy { name: text.into(), known });
+                return Err(crate::error::PolicyError::UnknownPolicy { name: text.into(), known });
             }
         })
     }

@@ -17,7 +17,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use tiercache_core::{Action, Capacity, Decision, Key, KeyMap, Op, Request, TierId};
 
-use crate::Policy;
+use crate::policy::Policy;
 
 const DRAM: TierId = TierId(0);
 const NVRAM: TierId = TierId(1);

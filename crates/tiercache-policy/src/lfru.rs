@@ -212,7 +212,7 @@ mod tests {
     use super::*;
     use crate::admission::Admission;
     use crate::frame::SingleTier;
-    use crate::Policy;
+    use crate::policy::Policy;
     use tiercache_core::{Action, Decision, Op};
 
     fn at(time_us: u64, key: u64) -> Request {

@@ -51,7 +51,7 @@ impl crate::frame::Registered for Log {
     type Config = ();
     const QUIET_HITS: bool = true;
 
-    fn build(_: &(), capacity: Capacity) -> Result<Log, crate::PolicyError> {
+    fn build(_: &(), capacity: Capacity) -> Result<Log, crate::error::PolicyError> {
         Ok(Log::new(capacity))
     }
 }
@@ -186,7 +186,7 @@ mod tests {
     use super::*;
     use crate::admission::Admission;
     use crate::frame::SingleTier;
-    use crate::Policy;
+    use crate::policy::Policy;
 
     fn run(policy: &mut dyn Policy, op: Op, key: Key) -> Decision {
         let mut out = Decision::new();

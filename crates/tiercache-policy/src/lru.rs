@@ -14,7 +14,7 @@ impl crate::frame::Registered for Lru {
     type Config = ();
     const QUIET_HITS: bool = true;
 
-    fn build(_: &(), capacity: Capacity) -> Result<Lru, crate::PolicyError> {
+    fn build(_: &(), capacity: Capacity) -> Result<Lru, crate::error::PolicyError> {
         Ok(Lru::new(capacity))
     }
 }

@@ -28,7 +28,8 @@ use serde::{Deserialize, Serialize};
 use tiercache_core::{Action, Decision, Interval, Key, KeySet, Op, RejectReason, Request};
 use tiercache_core::{SeededRng, TierId};
 
-use crate::{Policy, PolicyError};
+use crate::error::PolicyError;
+use crate::policy::Policy;
 
 /// The performance metric the scheduler maximizes (section 5: throughput by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -370,7 +371,7 @@ impl<P: Policy> Nhc<P> {
 }
 
 impl<P: Policy> Policy for Nhc<P> {
-    crate::delegate_to_inner!(restore);
+    crate::policy::delegate_to_inner!(restore);
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         let from = out.actions.len();

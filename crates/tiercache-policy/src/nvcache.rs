@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 use tiercache_core::{Action, Decision, Direction, KeySet, Op, RejectReason, Request, TierId};
 
-use crate::Policy;
+use crate::policy::Policy;
 
 /// How OBP is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -96,8 +96,9 @@ impl NvcacheConfig {
     /// commas: `small-bypass=BYTES` (the DRAM size, e.g. `16GiB`), `window=LOOKUPS` (sliding
     /// OBP), `write-allocate`, `no-eviction`, read into fields by the one grammar of options
     /// ([`crate::params`]).
-    pub fn parse(text: &str) -> Result<NvcacheConfig, crate::PolicyError> {
-        let bad = |key: &str, reason: String| crate::PolicyError::bad("nvcache", key, reason);
+    pub fn parse(text: &str) -> Result<NvcacheConfig, crate::error::PolicyError> {
+        let bad =
+            |key: &str, reason: String| crate::error::PolicyError::bad("nvcache", key, reason);
         let mut parts = text.split(',');
         let base = parts.next().unwrap_or_default();
         let mut config = match base.split_once(':') {
@@ -133,7 +134,7 @@ impl NvcacheConfig {
                 let known =
                     "obp[:TARGET], interference[:TARGET], alloc-read-write, no-write-allocate"
                         .to_string();
-                return Err(crate::PolicyError::UnknownPolicy { name: base.into(), known });
+                return Err(crate::error::PolicyError::UnknownPolicy { name: base.into(), known });
             }
         };
         // The options after the base, by the one grammar of options (`crate::params`): each a
@@ -381,7 +382,7 @@ impl<P: Policy> Nvcache<P> {
 }
 
 impl<P: Policy> Policy for Nvcache<P> {
-    crate::delegate_to_inner!(restore);
+    crate::policy::delegate_to_inner!(restore);
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
         if req.op != Op::Delete && self.seen.insert(req.key) {

@@ -38,14 +38,14 @@ pub fn apply<C: Serialize + DeserializeOwned>(
         Ok(serde_json::Value::Object(fields)) => fields,
         _ => {
             let key = pairs.first().map_or("", |(k, _)| k);
-            return Err(crate::unknown_key(policy, key));
+            return Err(crate::error::unknown_key(policy, key));
         }
     };
     let mut texts: Vec<(String, String)> = Vec::new();
     for &(key, value) in pairs {
         let key = key.replace('-', "_");
         if !fields.contains_key(&key) {
-            return Err(crate::unknown_key(policy, &key));
+            return Err(crate::error::unknown_key(policy, &key));
         }
         // Each value alone first, so an error names the key it came from.
         overlay::<C>(&fields, &[(key.clone(), value.to_string())])

@@ -16,7 +16,7 @@ use crate::frame::{Eviction, Registered, SingleTier};
 use crate::hibachi::{Hibachi, HibachiConfig};
 use crate::hierarchy::{Hybrid, Placement};
 use crate::hybrid_arc::HybridArc;
-use crate::Policy;
+use crate::policy::Policy;
 
 /// Generates, from one line per single-tier policy, [`PolicyConfig`], [`AnyPolicy`] and the
 /// matches over them. `$d` is a `$` passed in, for the `dispatch!` macro it defines.
@@ -70,7 +70,7 @@ macro_rules! registry {
             pub fn with_options(self, pairs: &[(&str, &str)]) -> Result<PolicyConfig, PolicyError> {
                 let name = self.name();
                 let none = |pairs: &[(&str, &str)]| match pairs.first() {
-                    Some((key, _)) => Err(crate::unknown_key(name, key)),
+                    Some((key, _)) => Err(crate::error::unknown_key(name, key)),
                     None => Ok(()),
                 };
                 Ok(match self {

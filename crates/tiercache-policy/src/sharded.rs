@@ -10,7 +10,7 @@
 
 use tiercache_core::{shard_index, Capacity, Decision, Interval, Key, Request, TierId};
 
-use crate::Policy;
+use crate::policy::Policy;
 
 /// `P` is the stack each shard runs (the registry's `AnyPolicy`).
 pub struct Sharded<P> {

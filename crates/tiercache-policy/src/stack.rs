@@ -34,13 +34,13 @@ use tiercache_core::{parse_size, Capacity, Unit};
 
 use crate::admission::AdmissionConfig;
 use crate::cas::{AcpConfig, CacheMode, CasConfig, Cleaning, NhitConfig, SeqCutoffPolicy};
+use crate::error::PolicyError;
 use crate::hierarchy::Placement;
 use crate::nhc::NhcConfig;
 use crate::nvcache::NvcacheConfig;
 use crate::registry::{AnyPolicy, PolicyConfig, MAX_TIERS};
 use crate::sharded::Sharded;
 use crate::told::HitRule;
-use crate::PolicyError;
 
 /// A cache's policy stack, every part parsed and checked.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -488,7 +488,7 @@ mod tests {
         assert_eq!((mode.mode, mode.nhit.is_some()), (CacheMode::WriteBack, true));
         assert_eq!(stack.seed, 7);
         let policy = stack.build().unwrap();
-        assert_eq!(crate::Policy::tier_count(&policy), 4);
+        assert_eq!(crate::policy::Policy::tier_count(&policy), 4);
     }
 
     #[test]

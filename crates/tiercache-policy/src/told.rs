@@ -3,10 +3,10 @@
 //!
 //! Telling a policy of every hit costs a concurrent cache more than the hit itself: the hit
 //! must be logged, the policy's lock taken and its state written from whichever core served
-//! the hit (docs/RESULTS.md, "The floor under a hit"). Production caches do not do it.
-//! CacheLib moves an item up its LRU at most once per refresh interval (`lruRefreshTime`, 60 s
-//! by default), and CLOCK sets a bit. [`Told`] is such a rule in logical time, so that the
-//! simulator replays it exactly:
+//! the hit (docs/history/RESULTS-2026-11.md, "The floor under a hit"). Production caches do
+//! not do it. CacheLib moves an item up its LRU at most once per refresh interval
+//! (`lruRefreshTime`, 60 s by default), and CLOCK sets a bit. [`Told`] is such a rule in
+//! logical time, so that the simulator replays it exactly:
 //!
 //! - The cache's time is counted in insertions into the top tier. An *epoch* is
 //!   `capacity / divisor` of them (the top tier's capacity in objects; in 4 KiB blocks when it
@@ -17,7 +17,7 @@
 //!   policies that learn from a second access (ARC's move to T2, CLOCK's and S3-FIFO's bit)
 //!   see it.
 //! - A hit that is not told decides a hit in the top tier and nothing else, as a quiet
-//!   policy's hit does ([`crate::Policy::quiet_hits`]); only the policy's order misses it.
+//!   policy's hit does ([`crate::policy::Policy::quiet_hits`]); only the policy's order misses it.
 //!
 //! For LRU this bounds the error: a key told in this epoch has at most one epoch of insertions
 //! (plus the other keys' told hits) ahead of it, so it is evicted no earlier than LRU would
@@ -32,7 +32,8 @@
 
 use tiercache_core::{Action, Capacity, Decision, KeyMap, Op, Request, TierId, Unit};
 
-use crate::{Policy, PolicyError};
+use crate::error::PolicyError;
+use crate::policy::Policy;
 
 /// Epoch tags: 1 to `TAGS`; 0 is no tag.
 pub const TAGS: u64 = 127;
@@ -48,7 +49,8 @@ pub enum HitRule {
 
 impl HitRule {
     /// The engine's default: epochs of 1/32 of the top tier. It costs at most 0.04 points of
-    /// hit ratio on the traces in `data/` (docs/RESULTS.md, "Hits told once an epoch").
+    /// hit ratio on the traces in `data/` (docs/history/RESULTS-2026-11.md, "Hits told once an
+    /// epoch").
     pub const ENGINE: HitRule = HitRule::Epochs { divisor: 32 };
 
     /// `exact` or `epochs[:DIVISOR]` (32 if not given).
@@ -140,7 +142,7 @@ fn epoch_length(capacity: Capacity, divisor: u32) -> u64 {
 }
 
 impl<P: Policy> Policy for Told<P> {
-    crate::delegate_to_inner!(restore);
+    crate::policy::delegate_to_inner!(restore);
 
     #[inline]
     fn decide(&mut self, req: &Request, out: &mut Decision) {
