@@ -1,3 +1,3 @@
 //! The NBD server's handshake (options, export names, info requests) and request headers.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| tiercache_engine::nbd::fuzz(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tiercache_cli::nbd::fuzz(data));

@@ -859,7 +859,7 @@ mod raw {
     use std::os::unix::fs::FileExt;
 
     use tiercache_engine::aligned::AlignedBuf;
-    use tiercache_engine::tierfile::{self, Geometry, Recover};
+    use tiercache_engine::tier::superblock::{self, Geometry, Recover};
 
     use super::*;
 
@@ -909,8 +909,8 @@ mod raw {
                 // The same tier file as the cache's: made or taken only as it allows, locked.
                 let geometry = raw_geometry(block, slots, 2);
                 // The run overwrites every slot: nothing in the file is kept.
-                let _locked = tierfile::open(path, geometry, args.force, Recover::Wipe)?;
-                let (file, warning) = tiercache_engine::direct::open_direct(path)?;
+                let _locked = superblock::open(path, geometry, args.force, Recover::Wipe)?;
+                let (file, warning) = tiercache_engine::tier::flash::open_direct(path)?;
                 if let Some(w) = warning {
                     eprintln!("note: {w}");
                 }
@@ -918,7 +918,7 @@ mod raw {
                     .map(|_| std::sync::Mutex::new(AlignedBuf::new(block)))
                     .collect();
                 drive(args, plan, &|| {}, |t, op, key, buf| {
-                    let at = tierfile::HEADER_BYTES + (key % slots) * block as u64;
+                    let at = superblock::HEADER_BYTES + (key % slots) * block as u64;
                     let mut aligned = buffers[t].lock().expect("one thread per buffer");
                     match op {
                         Op::Read => {
@@ -997,11 +997,11 @@ mod raw {
                 TierKind::Mapped { path } => {
                     let slots = bytes / block as u64;
                     let geometry = raw_geometry(block, slots, 1);
-                    let file = tierfile::open(path, geometry, force, Recover::Wipe)?.file;
+                    let file = superblock::open(path, geometry, force, Recover::Wipe)?.file;
                     // SAFETY: the file is locked for this run; nothing else maps it.
                     let mapping = unsafe {
                         memmap2::MmapOptions::new()
-                            .offset(tierfile::HEADER_BYTES)
+                            .offset(superblock::HEADER_BYTES)
                             .len(bytes as usize)
                             .map_mut(&file)?
                     };

@@ -15,9 +15,13 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde::Serialize;
 use tiercache_core::{DeviceProfile, SeededRng};
-use tiercache_engine::{CacheBuilder, CachedFile, EngineError, Recover, TierKind};
-use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
-use tiercache_policy::{Placement, PolicyConfig};
+use tiercache_engine::{
+    CacheBuilder, CacheConfig, CachedFile, EngineError, EngineOptions, MediumKind, MediumSpec,
+    Recover,
+};
+use tiercache_policy::cas::CacheMode;
+use tiercache_policy::stack::Amount;
+use tiercache_policy::{Placement, PolicyConfig, StackSpec};
 
 const BLOCK: usize = 4096;
 
@@ -150,41 +154,55 @@ fn tier_path(first: &Path, i: usize) -> std::path::PathBuf {
     }
 }
 
-fn cache(args: &CrashtestArgs, first: &Path) -> anyhow::Result<CacheBuilder> {
+/// The cache the child writes through and the parent reopens, as every front describes one
+/// (a [`CacheConfig`]): `--tier`'s media top down (DRAM only on top), each holding twice the
+/// blocks of the one above and the last `--cache-blocks`, all run by `--policy`, in `--mode`
+/// without sequential cutoff (each shard sees only its own keys), in 4 shards.
+fn config(args: &CrashtestArgs, first: &Path) -> anyhow::Result<CacheConfig> {
     let names: Vec<&str> = args.tier.split('+').collect();
-    let mut tiers = Vec::new();
-    for (i, name) in names.iter().enumerate() {
-        let path = tier_path(first, i);
-        tiers.push(match *name {
-            "dram" if i + 1 < names.len() => TierKind::Dram,
-            "mapped" => TierKind::Mapped { path },
-            "file" => TierKind::File { path },
-            "flash" => TierKind::Flash { path },
+    let dram = names.len() > 1 && names[0] == "dram";
+    let mut media = Vec::new();
+    for (i, name) in names.iter().enumerate().skip(dram as usize) {
+        let kind = match *name {
+            "mapped" => MediumKind::Mapped,
+            "file" => MediumKind::File,
+            "flash" => MediumKind::Flash,
             other => bail!(
                 "--tier {other}: not mapped, file or flash (or tiers top down joined by +, \
-                 `dram+mapped+flash`, with DRAM only above another)"
+                 `dram+mapped+flash`, with DRAM only above another, on top)"
             ),
-        });
+        };
+        media.push(MediumSpec { kind, path: tier_path(first, i), profile: None });
     }
-    let mode = CacheMode::parse(&args.mode)
+    CacheMode::parse(&args.mode)
         .with_context(|| format!("--mode {}: not one of wb, wo, wt, wa, wi, pt", args.mode))?;
     if args.cache_blocks == 0 || args.blocks == 0 || args.sync_every == 0 {
         bail!("--blocks, --cache-blocks and --sync-every must be above 0");
     }
-    let policy = PolicyConfig::parse(&args.policy).context("--policy")?;
-    let placement = Placement::parse(&args.placement).context("--placement")?;
-    let bytes = |i: usize| (args.cache_blocks >> (tiers.len() - 1 - i)).max(1) * BLOCK as u64;
-    let mut builder =
-        CacheBuilder::new(policy.clone()).tier(tiers[0].clone()).capacity_bytes(bytes(0));
-    for (i, tier) in tiers.iter().enumerate().skip(1) {
-        builder = builder.add_tier(tier.clone(), bytes(i), policy.clone());
-    }
-    Ok(builder
-        .placement(placement)
-        .block_size(BLOCK)
-        .shards(4)
-        .mode(CasConfig { seq_cutoff: SeqCutoffPolicy::Never, ..CasConfig::new(mode) })
-        .recover(Recover::Quiet))
+    PolicyConfig::parse(&args.policy).context("--policy")?;
+    Placement::parse(&args.placement).context("--placement")?;
+    let tiers = names.len();
+    let bytes = |i: usize| (args.cache_blocks >> (tiers - 1 - i)).max(1) * BLOCK as u64;
+    let mut stack = StackSpec::new(&args.policy, Amount::Count(bytes(0)));
+    stack.lower_capacity = (tiers > 1).then(|| Amount::Count(bytes(1)));
+    stack.lower_policy = args.policy.clone();
+    stack.tier = (2..tiers).map(|i| format!("{}:{}", bytes(i), args.policy)).collect();
+    stack.placement = args.placement.clone();
+    stack.mode = Some(args.mode.clone());
+    stack.seq_cutoff = "never".into();
+    let engine = EngineOptions {
+        block_size: Amount::Count(BLOCK as u64),
+        shards: 4,
+        recover: Recover::Quiet,
+        ..EngineOptions::default()
+    };
+    Ok(CacheConfig { stack, media, engine })
+}
+
+/// The cache [`config`] describes, over the backing file.
+fn cache(args: &CrashtestArgs, files: &Files) -> anyhow::Result<CacheBuilder> {
+    let builder = config(args, &files.tier)?.builder()?;
+    Ok(builder.backing_file(&files.backing, false)?)
 }
 
 pub fn run(args: &CrashtestArgs) -> anyhow::Result<()> {
@@ -193,7 +211,7 @@ pub fn run(args: &CrashtestArgs) -> anyhow::Result<()> {
     }
     let started = Instant::now();
     let files = files(args)?;
-    cache(args, &files.tier)?; // Settings are checked before anything is written.
+    config(args, &files.tier)?.builder()?; // Settings are checked before anything is written.
     DeviceProfile::load(&args.backing_profile)
         .map_err(anyhow::Error::msg)
         .context("--backing-profile")?;
@@ -348,7 +366,7 @@ fn check(
     since: &mut [Vec<u64>],
     report: &mut CrashReport,
 ) -> anyhow::Result<()> {
-    let cache = cache(args, &files.tier)?.backing_file(&files.backing, false)?.build()?;
+    let cache = cache(args, files)?.build()?;
     let stats = cache.stats();
     report.recovered += stats.recovered;
     report.recovered_dirty += cache.dirty_blocks() as u64;
@@ -399,7 +417,7 @@ fn child(args: &CrashtestArgs, start: u64) -> anyhow::Result<()> {
         backing: dir.join("backing.img"),
         tier: dir.join("tier.tc"),
     };
-    let cache = cache(args, &files.tier)?.backing_file(&files.backing, false)?.build()?;
+    let cache = cache(args, &files)?.build()?;
     let profile = DeviceProfile::load(&args.backing_profile).map_err(anyhow::Error::msg)?;
     let file = CachedFile::open(&files.backing, cache)?.emulate_backing(profile);
     let mut out = std::io::stdout().lock();

@@ -10,6 +10,7 @@ pub mod lab;
 pub mod measure;
 pub mod metrics;
 pub mod model;
+pub mod nbd;
 pub mod plot;
 pub mod profile;
 pub mod progress;

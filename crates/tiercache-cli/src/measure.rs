@@ -25,8 +25,8 @@ use memmap2::MmapRaw;
 use serde::Serialize;
 use tiercache_core::{format_size, parse_size, DeviceProfile, SeededRng};
 use tiercache_engine::aligned::AlignedBuf;
+use tiercache_engine::device::DirectFile;
 use tiercache_engine::device::{Device, FileDevice};
-use tiercache_engine::direct::DirectFile;
 
 use crate::progress::Progress;
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tiercache_engine::CachedFile;
 
-use tiercache_engine::nbd;
+use crate::nbd;
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 12] =

@@ -34,7 +34,7 @@ use tiercache_policy::StackSpec;
 
 use crate::cache_args::Defaults;
 
-use tiercache_engine::nbd::{self, Request};
+use crate::nbd::{self, Request};
 
 /// `tiercache serve`'s options. Each may also come from `--config FILE.toml`: its `[serve]`
 /// table holds these options by name (underscores for dashes; paths relative to the file), and

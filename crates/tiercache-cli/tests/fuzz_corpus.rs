@@ -1,6 +1,7 @@
-//! Replays the committed fuzz corpus of `tiercache serve`'s connection loop
-//! (`fuzz/corpus/serve`) through the fuzz target's own entry point: every input must run to
-//! its end without a panic or a hang.
+//! Replays the committed fuzz corpora of `tiercache serve`'s connection loop
+//! (`fuzz/corpus/serve`) and of the NBD handshake and request parsers (`fuzz/corpus/nbd`)
+//! through the fuzz targets' own entry points: every input must run to its end without a
+//! panic or a hang.
 
 #[path = "../../../fuzz/replay.rs"]
 mod corpus;
@@ -8,4 +9,9 @@ mod corpus;
 #[test]
 fn the_serve_corpus_replays() {
     corpus::replay("serve", tiercache_cli::serve::fuzz);
+}
+
+#[test]
+fn the_nbd_corpus_replays() {
+    corpus::replay("nbd", tiercache_cli::nbd::fuzz);
 }

@@ -6,20 +6,17 @@ use std::sync::Arc;
 
 use tiercache_core::{Capacity, DeviceProfile};
 use tiercache_policy::cas::{CacheMode, CasConfig};
-use tiercache_policy::{
-    AdmissionConfig, AnyPolicy, HitRule, Placement, Policy, PolicyConfig, StackConfig,
-};
+use tiercache_policy::{AdmissionConfig, AnyPolicy, HitRule, Placement, PolicyConfig, StackConfig};
 
-use crate::behind::WriteBehind;
 use crate::cache::{Cache, CacheCore, Settings};
 use crate::clock::{Clock, MonotonicClock};
 use crate::device::{Device, Emulated, Faults, Faulty};
 use crate::error::EngineError;
-use crate::latency;
 use crate::shard::Shard;
-use crate::store::{Layout, Medium};
+use crate::tier::behind::WriteBehind;
+use crate::tier::medium::{Layout, Medium};
+use crate::tier::superblock::{Backing, Recover};
 use crate::tier::TierKind;
-use crate::tierfile::{Backing, Previous, Recover};
 
 mod validate;
 
@@ -163,7 +160,7 @@ impl CacheBuilder {
             .map_err(|e| io("cannot open the backing file", e))?;
         let identity = Backing::of(&file).map_err(|e| io("cannot stat the backing file", e))?;
         let device: Arc<dyn Device> = match direct {
-            true => Arc::new(crate::direct::DirectFile::open(path)?),
+            true => Arc::new(crate::device::DirectFile::open(path)?),
             false => Arc::new(crate::device::FileDevice::new(file, path)),
         };
         self.backing = Some(GivenBacking { device, file: Some((identity, path.to_path_buf())) });
@@ -215,7 +212,7 @@ impl CacheBuilder {
 
     /// Lets a tier path that holds a file which is not a tier file (no tier header) be
     /// overwritten; without it such a file is refused and never written (see
-    /// [`crate::tierfile`]).
+    /// [`crate::tier::superblock`]).
     pub fn overwrite_foreign_files(mut self, on: bool) -> Self {
         self.overwrite_foreign_files = on;
         self
@@ -422,7 +419,7 @@ impl CacheBuilder {
         1 << self.size_classes.saturating_sub(1).min(15)
     }
 
-    /// Threads writing file and flash tiers behind their callers (see [`crate::behind`]); 0
+    /// Threads writing file and flash tiers behind their callers (see [`crate::tier::behind`]); 0
     /// writes them on the caller's thread. By default 4 when a tier is flash, 0 otherwise (a
     /// buffered file write costs less than handing it over).
     pub fn write_behind(mut self, threads: usize) -> Self {
@@ -435,7 +432,7 @@ impl CacheBuilder {
         // Write-back writes in the caller's turn (see `validate`).
         let flash = self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. }));
         let default =
-            if flash && !self.writes_dirty() { crate::behind::DEFAULT_THREADS } else { 0 };
+            if flash && !self.writes_dirty() { crate::tier::behind::DEFAULT_THREADS } else { 0 };
         self.write_behind.unwrap_or(default)
     }
 
@@ -542,136 +539,91 @@ impl CacheBuilder {
         Ok(stack.shard(index, self.shards).build()?)
     }
 
-    /// Takes back the blocks of the tiers whose files held a tier of this geometry (mapped and
-    /// file tiers without size classes; others start empty, with a note), shard by shard.
-    fn recover_blocks(
-        &self,
-        media: &[Medium],
-        shards: &mut [Shard],
-    ) -> Result<Option<crate::cache::Recovery>, EngineError> {
-        let started = std::time::Instant::now();
-        let mut tiers = Vec::new();
-        let mut recovery = crate::cache::Recovery::default();
-        let mut written_back = Vec::new();
-        for (t, medium) in media.iter().enumerate() {
-            let Previous::Tier { backing, state, short, headers_crc } = medium.previous else {
-                continue;
-            };
-            let path = medium.path().expect("a tier file");
-            if self.size_classes > 1 {
-                recovery.notes.push(format!(
-                    "{}: blocks of size-classed tiers are not recovered yet (they need a page \
-                     map on the medium), so it starts empty",
-                    path.display()
-                ));
-                continue;
-            }
-            recovery.backing = recovery.backing.or(backing);
-            recovery.clean &= state != crate::tierfile::State::Open;
-            if state == crate::tierfile::State::Clean {
-                // Everything dirty was written back before the stop.
-                written_back.push(t);
-            }
-            if short {
-                recovery.notes.push(format!(
-                    "{}: the tier file was shorter than its tier; the missing slots read as empty",
-                    path.display()
-                ));
-            }
-            // A mapped or flash tier stopped cleanly whose headers (flash: records) are as the
-            // stop left them: taken without reading every value (each is checked when first
-            // read). Strict reads everything, to refuse any damage before starting.
-            let stopped_cleanly =
-                state != crate::tierfile::State::Open && !short && headers_crc.is_some();
-            let mut headers_only = false;
-            if self.recover == Recover::Quiet && stopped_cleanly {
-                headers_only = medium.headers_crc()? == headers_crc;
-                if !headers_only {
-                    recovery.notes.push(format!(
-                        "{}: the block headers changed since the clean stop; every block is read \
-                         and checked",
-                        path.display()
-                    ));
-                }
-            }
-            recovery.headers_only += headers_only as usize;
-            tiers.push((t, path, headers_only));
-        }
-        if tiers.is_empty() {
-            return Ok(None);
-        }
-        let bits = self.shards.trailing_zeros();
-        let indices: Vec<(usize, bool)> = tiers.iter().map(|(t, _, h)| (*t, *h)).collect();
-        let scans = in_parallel(shards.iter_mut().enumerate().collect(), |(i, shard)| {
-            let mut scanned =
-                shard.scan(&indices, |key| crate::cache::shard_index(key, bits) == i)?;
-            scanned.written_back(&written_back);
-            Ok(scanned)
-        })
-        .into_iter()
-        .collect::<Result<Vec<_>, EngineError>>()?;
-        if self.recover == Recover::Strict {
-            // Refused before anything is changed.
-            let damaged = shards.iter().zip(&scans).filter_map(|(s, scan)| s.first_damage(scan));
-            if let Some((t, at, what)) = damaged.clone().next() {
-                let what = format!(
-                    "the slot at byte {at} fails its checks ({what}); {} shards have damage",
-                    damaged.count()
-                );
-                let path = tiers.iter().find(|(i, _, _)| *i == t).expect("scanned").1;
-                return Err(EngineError::Damaged { path: path.to_path_buf(), what });
-            }
-        }
-        // Blocks found are about to be written back to a backing file given to the builder:
-        // it must be theirs.
-        if let Some(GivenBacking { file: Some((identity, backing)), .. }) = &self.backing {
-            if recovery.backing != Some(*identity) && scans.iter().any(|s| !s.is_empty()) {
-                let tier = tiers[0].1;
-                return Err(crate::cache::mismatch(tier, recovery.backing, *identity, backing));
-            }
-        }
-        in_parallel(shards.iter_mut().zip(scans).collect(), |(shard, scan)| shard.restore(scan))
-            .into_iter()
-            .collect::<Result<(), EngineError>>()?;
-        recovery.seconds = started.elapsed().as_secs_f64();
-        Ok(Some(recovery))
-    }
-
     pub fn build(mut self) -> Result<Cache, EngineError> {
         let per_shard = self.validate()?;
-        let mut wrappers = std::mem::take(&mut self.wrappers);
-        let mut media: Vec<Medium> = self
-            .tiers
-            .iter()
-            .zip(&per_shard)
-            .enumerate()
-            .map(|(i, (tier, n))| {
-                let layout = Layout {
-                    slots: self.medium_slots(tier, *n),
-                    slot_bytes: tier.kind.slot_bytes(self.block_size, self.chunks()),
-                    chunks: self.chunks(),
-                    block_size: self.block_size,
-                    shards: self.shards,
-                };
-                let mut medium =
-                    Medium::open(&tier.kind, layout, self.overwrite_foreign_files, self.recover)?;
-                for (_, wrapper) in wrappers.extract_if(.., |(t, _)| *t == i) {
-                    medium.wrap(wrapper);
-                }
-                if let Some((_, faults)) = self.faults.filter(|(t, _)| *t == i) {
-                    medium.wrap(|device| Arc::new(Faulty::new(device, faults)));
-                }
-                if let Some(profile) = &tier.profile {
-                    medium.wrap(|device| Arc::new(Emulated::new(device, profile.clone())));
-                }
-                Ok(medium)
-            })
-            .collect::<Result<_, EngineError>>()?;
+        let mut media = self.open_media(&per_shard)?;
         let writers = self.writers();
         let io_tier = self.tiers.iter().any(|t| t.kind.is_io());
         let behind = (writers > 0 && io_tier).then(|| Arc::new(WriteBehind::default()));
-        let mut shards = Vec::with_capacity(self.shards);
-        // Hits without the lock need a policy whose hits are quiet (asked of the first shard's
+        let (mut shards, unlocked) = self.make_shards(&media, &per_shard, &behind)?;
+        if let Some(given) = &self.backing {
+            for shard in &mut shards {
+                shard.attach_backing(given.device.clone());
+            }
+        }
+        let backing = self.backing.as_ref().and_then(|b| b.file.as_ref());
+        let options = crate::recovery::Options {
+            recover: self.recover,
+            size_classes: self.size_classes,
+            backing: backing.map(|(identity, path)| (*identity, path.as_path())),
+        };
+        let recovery = crate::recovery::recover(&media, &mut shards, &options)?;
+        // From here on blocks are written: the tier files say a cache has them open.
+        for medium in &mut media {
+            medium.begin()?;
+        }
+        let measured = self.measured();
+        let settings = Settings {
+            block_size: self.block_size,
+            clock: self.clock.clone(),
+            record_latency: self.record_latency || measured,
+            timed: self.timed(),
+            meter: measured.then(crate::cache::Meter::new),
+            behind,
+            keeps_dirty: self.writes_dirty(),
+            unlocked,
+        };
+        let tick_every = self.worker_interval();
+        let mut core = CacheCore::new(shards, media, settings);
+        core.recovery = recovery;
+        if let Some(GivenBacking { device, file }) = self.backing.take() {
+            if let Some((identity, path)) = file {
+                core.attach_backing(identity, &path)?;
+            }
+            core.attach_device(device);
+        }
+        Ok(Cache::start(core, tick_every, writers, self.scrub_rate))
+    }
+
+    /// Opens each tier's medium, wrapped as the builder says (wrappers nearest the medium,
+    /// then fault injection, then emulation).
+    fn open_media(&mut self, per_shard: &[u64]) -> Result<Vec<Medium>, EngineError> {
+        let mut wrappers = std::mem::take(&mut self.wrappers);
+        let mut media = Vec::with_capacity(self.tiers.len());
+        for (i, (tier, n)) in self.tiers.iter().zip(per_shard).enumerate() {
+            let layout = Layout {
+                slots: self.medium_slots(tier, *n),
+                slot_bytes: tier.kind.slot_bytes(self.block_size, self.chunks()),
+                chunks: self.chunks(),
+                block_size: self.block_size,
+                shards: self.shards,
+            };
+            let mut medium =
+                Medium::open(&tier.kind, layout, self.overwrite_foreign_files, self.recover)?;
+            for (_, wrapper) in wrappers.extract_if(.., |(t, _)| *t == i) {
+                medium.wrap(wrapper);
+            }
+            if let Some((_, faults)) = self.faults.filter(|(t, _)| *t == i) {
+                medium.wrap(|device| Arc::new(Faulty::new(device, faults)));
+            }
+            if let Some(profile) = &tier.profile {
+                medium.wrap(|device| Arc::new(Emulated::new(device, profile.clone())));
+            }
+            media.push(medium);
+        }
+        Ok(media)
+    }
+
+    /// The shards, each with its region of every medium and its policy, writing behind to
+    /// `behind`; and, where hits may be served without the lock, the shards' published upper
+    /// tiers.
+    fn make_shards(
+        &self,
+        media: &[Medium],
+        per_shard: &[u64],
+        behind: &Option<Arc<WriteBehind>>,
+    ) -> Result<(Vec<Shard>, Option<crate::cache::Unlocked>), EngineError> {
+        // Hits without the lock need a policy whose hits are quiet (asked of each shard's
         // below; all shards run the same policy), no periodic work, no controller timing tier
         // reads, and a memory upper tier whose slots can be published (not emulated, no size
         // classes).
@@ -683,18 +635,18 @@ impl CacheBuilder {
             && self.size_classes == 1;
         let mut sets = None;
         let mut tables = Vec::new();
-        for i in 0..self.shards as u64 {
+        let mut shards = Vec::with_capacity(self.shards);
+        for i in 0..self.shards {
             let regions = media
                 .iter()
-                .zip(self.tiers.iter().zip(&per_shard))
+                .zip(self.tiers.iter().zip(per_shard))
                 .map(|(m, (tier, n))| {
                     let slots = self.region_slots(tier, *n);
-                    m.region(i * slots, slots, self.placed(tier).is_some())
+                    m.region(i as u64 * slots, slots, self.placed(tier).is_some())
                 })
                 .collect::<Result<_, _>>()?;
-            let mut shard =
-                Shard::new(self.policy(&per_shard, i as usize)?, regions, self.block_size);
-            if unlocked_hits && shard.policy.quiet_hits() {
+            let mut shard = Shard::new(self.policy(per_shard, i)?, regions, self.block_size);
+            if unlocked_hits && shard.quiet_hits() {
                 if sets.is_none() {
                     let slots = (per_shard[0] + self.tiers[0].kind.slack_slots()) as usize;
                     let made =
@@ -708,37 +660,37 @@ impl CacheBuilder {
                     sets = Some(made);
                 }
                 let sets = sets.as_ref().expect("made above");
-                tables.extend(shard.publish((sets, i as usize)).map(|mut table| {
+                tables.extend(shard.publish((sets, i)).map(|mut table| {
                     table.check_every_hit(self.scrub_rate == 0);
                     table
                 }));
             }
-            shard.behind = behind.clone().map(|queue| (queue, i as usize));
-            if self.record_latency || self.measured() {
-                shard.latency = Some(Box::new([latency::histogram(), latency::histogram()]));
-            }
+            let measured = self.measured();
+            shard.configure((behind.clone(), i), self.record_latency || measured, measured);
             shards.push(shard);
         }
-        if let Some(given) = &self.backing {
-            for shard in &mut shards {
-                shard.backing = Some(given.device.clone());
-            }
-        }
-        let recovery = self.recover_blocks(&media, &mut shards)?;
-        // From here on blocks are written: the tier files say a cache has them open.
-        for medium in &mut media {
-            medium.begin()?;
-        }
-        let keeps_dirty = self.writes_dirty();
-        // Open CAS write-back cleans on time (ALRU), so requests carry it and the worker ticks.
-        let timed = self.tiers.iter().any(|t| t.policy.uses_time())
-            || (self.writes_dirty() && self.mode.is_some());
-        let measured = self.measured();
-        let tick_every = match (self.worker_off, self.tick_every, timed) {
+        let unlocked = (tables.len() == self.shards).then(|| crate::cache::Unlocked {
+            tables: tables.into_boxed_slice(),
+            log: crate::optimistic::HitLog::new(self.shards),
+        });
+        Ok((shards, unlocked))
+    }
+
+    /// Whether requests carry the time: a tier's policy reads it, or Open CAS write-back
+    /// cleans on time (ALRU).
+    fn timed(&self) -> bool {
+        self.tiers.iter().any(|t| t.policy.uses_time())
+            || (self.writes_dirty() && self.mode.is_some())
+    }
+
+    /// How often the background worker wakes, if one runs: the measurement interval of a
+    /// controller, the interval asked for, or, for a policy with periodic work, the default
+    /// tick (ACP cleaning on its own period, keeping a disk streaming).
+    fn worker_interval(&self) -> Option<std::time::Duration> {
+        match (self.worker_off, self.tick_every, self.timed()) {
             (true, _, _) => None,
-            (false, _, _) if measured => Some(self.measure_every),
+            (false, _, _) if self.measured() => Some(self.measure_every),
             (false, Some(interval), _) => Some(interval),
-            // ACP cleaning wakes up on its own period (a disk kept streaming).
             (false, None, true) => Some(match &self.mode {
                 Some(m) if m.cleaning_policy == tiercache_policy::cas::Cleaning::Acp => {
                     std::time::Duration::from_micros(m.acp.wake_up_us.max(1_000))
@@ -746,52 +698,6 @@ impl CacheBuilder {
                 _ => DEFAULT_TICK,
             }),
             (false, None, false) => None,
-        };
-        let record_latency = self.record_latency || measured;
-        let meter = measured.then(crate::cache::Meter::new);
-        let settings = Settings {
-            block_size: self.block_size,
-            clock: self.clock,
-            record_latency,
-            timed,
-            meter,
-            behind,
-            keeps_dirty,
-            unlocked: (tables.len() == self.shards).then(|| crate::cache::Unlocked {
-                tables: tables.into_boxed_slice(),
-                log: crate::optimistic::HitLog::new(self.shards),
-            }),
-        };
-        let mut core = CacheCore::new(shards, media, settings);
-        core.recovery = recovery;
-        if let Some(GivenBacking { device, file }) = self.backing.take() {
-            if let Some((identity, path)) = file {
-                core.attach_backing(identity, &path)?;
-            }
-            core.attach_device(device);
         }
-        Ok(Cache::start(core, tick_every, writers, self.scrub_rate))
     }
-}
-
-/// Runs `work` on every item, the items split into runs over the machine's cores, one thread a
-/// run; results come back in the items' order. Recovery reads and checksums whole tiers shard
-/// by shard, and each shard's scan and restore touch only that shard.
-fn in_parallel<I: Send, T: Send>(items: Vec<I>, work: impl Fn(I) -> T + Sync) -> Vec<T> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per_thread = items.len().div_ceil(cores).max(1);
-    let mut items = items.into_iter();
-    let runs: Vec<Vec<I>> = std::iter::from_fn(|| {
-        let run: Vec<I> = items.by_ref().take(per_thread).collect();
-        (!run.is_empty()).then_some(run)
-    })
-    .collect();
-    std::thread::scope(|s| {
-        let work = &work;
-        let threads: Vec<_> = runs
-            .into_iter()
-            .map(|run| s.spawn(move || run.into_iter().map(work).collect::<Vec<T>>()))
-            .collect();
-        threads.into_iter().flat_map(|t| t.join().expect("a recovery thread panicked")).collect()
-    })
 }

@@ -1,13 +1,16 @@
-//! The cache's operations: `get`, `read_through`, `put`, `update_if_cached`, `invalidate`.
+//! The cache's operations: `get`, `get_ref`, `read_through`, `put`, `update_if_cached`,
+//! `invalidate`, `discard`. Each picks its key's shard, locks it, makes one call (a step of the
+//! request: see `crate::shard`), and does what the step hands back with the lock released (a
+//! read of a file or flash tier, a miss's load), locking again for the one step that ends it.
+//! The cache never reaches into a shard: it only chooses, locks, calls, does the unlocked I/O
+//! and relocks. A hit on DRAM or a mapped tier is served without the lock where the policy's
+//! hits are quiet (`crate::optimistic`).
 //!
-//! Every operation becomes a request to the key's shard's policy, and the policy's decision is
-//! applied to the shard's slots. Reads use the same ops as a simulated trace (`Read`, `Write`,
-//! `Delete`; `get` is a `Lookup`), and policies are sized in slots, so a single-shard engine
-//! run over a trace decides exactly as the simulator does on it.
-//!
-//! A read-through miss that the policy admits reserves its slot in a *filling* state, loads the
-//! data with the shard unlocked, then fills the slot if it is still reserved for that load.
-//! Readers of a filling slot see a miss.
+//! Reads use the same ops as a simulated trace (`Read`, `Write`, `Delete`; `get` is a
+//! `Lookup`), and policies are sized in slots, so a single-shard engine run over a trace
+//! decides exactly as the simulator does on it. A read-through miss that the policy admits
+//! reserves its slot in a *filling* state, loads the data with the shard unlocked, then fills
+//! the slot if it is still reserved for that load. Readers of a filling slot see a miss.
 
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,37 +19,27 @@ use std::time::Instant;
 use tiercache_core::{Key, Op, Request};
 use tiercache_policy::cas::CacheMode;
 
-use crate::aligned::AlignedBuf;
-use crate::behind::{Job, WriteBehind, RUN_BYTES};
 use crate::clock::Clock;
 use crate::error::EngineError;
-use crate::io::Staged;
-use crate::latency::{self, Operation};
+use crate::latency;
 use crate::optimistic::{Hit, HitLog, Landing, Recorded, SlotTable};
+use crate::recovery::Recovery;
 use crate::scrub::{Scrub, ScrubCounts};
-use crate::shard::{Served, Shard};
-use crate::store::Medium;
+use crate::shard::{Held, Hold, PutOutcome, Read, ReadOutcome, Shard};
+use crate::tier::behind::WriteBehind;
+use crate::tier::medium::Medium;
 
 mod durability;
 mod report;
-
-pub(crate) use durability::mismatch;
-
-/// What a read did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReadOutcome {
-    /// Served from the cache.
-    pub hit: bool,
-    /// Bytes of the value (copied into the buffer up to its length).
-    pub len: usize,
-}
+#[cfg(test)]
+mod tests;
 
 /// A cached value held for reading, from [`CacheCore::get_ref`]: in place on a memory tier
 /// (its slot pinned until this drops), or a copy. Dereferences to the value's bytes.
 pub struct BlockRef<'a> {
     core: &'a CacheCore,
     shard: usize,
-    held: crate::shard::Held,
+    held: Held,
 }
 
 impl std::ops::Deref for BlockRef<'_> {
@@ -57,17 +50,15 @@ impl std::ops::Deref for BlockRef<'_> {
             // SAFETY: the slot is pinned until this handle drops, and a pinned slot is neither
             // written nor reused, so its `len` bytes stay valid and unchanged; the cache (and
             // its memory) outlives the handle, which borrows it.
-            crate::shard::Held::Pinned { bytes, len, .. } => unsafe {
-                std::slice::from_raw_parts(*bytes, *len)
-            },
-            crate::shard::Held::Copied(copy) => copy,
+            Held::Pinned { bytes, len, .. } => unsafe { std::slice::from_raw_parts(*bytes, *len) },
+            Held::Copied(copy) => copy,
         }
     }
 }
 
 impl Drop for BlockRef<'_> {
     fn drop(&mut self) {
-        if let crate::shard::Held::Pinned { tier, slot, .. } = self.held {
+        if let Held::Pinned { tier, slot, .. } = self.held {
             self.core.unpin(self.shard, tier as usize, slot);
         }
     }
@@ -77,18 +68,6 @@ impl Drop for BlockRef<'_> {
 // its pin through the cache's locks, from whichever thread drops it.
 unsafe impl Send for BlockRef<'_> {}
 unsafe impl Sync for BlockRef<'_> {}
-
-/// What a write did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PutOutcome {
-    /// The key was resident when the write arrived.
-    pub hit: bool,
-    /// The value is now in the cache.
-    pub cached: bool,
-    /// The cache keeps the value dirty (write-back and write-only modes): the backing device
-    /// gets it when it is written back. Otherwise the caller writes it to the backing device.
-    pub absorbed: bool,
-}
 
 /// A sharded cache of fixed-size blocks over one or two tiers: a handle to the shared core,
 /// the background worker when the policies have periodic work, and the write-behind threads
@@ -198,34 +177,12 @@ impl Cache {
             _ => None,
         };
         let writers = match &core.behind {
-            Some(behind) => (0..writers)
-                .map(|i| {
-                    let (core, behind) = (core.clone(), behind.clone());
-                    std::thread::Builder::new()
-                        .name(format!("tiercache-writer-{i}"))
-                        .spawn(move || {
-                            let mut buf = AlignedBuf::new(RUN_BYTES);
-                            while let Some(run) = behind.next_run(RUN_BYTES) {
-                                // A run written whole, or, if that fails, block by block, so
-                                // each block has its own outcome.
-                                let joined = (run.len() > 1).then(|| {
-                                    let staged: Vec<&Staged> =
-                                        run.iter().map(|job| &*job.staged).collect();
-                                    Staged::run_joined(&staged, &mut buf).is_ok()
-                                });
-                                for (i, job) in run.into_iter().enumerate() {
-                                    let outcome = match joined {
-                                        Some(true) => (Ok(()), i == 0),
-                                        _ => (job.staged.run(), true),
-                                    };
-                                    core.finish_write(job, outcome);
-                                    behind.done();
-                                }
-                            }
-                        })
-                        .expect("a write-behind thread starts")
+            Some(behind) => {
+                let landing = core.clone();
+                crate::tier::behind::start_writers(behind, writers, move |job, written| {
+                    landing.lock(job.shard).land(job, written)
                 })
-                .collect(),
+            }
             None => Vec::new(),
         };
         Cache { core, worker, scrubber, writers }
@@ -234,49 +191,6 @@ impl Cache {
     /// Whether a background worker runs periodic work.
     pub fn has_worker(&self) -> bool {
         self.worker.is_some()
-    }
-}
-
-/// The shard of `key` in a cache of `1 << bits` shards.
-pub(crate) use tiercache_core::shard_index;
-
-/// What a cache found on its tiers when it opened (see [`CacheBuilder::recover`]); the blocks
-/// counted are in [`StatsSnapshot`] (`recovered`, `recovery_damaged`, `recovery_stale`,
-/// `recovery_declined`).
-///
-/// [`CacheBuilder::recover`]: crate::CacheBuilder::recover
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Recovery {
-    /// Seconds the scan and the restore took.
-    pub seconds: f64,
-    /// Whether every recovered tier had been stopped cleanly (everything synced).
-    pub clean: bool,
-    /// The backing file the recovered blocks belong to, if a `CachedFile` recorded one.
-    #[serde(skip)]
-    pub backing: Option<crate::tierfile::Backing>,
-    /// What the user should know (tiers not recovered, short files).
-    pub notes: Vec<String>,
-    /// Tiers taken from their headers alone (mapped tiers stopped cleanly, their headers'
-    /// digest unchanged): their values are checked when first read, not at the start.
-    pub headers_only: usize,
-}
-
-impl Recovery {
-    /// How the tiers had stopped and were taken back, for a person to read.
-    pub fn stop(&self) -> &'static str {
-        match (self.clean, self.headers_only > 0) {
-            (true, true) => {
-                "a clean stop; headers unchanged since, so values are checked when first read"
-            }
-            (true, false) => "a clean stop",
-            (false, _) => "a crash or unclean stop",
-        }
-    }
-}
-
-impl Default for Recovery {
-    fn default() -> Recovery {
-        Recovery { seconds: 0.0, clean: true, backing: None, notes: Vec::new(), headers_only: 0 }
     }
 }
 
@@ -320,6 +234,10 @@ pub struct CacheCore {
     /// below it: a sync moves their dirty blocks down there or writes them back, as the
     /// policy says (`Policy::persist`).
     volatile: Vec<(tiercache_core::TierId, Option<tiercache_core::TierId>)>,
+    /// Calls into the shards, counted for the tests of how many times a request crosses into
+    /// its shard (see [`Locked`]).
+    #[cfg(test)]
+    calls: std::sync::atomic::AtomicU64,
 }
 
 /// What hits without the lock need: each shard's published upper-tier slots, and the hits
@@ -339,6 +257,35 @@ impl std::ops::Deref for ShardLock {
 
     fn deref(&self) -> &Mutex<Shard> {
         &self.0
+    }
+}
+
+/// A shard locked for a step of a request: every call into the shard goes through here. In
+/// the engine's tests each call is counted (`cache/tests.rs`), to measure how often a request
+/// crosses into its shard; elsewhere it is the lock's guard and nothing more.
+pub(crate) struct Locked<'a> {
+    guard: MutexGuard<'a, Shard>,
+    #[cfg(test)]
+    calls: &'a std::sync::atomic::AtomicU64,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = Shard;
+
+    #[inline]
+    fn deref(&self) -> &Shard {
+        #[cfg(test)]
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Shard {
+        #[cfg(test)]
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &mut self.guard
     }
 }
 
@@ -386,7 +333,7 @@ impl CacheCore {
     /// A core over `shards` (a power of two of them); the other settings as in [`Settings`].
     pub(crate) fn new(shards: Vec<Shard>, media: Vec<Medium>, settings: Settings) -> Self {
         let shard_bits = shards.len().trailing_zeros();
-        let mode = shards.first().and_then(|s| s.policy.cache_mode());
+        let mode = shards.first().and_then(Shard::mode);
         let keeps_dirty = settings.keeps_dirty || shards.iter().any(|s| s.dirty_blocks() > 0);
         let is_volatile = |m: &Medium| matches!(m.kind(), crate::tier::TierKind::Dram);
         let volatile = (0..media.len())
@@ -401,7 +348,7 @@ impl CacheCore {
         let shards: Box<[ShardLock]> = shards
             .into_iter()
             .map(|mut s| {
-                s.cleaner = Some(cleaner.clone());
+                s.join_cleaner(cleaner.clone());
                 ShardLock(Mutex::new(s))
             })
             .collect();
@@ -425,13 +372,9 @@ impl CacheCore {
             keeps_dirty,
             attached: Default::default(),
             volatile,
+            #[cfg(test)]
+            calls: Default::default(),
         }
-    }
-
-    /// Ends a job of the write-behind; `outcome` is its write's result and whether it made
-    /// a device write of its own (the first of a run written whole, or a block alone).
-    fn finish_write(&self, job: Job, outcome: (Result<(), EngineError>, bool)) {
-        self.lock(job.shard).finish_write(job.key, job.place, job.staged, outcome);
     }
 
     /// Runs every shard's periodic work now (what the background worker does each interval).
@@ -452,7 +395,7 @@ impl CacheCore {
             shard.tick_gathering(now_us, &mut batch);
             if batch.blocks.len() > before {
                 gathered.push(i);
-                backing = backing.or_else(|| shard.backing.clone());
+                backing = backing.or_else(|| shard.backing().cloned());
             }
         }
         let Some(backing) = backing else { return };
@@ -461,9 +404,7 @@ impl CacheCore {
             let mut shard = self.lock(i);
             shard.settle_batch(batch.id);
             if n == 0 {
-                shard.stats.write_back_runs += written.runs;
-                shard.stats.write_back_errors += written.errors;
-                shard.stats.backing_syncs += written.synced as u64;
+                shard.count_written_back(written.runs, written.errors, written.synced as u64);
             }
         }
     }
@@ -479,28 +420,33 @@ impl CacheCore {
     }
 
     fn shard_of(&self, key: Key) -> usize {
-        shard_index(key, self.shard_bits)
+        tiercache_core::shard_index(key, self.shard_bits)
     }
 
     /// Locks a shard. Hits served without the lock and not yet told to its policy (the
     /// calling thread's, and the other threads' that are flagged) are told first, so the
     /// policy hears of a thread's requests in the order they were served.
-    fn lock(&self, index: usize) -> MutexGuard<'_, Shard> {
+    fn lock(&self, index: usize) -> Locked<'_> {
         self.lock_and_tell(index, false)
     }
 
     /// Locks a shard and tells its policy the hits served without the lock: those flagged, or
     /// with `every` those in every thread's ring (for counts that must be whole).
-    fn lock_and_tell(&self, index: usize, every: bool) -> MutexGuard<'_, Shard> {
+    fn lock_and_tell(&self, index: usize, every: bool) -> Locked<'_> {
         // A panic while holding a shard lock is a bug that already failed loudly; the shard's
         // state is still consistent at every await-free step, so later users may continue.
-        let mut shard = self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let guard = self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut shard = Locked {
+            guard,
+            #[cfg(test)]
+            calls: &self.calls,
+        };
         if let Some(unlocked) = &self.unlocked {
             unlocked.log.take(index, every, |hits| {
                 // The policy's index entries for the whole batch, fetched together (BP-Wrapper
                 // prefetches too), rather than one hit's miss after another's.
                 for hit in hits {
-                    tiercache_policy::Policy::prefetch(&shard.policy, hit.key);
+                    shard.prefetch(hit.key);
                 }
                 for hit in hits {
                     shard.commit_hit(hit.key, hit.len, hit.ns);
@@ -550,12 +496,12 @@ impl CacheCore {
         }
     }
 
-    fn shard(&self, key: Key) -> MutexGuard<'_, Shard> {
+    fn shard(&self, key: Key) -> Locked<'_> {
         self.lock(self.shard_of(key))
     }
 
     /// Each shard in turn, locked while it is looked at (every hit served so far told).
-    fn each_shard(&self) -> impl Iterator<Item = MutexGuard<'_, Shard>> {
+    fn each_shard(&self) -> impl Iterator<Item = Locked<'_>> {
         (0..self.shards.len()).map(|i| self.lock_and_tell(i, true))
     }
 
@@ -574,13 +520,12 @@ impl CacheCore {
         }
         let started = self.started();
         let req = self.request(key, Op::Lookup);
-        let mut shard = self.shard(key);
-        shard.decide(&req);
-        // A lookup inserts nothing, but periodic work (a sweep) may have evicted.
-        shard.apply(key, None).expect("a lookup's decision does no tier I/O");
-        let (mut shard, served) = self.serve(shard, key, buf);
-        shard.record(Operation::Read, started);
-        served
+        let step = self.shard(key).read(&req, buf, started);
+        match self.read_tier(key, step.expect("a lookup's decision does no tier I/O"), buf, started)
+        {
+            Read::Done(served) => served,
+            Read::Tier(_) | Read::Load(_) | Read::Lost => unreachable!("a lookup ends done"),
+        }
     }
 
     /// Looks `key` up (look-aside) and holds its value for reading without a copy: a block on
@@ -594,30 +539,21 @@ impl CacheCore {
         let started = self.started();
         let req = self.request(key, Op::Lookup);
         let index = self.shard_of(key);
-        let mut shard = self.lock(index);
-        shard.decide(&req);
-        shard.apply(key, None).expect("a lookup's decision does no tier I/O");
-        if shard.decision.hit.is_some() && !shard.holds_in_place(key) {
-            // A file or flash tier, a staged or filling block, or no spare slot to pin: a copy,
-            // read as `get` reads (file and flash with the shard unlocked).
-            let mut copy = vec![0; self.block_size];
-            let (mut shard, served) = self.serve(shard, key, &mut copy);
-            shard.record(Operation::Read, started);
-            return served.map(|len| {
-                copy.truncate(len);
-                BlockRef { core: self, shard: index, held: crate::shard::Held::Copied(copy) }
-            });
-        }
-        shard.stats.lookups += 1;
-        if shard.decision.from_backing {
-            shard.stats.offloaded += 1;
-            return None;
-        }
-        let hit = shard.decision.hit;
-        let held = hit.and_then(|_| shard.hold(key));
-        shard.count_read(held.as_ref().and(hit));
-        shard.record(Operation::Read, started);
-        held.map(|held| BlockRef { core: self, shard: index, held })
+        let step = self.lock(index).hold(&req, started);
+        let held = match step {
+            Hold::Held(held) => held,
+            Hold::Miss => return None,
+            Hold::Tier(read) => {
+                // A copy, read as `get` reads a file or flash tier.
+                let mut copy = vec![0; self.block_size];
+                match self.read_tier(key, Read::Tier(read), &mut copy, started) {
+                    Read::Done(Some(len)) => copy.truncate(len),
+                    _ => return None,
+                }
+                Held::Copied(copy)
+            }
+        };
+        Some(BlockRef { core: self, shard: index, held })
     }
 
     /// Holds a hit in the upper tier in place without the shard's lock, if the block can be
@@ -638,7 +574,7 @@ impl CacheCore {
             }
         };
         self.record_unlocked(unlocked, index, key, len as u32 | Hit::HELD, told, started);
-        let held = crate::shard::Held::Pinned { tier: 0, slot, bytes, len };
+        let held = Held::Pinned { tier: 0, slot, bytes, len };
         Some(BlockRef { core: self, shard: index, held })
     }
 
@@ -651,45 +587,17 @@ impl CacheCore {
         }
     }
 
-    /// Serves a decided read and counts it: memory tiers copy under the lock; file and flash
-    /// tiers read with the shard unlocked (the slot pinned) and relock to finish.
-    fn serve<'a>(
-        &'a self,
-        mut shard: MutexGuard<'a, Shard>,
-        key: Key,
-        buf: &mut [u8],
-    ) -> (MutexGuard<'a, Shard>, Option<usize>) {
-        shard.stats.lookups += 1;
-        if shard.decision.from_backing {
-            // A clean hit the policy sends to the capacity device (NHC's load_admit): the
-            // caller loads it, and nothing is filled since nothing was admitted.
-            shard.stats.offloaded += 1;
-            return (shard, None);
+    /// Runs a read of a file or flash tier that a shard's step handed back (`Read::Tier`)
+    /// into `buf` with the shard unlocked, and ends it with the shard's next step (the read
+    /// timed from `started`); any other step comes back as it is.
+    fn read_tier(&self, key: Key, step: Read, buf: &mut [u8], started: Option<Instant>) -> Read {
+        match step {
+            Read::Tier(mut read) => {
+                let result = read.run(buf);
+                self.shard(key).finish_read(key, read, result, started)
+            }
+            step => step,
         }
-        // With a controller fed measurements, tier reads are timed: how writes beside them
-        // slow them is the signal of interference-aware admission.
-        let timed = self.meter.is_some().then(Instant::now);
-        // Where the policy found the block, taken now: a read that unlocks the shard finds
-        // another request's decision when it relocks.
-        let hit = shard.decision.hit;
-        let served = match hit {
-            None => None,
-            Some(_) => match shard.begin_copy(key, buf) {
-                Served::Now(served) => served,
-                Served::Later(mut read, place) => {
-                    drop(shard);
-                    let result = read.run(buf);
-                    shard = self.shard(key);
-                    shard.finish_copy(key, read, place, result)
-                }
-            },
-        };
-        if let (Some(started), Some(_)) = (timed, served) {
-            shard.stats.tier_reads += 1;
-            shard.stats.tier_read_ns += started.elapsed().as_nanos() as u64;
-        }
-        shard.count_read(served.and(hit));
-        (shard, served)
     }
 
     /// Reads `key` through the cache: a hit is copied into `buf`; on a miss `load` fills `buf`
@@ -710,46 +618,17 @@ impl CacheCore {
         self.check_attached()?;
         let started = self.started();
         let req = self.request(key, Op::Read);
-        let reserved = {
-            let mut shard = self.shard(key);
-            if shard.is_lost(key) {
-                return Err(EngineError::DataLost { key });
+        let step = self.shard(key).read(&req, buf, started)?;
+        match self.read_tier(key, step, buf, started) {
+            Read::Done(Some(len)) => Ok(ReadOutcome { hit: true, len }),
+            Read::Lost => Err(EngineError::DataLost { key }),
+            Read::Load(fill) => {
+                let loaded = load(buf);
+                // The time a policy that reads it sees, should the load fail and its slot go.
+                let now_us = if self.timed { self.clock.now_us() } else { 0 };
+                self.shard(key).finish_load(key, (fill, loaded), buf, (started, now_us))
             }
-            shard.decide(&req);
-            let reserved = shard.apply(key, None)?;
-            let (mut shard, served) = self.serve(shard, key, buf);
-            if let Some(len) = served {
-                shard.record(Operation::Read, started);
-                return Ok(ReadOutcome { hit: true, len });
-            }
-            // A dirty block that just failed its checks: the backing device's copy is older.
-            if shard.is_lost(key) {
-                return Err(EngineError::DataLost { key });
-            }
-            reserved
-        };
-        let loaded = load(buf);
-        let mut shard = self.shard(key);
-        shard.record(Operation::Read, started);
-        match loaded {
-            Ok(len) => {
-                let len = len.min(buf.len()).min(self.block_size);
-                if let Some(load) = reserved {
-                    shard.fill(key, load, &buf[..len])?;
-                }
-                Ok(ReadOutcome { hit: false, len })
-            }
-            Err(source) => {
-                if reserved.is_some_and(|load| shard.is_filling(key, load)) {
-                    shard.decide(&self.request(key, Op::Delete));
-                    shard.apply(key, None)?;
-                }
-                Err(EngineError::Io {
-                    path: "<loader>".into(),
-                    action: "loading a missed block failed",
-                    source,
-                })
-            }
+            Read::Done(None) | Read::Tier(_) => unreachable!("a read-through ends served or loads"),
         }
     }
 
@@ -765,24 +644,8 @@ impl CacheCore {
         self.check_len(value)?;
         self.check_attached()?;
         let started = self.started();
-        let mut req = self.request(key, Op::Write);
-        let mut shard = self.shard(key);
-        if shard.has_classes() {
-            req.size = value.len() as u32;
-            shard.drop_if_reclassed(key, value.len());
-        }
-        shard.decide(&req);
-        shard.stats.puts += 1;
-        let hit = shard.decision.hit.is_some();
-        shard.apply(key, Some(value))?;
-        let place = shard.place(key).filter(|p| !p.filling);
-        let (cached, absorbed) = (place.is_some(), place.is_some_and(|p| p.dirty));
-        // A write replaces data that was lost: the key reads again.
-        if shard.is_lost(key) {
-            shard.lost.remove(&key);
-        }
-        shard.record(Operation::Write, started);
-        Ok(PutOutcome { hit, cached, absorbed })
+        let req = self.request(key, Op::Write);
+        self.shard(key).write(req, value, started)
     }
 
     /// Overwrites `key`'s cached value if it is cached; never admits it (write-around). Decided
@@ -792,26 +655,13 @@ impl CacheCore {
         self.check_attached()?;
         let started = self.started();
         let req = self.request(key, Op::Lookup);
-        let mut shard = self.shard(key);
-        if shard.has_classes() {
-            // A value that changes class is dropped rather than updated (write-around admits
-            // nothing): the backing store has it.
-            shard.drop_if_reclassed(key, value.len());
-        }
-        shard.decide(&req);
-        shard.apply(key, None)?;
-        shard.stats.puts += 1;
-        let cached = shard.decision.hit.is_some();
-        if cached {
-            shard.apply_update(key, value)?;
-        }
-        shard.record(Operation::Write, started);
-        Ok(cached)
+        self.shard(key).update(&req, value, started)
     }
 
     /// Drops `key` if cached (its data was freed or overwritten elsewhere).
     pub fn invalidate(&self, key: Key) {
-        self.delete(key, false);
+        let req = self.request(key, Op::Delete);
+        self.shard(key).delete(&req, false);
     }
 
     /// Drops `key`, dirty or not, without writing it back: its data was discarded (a TRIM).
@@ -819,19 +669,8 @@ impl CacheCore {
     /// crash after the drop must not find the backing device's older bytes. A block whose
     /// dirty data was lost reads again, as the backing device's.
     pub fn discard(&self, key: Key) {
-        self.delete(key, true);
-    }
-
-    /// Drops `key` if cached, as the policy decides a delete; with `forget_lost`, a loss of its
-    /// dirty data is forgotten too.
-    fn delete(&self, key: Key, forget_lost: bool) {
         let req = self.request(key, Op::Delete);
-        let mut shard = self.shard(key);
-        if forget_lost {
-            shard.lost.remove(&key);
-        }
-        shard.decide(&req);
-        shard.apply(key, None).expect("dropping a block does no I/O");
+        self.shard(key).delete(&req, true);
     }
 
     /// Whether `key` is resident (in any tier). The answer may be stale by the time it is

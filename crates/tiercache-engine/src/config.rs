@@ -36,8 +36,8 @@ use tiercache_policy::{PolicyConfig, StackConfig, StackSpec};
 
 use crate::builder::CacheBuilder;
 use crate::error::EngineError;
+use crate::tier::superblock::Recover;
 use crate::tier::TierKind;
-use crate::tierfile::Recover;
 
 /// A whole cache: its policy stack, the media of its tiers below DRAM, and the engine's
 /// options.

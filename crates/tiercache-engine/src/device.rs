@@ -9,6 +9,8 @@
 //!   staged: [`CrashImage::crash`] drops every write no completed sync covers, optionally
 //!   keeping a torn prefix of the last one, and the device refuses all I/O from then on.
 //!
+//! A backing file may be read and written with direct I/O ([`DirectFile`]).
+//!
 //! A memory device (DRAM, a mapped file) also lends out its bytes ([`Device::memory`]), which
 //! the tiers read and write in place, without the lock on hits. A wrapper lends nothing: what
 //! it changes must see every access, so a wrapped memory tier is read and written through the
@@ -25,6 +27,10 @@ use memmap2::MmapRaw;
 use tiercache_core::{DeviceProfile, Direction};
 
 use crate::emulate::Emulator;
+
+mod direct;
+
+pub use direct::DirectFile;
 
 /// A medium read and written at byte offsets. Reads and writes of disjoint ranges may run
 /// from several threads at once; a range is written by one thread at a time (the cache's

@@ -32,4 +32,23 @@ impl EngineError {
     pub fn config(setting: &'static str, reason: impl Into<String>) -> EngineError {
         EngineError::Config { setting, reason: reason.into() }
     }
+
+    /// The error for a backing file (`backing`, at `path`) other than the one whose blocks
+    /// the tier file at `tier` holds (`found`: that file's identity, or none for blocks put
+    /// through the cache directly).
+    pub(crate) fn mismatch(
+        tier: &std::path::Path,
+        found: Option<impl std::fmt::Display>,
+        backing: impl std::fmt::Display,
+        path: &std::path::Path,
+    ) -> EngineError {
+        EngineError::Mismatch {
+            path: tier.to_path_buf(),
+            found: match found {
+                Some(other) => format!("blocks of the backing file at {other}"),
+                None => "blocks of no backing file (put through the cache directly)".into(),
+            },
+            wanted: format!("{} ({backing}) behind it", path.display()),
+        }
+    }
 }

@@ -38,7 +38,7 @@ use tiercache_policy::cas::CacheMode;
 use crate::cache::Cache;
 use crate::device::{Device, Emulated, FileDevice};
 use crate::error::EngineError;
-use crate::tierfile::Backing;
+use crate::tier::superblock::Backing;
 
 const WRITER_STRIPES: usize = 256;
 /// Blocks [`CachedFile::discard`] discards at a time, with their writer turns held.
@@ -99,7 +99,7 @@ impl CachedFile {
     }
 
     /// Opens an existing backing file or block device as [`open`](Self::open) does, read and
-    /// written with direct I/O ([`DirectFile`](crate::direct::DirectFile)), so that the page
+    /// written with direct I/O ([`DirectFile`](crate::device::DirectFile)), so that the page
     /// cache holds none of it: the cache's tiers are the only cache. Needs a file system
     /// that takes `O_DIRECT`, a length of whole 4 KiB pages, and a block size of whole 4 KiB
     /// pages (two writes into one page never run at once); each is an error naming it.
@@ -111,7 +111,7 @@ impl CachedFile {
             );
             return Err(EngineError::config("block_size", reason));
         }
-        let device = crate::direct::DirectFile::open(path)?;
+        let device = crate::device::DirectFile::open(path)?;
         let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
         let file = std::fs::File::open(path).map_err(|e| io("cannot open the backing file", e))?;
         let identity = Backing::of(&file).map_err(|e| io("cannot stat the backing file", e))?;

@@ -20,7 +20,7 @@ pub const POLICY_ENTRY_BYTES: u64 = 64;
 /// blocks): the policy's key and order byte, the value's check, the readable and dirty bits
 /// and the pin count, rounded up; its sets' bytes besides.
 pub const PLACED_SLOT_BYTES: u64 = tiercache_policy::setassoc::SetAssoc::BYTES_PER_SLOT as u64
-    + crate::direct::COMPACT_SLOT_META_BYTES as u64
+    + crate::tier::flash::COMPACT_SLOT_META_BYTES as u64
     + 1;
 
 /// DRAM one slot of `kind` costs beside its bytes, once the cache is full, for pages of
@@ -29,7 +29,7 @@ pub fn slot_bytes(kind: &TierKind, chunks: u32) -> u64 {
     // Free page list (u32), live count (u16), pin count (u32), page class (u8).
     let shard = (4 + 2 + 4 + 1) as u64;
     let medium = match kind {
-        TierKind::Flash { .. } => crate::direct::SLOT_META_BYTES as u64,
+        TierKind::Flash { .. } => crate::tier::flash::SLOT_META_BYTES as u64,
         TierKind::Dram => 4 * chunks as u64,
         TierKind::Mapped { .. } | TierKind::File { .. } => 0,
     };

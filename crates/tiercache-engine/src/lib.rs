@@ -1,43 +1,46 @@
 //! The engine: a real cache over DRAM, memory-mapped files (persistent memory, CXL memory,
-//! tmpfs) and files, running the policies of `tiercache-policy` unchanged. A policy decides;
-//! the engine carries the decision out on real bytes.
+//! tmpfs), files and flash, running the policies of `tiercache-policy` unchanged. A policy
+//! decides; the engine carries the decision out on real bytes. `docs/ARCHITECTURE.md` draws
+//! the layers and the way a read and a write travel through them.
 //!
 //! Every request is decided by its shard's policy, one single-threaded instance behind the
-//! shard's lock: hash the key, pick its shard, lock it, let the policy decide, copy the bytes,
-//! unlock. A hit in a DRAM or mapped upper tier, under a policy whose hits are quiet (FIFO, LRU,
-//! CLOCK, LFU, ARC, S3-FIFO), skips the lock: the block is found in a published table and
-//! copied under a seqlock, and the policy is told of the hit later, in a batch, before anything
-//! else its shard does (see [`optimistic`]). `get_ref` skips the copy: it pins the block's slot
-//! on a memory tier and hands out its bytes until the handle drops (a pinned slot is neither
+//! shard's lock: hash the key, pick its shard, lock it, and hold a short conversation with it,
+//! one locked call per step ([`shard`]): look up or write, then, for a read of a file or
+//! flash tier or a miss's load, the I/O with the lock released and one call to finish. A hit
+//! in a DRAM or mapped upper tier, under a policy whose hits are quiet (FIFO, LRU, CLOCK, LFU,
+//! ARC, S3-FIFO), skips the lock: the block is found in a published table and copied under a
+//! seqlock, and the policy is told of the hit later, in a batch, before anything else its
+//! shard does (see [`optimistic`]). `get_ref` skips the copy: it pins the block's slot on a
+//! memory tier and hands out its bytes until the handle drops (a pinned slot is neither
 //! rewritten nor reused); on the published upper tier it pins without the lock too (see
-//! [`pins`]). Each shard owns a disjoint set of slots on the tier, so shards never
-//! contend. Blocks on memory-mapped and file tiers carry a CRC32C, checked on every read from
-//! a file tier and every locked read; a hit without the lock on a mapped tier checks a block
-//! once, until it changes, and a scrubber checks those blocks again in the background (see
-//! [`scrub`]). A mismatch is counted, the block dropped, and the caller sees a miss.
+//! [`pins`]). Each shard owns a disjoint set of slots on each tier, so shards never contend.
+//! Blocks on memory-mapped, file and flash tiers carry a CRC32C, checked on every read from a
+//! file or flash tier and every locked read; a hit without the lock on a mapped tier checks a
+//! block once, until it changes, and a scrubber checks those blocks again in the background
+//! (see [`scrub`]). A mismatch is counted, the block dropped, and the caller sees a miss.
 //!
 //! [`CachedFile`] puts a backing file behind a cache in one of Open CAS's modes, the policy's.
 //!
-//! A cache has one tier, or two forming an exclusive DRAM-first hierarchy (the upper tier's
-//! victims move down). Every medium, tier or backing file, is a [`device::Device`]; emulation
-//! of a device profile, fault injection and staged crashes are wrappers around one.
-//! A background worker runs the policies' periodic work (LFRU's sweep) while the cache is
-//! idle and is joined when the cache is dropped. The flash tier uses direct I/O, and its
-//! writes (demotions, admitted misses) are done behind the caller by write-behind threads,
-//! the block served from a DRAM copy until it lands (see [`behind`]).
+//! A cache has any number of tiers top down ([`tier`]); the policy's hierarchy moves blocks
+//! between them. Every medium, tier or backing file, is a [`device::Device`]; emulation of a
+//! device profile, fault injection and staged crashes are wrappers around one. A background
+//! worker runs the policies' periodic work (LFRU's sweep) while the cache is idle and is
+//! joined when the cache is dropped. The flash tier uses direct I/O, and its writes
+//! (demotions, admitted misses) are done behind the caller by write-behind threads, the block
+//! served from a DRAM copy until it lands (see [`tier::behind`]). A cache opening over tier
+//! files that hold blocks takes them back in one routine ([`recovery`]).
 
-// The lock-free hit path, which `--cfg loom` builds alone to model-check it (see `sync`).
+// The lock-free hit path, which `--cfg loom` builds alone to model-check it (see `sync`), with
+// the block format it checks (in `tier`, whose other layers it leaves out).
 pub mod atomic_bytes;
-pub mod block;
 pub mod optimistic;
 pub mod pins;
 mod sync;
+pub mod tier;
 
 // The rest of the engine.
 #[cfg(not(loom))]
 pub mod aligned;
-#[cfg(not(loom))]
-pub mod behind;
 #[cfg(not(loom))]
 mod bits;
 #[cfg(not(loom))]
@@ -53,8 +56,6 @@ pub mod config;
 #[cfg(not(loom))]
 pub mod device;
 #[cfg(not(loom))]
-pub mod direct;
-#[cfg(not(loom))]
 pub mod emulate;
 #[cfg(not(loom))]
 pub mod error;
@@ -63,37 +64,28 @@ pub mod file;
 #[cfg(not(loom))]
 pub mod footprint;
 #[cfg(not(loom))]
-pub mod io;
-#[cfg(not(loom))]
 pub mod latency;
-pub mod nbd;
 #[cfg(not(loom))]
-pub mod region;
+pub mod recovery;
 #[cfg(not(loom))]
 pub mod scrub;
 #[cfg(not(loom))]
 pub mod shard;
 #[cfg(not(loom))]
 pub mod stats;
-#[cfg(not(loom))]
-pub mod store;
-#[cfg(not(loom))]
-pub mod tier;
-#[cfg(not(loom))]
-mod tier_store;
-#[cfg(not(loom))]
-pub mod tierfile;
 
 #[cfg(not(loom))]
 pub use {
     builder::{CacheBuilder, TierSpec},
-    cache::{BlockRef, Cache, CacheCore, PutOutcome, ReadOutcome, Recovery},
+    cache::{BlockRef, Cache, CacheCore},
     clock::{Clock, ManualClock, MonotonicClock},
     config::{CacheConfig, EngineOptions, MediumKind, MediumSpec},
     error::EngineError,
     file::CachedFile,
     latency::{LatencySnapshot, Percentiles},
+    recovery::Recovery,
+    shard::{PutOutcome, ReadOutcome},
     stats::StatsSnapshot,
+    tier::superblock::Recover,
     tier::TierKind,
-    tierfile::Recover,
 };

@@ -3,9 +3,10 @@
 //! A hit served without the lock from a mapped tier checks the block's header and CRC32C the
 //! first time, and marks its way; later hits skip the check while the way is unchanged (any
 //! write, move or eviction clears the mark). Checking 4 KiB on every hit cost about a fifth of
-//! the hit's time on this project's machine (see `docs/RESULTS.md`, "The hit path made
-//! sound"), and a block cannot change under an unchanged way except by something outside the
-//! engine: a media error, or another writer of the file. That is what the scrubber looks for.
+//! the hit's time on this project's machine (see `docs/history/RESULTS-2026-11.md`, "The hit
+//! path made sound"), and a block cannot change under an unchanged way except by something
+//! outside the engine: a media error, or another writer of the file. That is what the scrubber
+//! looks for.
 //! It reads every marked block in the background, as a reader without the lock does, at a set
 //! rate, and takes the mark off a block that no longer checks out: its next hit checks it,
 //! fails, and takes the locked path, which counts it (`checksum_failures`) and drops it.

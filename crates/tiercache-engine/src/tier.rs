@@ -1,10 +1,39 @@
-//! What a tier is, apart from its bytes: its kind of medium ([`TierKind`]), the slots a
-//! shard's region keeps beyond its policy's capacity, and where a block lies on it
-//! ([`Place`]). Every other part of the engine may use it; it uses only the block format.
+//! A tier: its medium and everything the engine keeps on it, in one folder, layer by layer from
+//! the bytes up:
+//!
+//! - [`block`]: the block format (a block's header, its checksum, what a slot holds);
+//! - [`superblock`]: a tier file's identity and geometry, and how an existing file is taken;
+//! - [`medium`]: a tier's medium opened and sized (DRAM, a mapped file, a file, flash), cut into
+//!   one region per shard;
+//! - [`region`]: one shard's slots on the medium and how blocks lie in them, with the I/O done
+//!   on them with the shard unlocked (a pinned read, a staged write); [`flash`] is the flash
+//!   format's slot records;
+//! - [`store`]: what a shard keeps of a tier: its region, free slots, pins, slots held for a
+//!   sync, and whether a slot may take a block or a pin now;
+//! - [`behind`]: write-behind, the blocks a shard stages for a file or flash tier, the queue
+//!   and the threads that write them.
+//!
+//! This file holds what every layer and the shard above them share: the kind of a tier's
+//! medium ([`TierKind`]), the slots a region keeps beyond its policy's capacity, and where a
+//! block lies ([`Place`]).
+
+#[cfg(not(loom))]
+pub mod behind;
+pub mod block;
+#[cfg(not(loom))]
+pub mod flash;
+#[cfg(not(loom))]
+pub mod medium;
+#[cfg(not(loom))]
+pub mod region;
+#[cfg(not(loom))]
+pub(crate) mod store;
+#[cfg(not(loom))]
+pub mod superblock;
 
 use std::path::PathBuf;
 
-use crate::block::HEADER_BYTES;
+use block::HEADER_BYTES;
 
 /// Slots a file or flash region has beyond what its policy may fill: room for the slots reads
 /// and staged writes hold after they were freed, and for an overwrite's new copy. Reads and
@@ -75,6 +104,8 @@ pub struct Place {
     pub dirty: bool,
 }
 
+// Under loom only the block format is built, and nothing places blocks.
+#[cfg_attr(loom, allow(dead_code))]
 impl Place {
     pub(crate) fn new(tier: u8, slot: u32) -> Place {
         Place { tier, slot, filling: false, staged: false, dirty: false }

@@ -197,7 +197,7 @@ fn a_torn_crash_tears_the_last_write_only() {
 /// naming them.
 #[test]
 fn a_direct_backing_file_reads_and_writes_any_range() {
-    use tiercache_engine::direct::DirectFile;
+    use tiercache_engine::device::DirectFile;
     const LEN: usize = 64 << 10;
     let path = common::scratch("devices", "direct.img");
     let mut reference: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8).collect();

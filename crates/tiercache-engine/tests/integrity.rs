@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tiercache_core::SeededRng;
-use tiercache_engine::tierfile::HEADER_BYTES;
+use tiercache_engine::tier::superblock::HEADER_BYTES;
 use tiercache_engine::{Cache, CacheBuilder, EngineError, TierKind};
 use tiercache_policy::PolicyConfig;
 
@@ -317,7 +317,7 @@ fn flipped_bits_on_slow_memory_and_flash_are_misses_never_data() {
 /// tier file, under the running cache.
 fn flip_bits(path: &std::path::Path, slots: &[u64], seed: u64) {
     let mut rng = SeededRng::new(seed);
-    let block = (BLOCK + tiercache_engine::block::HEADER_BYTES) as u64;
+    let block = (BLOCK + tiercache_engine::tier::block::HEADER_BYTES) as u64;
     for &slot in slots {
         let (byte, bit) = (rng.below(block), rng.below(8) as u32);
         common::flip_block_bit(path, 0, slot, byte, bit);
@@ -640,7 +640,7 @@ fn read_handles_pin_their_block_until_dropped() {
 /// copy of the key a recovery could find is the latest value.
 #[test]
 fn an_overwrite_leaves_one_copy_the_newest() {
-    use tiercache_engine::block::{decode, stamp_of, FREE, HEADER_BYTES as BLOCK_HEADER};
+    use tiercache_engine::tier::block::{decode, stamp_of, FREE, HEADER_BYTES as BLOCK_HEADER};
     let path = scratch("stamped.tier");
     let cache = CacheBuilder::new(PolicyConfig::Lru)
         .tier(TierKind::File { path: path.clone() })

@@ -7,8 +7,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use tiercache_engine::block::{FREE, HEADER_BYTES as BLOCK_HEADER};
-use tiercache_engine::tierfile::HEADER_BYTES;
+use tiercache_engine::tier::block::{FREE, HEADER_BYTES as BLOCK_HEADER};
+use tiercache_engine::tier::superblock::HEADER_BYTES;
 use tiercache_engine::{Cache, CacheBuilder, CachedFile, Recover, TierKind};
 use tiercache_policy::PolicyConfig;
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
@@ -221,13 +221,13 @@ fn slot_at(slot: usize) -> usize {
 fn slot_of(file: &[u8], key: u64) -> Option<usize> {
     file[HEADER_BYTES as usize..]
         .chunks_exact(SLOT)
-        .position(|slot| tiercache_engine::block::decode(slot, key).is_ok())
+        .position(|slot| tiercache_engine::tier::block::decode(slot, key).is_ok())
 }
 
 /// The page of a one-shard tier file holding `key`'s block, by its header (wherever the
 /// tier's layout puts headers), and where that page's value starts.
 fn page_of(path: &Path, key: u64) -> Option<(u64, u64)> {
-    let geometry = tiercache_engine::tierfile::read_superblock(path).unwrap()?.geometry;
+    let geometry = tiercache_engine::tier::superblock::read_superblock(path).unwrap()?.geometry;
     let file = bytes(path);
     (0..geometry.slots_per_shard()).find_map(|page| {
         let header = &file[geometry.header_at(0, page) as usize..][..BLOCK_HEADER];
@@ -327,7 +327,7 @@ fn a_clean_restart_reads_only_headers_or_records_unless_they_changed() {
         drop(cache);
         // A header changed after the clean stop (a byte of a free slot's): everything is read.
         let geometry =
-            tiercache_engine::tierfile::read_superblock(&path).unwrap().unwrap().geometry;
+            tiercache_engine::tier::superblock::read_superblock(&path).unwrap().unwrap().geometry;
         let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         std::os::unix::fs::FileExt::write_all_at(&file, &[1], geometry.header_at(3, 60) + 20)
             .unwrap();

@@ -174,7 +174,7 @@ fn a_dirty_block_that_fails_its_checksum_is_lost_not_served_stale() {
     let mut bytes = std::fs::read(&tier_path).unwrap();
     // The values of the slots whose headers say they hold a block (the headers lie apart).
     let geometry =
-        tiercache_engine::tierfile::read_superblock(&tier_path).unwrap().unwrap().geometry;
+        tiercache_engine::tier::superblock::read_superblock(&tier_path).unwrap().unwrap().geometry;
     let values: Vec<usize> = (0..geometry.shards)
         .flat_map(|shard| (0..geometry.slots_per_shard()).map(move |page| (shard, page)))
         .filter(|&(shard, page)| {

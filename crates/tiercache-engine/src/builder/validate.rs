@@ -16,8 +16,21 @@ use crate::error::EngineError;
 use crate::tier::TierKind;
 
 impl CacheBuilder {
-    /// Slots per shard in each tier.
+    /// Slots per shard in each tier, once every setting checks out (each group of checks
+    /// below in turn).
     pub(super) fn validate(&self) -> Result<Vec<u64>, EngineError> {
+        self.check_geometry()?;
+        self.check_modes()?;
+        self.check_controllers()?;
+        self.check_size_classes()?;
+        self.check_test_seams()?;
+        let per_shard = self.slots_per_shard()?;
+        self.check_footprint(&per_shard)?;
+        Ok(per_shard)
+    }
+
+    /// The block size and the shards.
+    fn check_geometry(&self) -> Result<(), EngineError> {
         let b = self.block_size;
         if !(BLOCK_SIZE_MIN..=BLOCK_SIZE_MAX as usize).contains(&b)
             || !b.is_multiple_of(BLOCK_SIZE_MIN)
@@ -30,6 +43,20 @@ impl CacheBuilder {
             let reason = format!("{} must be a power of two up to {SHARDS_MAX}", self.shards);
             return Err(EngineError::config("shards", reason));
         }
+        if self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. }))
+            && !b.is_multiple_of(DIRECT_ALIGN)
+        {
+            let reason = format!(
+                "{b} is not a multiple of {DIRECT_ALIGN}, which direct I/O on the flash tier needs"
+            );
+            return Err(EngineError::config("block_size", reason));
+        }
+        Ok(())
+    }
+
+    /// Dirty blocks: who decides them, and that a crash cannot lose them; and the modes' own
+    /// settings.
+    fn check_modes(&self) -> Result<(), EngineError> {
         if self.dirty_policy() && self.mode.is_some() {
             let reason = format!(
                 "{} decides itself which blocks are dirty: run it without an Open CAS mode",
@@ -70,6 +97,11 @@ impl CacheBuilder {
                 return Err(EngineError::config("seq_cutoff", reason));
             }
         }
+        Ok(())
+    }
+
+    /// Controllers fed measurements by the background worker.
+    fn check_controllers(&self) -> Result<(), EngineError> {
         let controlled = self.measured();
         if controlled && self.measure_every.is_zero() {
             return Err(EngineError::config("measure_every", "must be above zero".to_string()));
@@ -83,6 +115,12 @@ impl CacheBuilder {
                 format!("{what} is fed measurements by the background worker; keep the worker");
             return Err(EngineError::config(setting, reason));
         }
+        Ok(())
+    }
+
+    /// Size classes, and the write-behind threads.
+    fn check_size_classes(&self) -> Result<(), EngineError> {
+        let b = self.block_size;
         if self.size_classes == 0 || (b >> (self.size_classes - 1).min(15)) < SIZE_CLASS_MIN {
             let reason = format!(
                 "{} classes of a {b}-byte block: need 1 or more, the smallest at least {SIZE_CLASS_MIN} bytes",
@@ -99,6 +137,11 @@ impl CacheBuilder {
             let reason = format!("{} threads; at most {WRITERS_MAX}", self.writers());
             return Err(EngineError::config("write_behind", reason));
         }
+        Ok(())
+    }
+
+    /// Fault injection, wrappers and emulation: the tiers they name, and their settings.
+    fn check_test_seams(&self) -> Result<(), EngineError> {
         if let Some((tier, faults)) = self.faults {
             let zero = |every: Option<u64>| every == Some(0);
             let reason = match self.tiers.get(tier) {
@@ -133,14 +176,13 @@ impl CacheBuilder {
                 profile.validate().map_err(|reason| EngineError::config("emulate", reason))?;
             }
         }
-        if self.tiers.iter().any(|t| matches!(t.kind, TierKind::Flash { .. }))
-            && !b.is_multiple_of(DIRECT_ALIGN)
-        {
-            let reason = format!(
-                "{b} is not a multiple of {DIRECT_ALIGN}, which direct I/O on the flash tier needs"
-            );
-            return Err(EngineError::config("block_size", reason));
-        }
+        Ok(())
+    }
+
+    /// Slots per shard in each tier: its bytes in blocks over the shards (whole sets of a
+    /// placed tier), each tier's policy one the engine runs.
+    fn slots_per_shard(&self) -> Result<Vec<u64>, EngineError> {
+        let b = self.block_size;
         let mut per_shard = Vec::new();
         for (i, tier) in self.tiers.iter().enumerate() {
             let setting = capacity_setting(i);
@@ -182,7 +224,6 @@ impl CacheBuilder {
             }
             per_shard.push(slots);
         }
-        self.check_footprint(&per_shard)?;
         Ok(per_shard)
     }
 

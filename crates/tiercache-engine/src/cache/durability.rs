@@ -9,8 +9,8 @@ use std::io;
 
 use super::CacheCore;
 use crate::error::EngineError;
-use crate::store::Medium;
-use crate::tierfile::Backing;
+use crate::tier::medium::Medium;
+use crate::tier::superblock::Backing;
 
 impl CacheCore {
     /// Gives the cache the device its dirty blocks are written back to, keys being block
@@ -18,7 +18,7 @@ impl CacheCore {
     /// it has one.
     pub fn attach_device(&self, device: Arc<dyn crate::device::Device>) {
         for mut shard in self.each_shard() {
-            shard.backing = Some(device.clone());
+            shard.attach_backing(device.clone());
         }
         self.attached.store(true, std::sync::atomic::Ordering::Release);
     }
@@ -91,7 +91,7 @@ impl CacheCore {
         }
     }
 
-    /// Hands every shard's held-back run (see `Shard::gather_write`) to the write-behind
+    /// Hands every shard's held-back run (see `Staging::stage`) to the write-behind
     /// threads.
     pub(crate) fn release_runs(&self) {
         for mut shard in self.each_shard() {
@@ -137,7 +137,7 @@ impl CacheCore {
         let mut media = self.media();
         if let Some(found) = recovered.map(|r| r.backing).filter(|b| *b != Some(backing)) {
             let tier = media.iter().find_map(|m| m.path()).expect("a tier file was recovered");
-            return Err(mismatch(tier, found, backing, path));
+            return Err(EngineError::mismatch(tier, found, backing, path));
         }
         media.iter_mut().try_for_each(|m| m.set_backing(Some(backing)))
     }
@@ -160,38 +160,20 @@ impl CacheCore {
     }
 }
 
-/// The error for a backing file other than the one whose blocks the tier at `tier` holds
-/// (`found`: that file's identity, or none for blocks put through the cache directly).
-pub(crate) fn mismatch(
-    tier: &std::path::Path,
-    found: Option<Backing>,
-    backing: Backing,
-    path: &std::path::Path,
-) -> EngineError {
-    EngineError::Mismatch {
-        path: tier.to_path_buf(),
-        found: match found {
-            Some(other) => format!("blocks of the backing file at {other}"),
-            None => "blocks of no backing file (put through the cache directly)".into(),
-        },
-        wanted: format!("{} ({backing}) behind it", path.display()),
-    }
-}
-
 /// Writes back every dirty block of `shards` (all locked) in device order: the policies' write-
 /// backs gathered from every shard, sorted by key, consecutive whole blocks written as one write
 /// (`crate::cleaner::Runs`), then one sync of the backing device. A disk then sees one sweep
 /// instead of a random write per block (shards hold keys by hash). A block whose write fails
 /// stays dirty, for its shard to write back on its own.
 fn drain_in_device_order(
-    shards: &mut [std::sync::MutexGuard<'_, crate::shard::Shard>],
+    shards: &mut [super::Locked<'_>],
     block_size: usize,
 ) -> Result<(), EngineError> {
     let mut keys: Vec<(tiercache_core::Key, usize)> = Vec::new();
     for (i, shard) in shards.iter_mut().enumerate() {
         keys.extend(shard.deferred_write_backs()?.into_iter().map(|key| (key, i)));
     }
-    let Some(backing) = shards.first().and_then(|s| s.backing.clone()) else { return Ok(()) };
+    let Some(backing) = shards.first().and_then(|s| s.backing().cloned()) else { return Ok(()) };
     if keys.is_empty() {
         return Ok(());
     }
@@ -214,15 +196,13 @@ fn drain_in_device_order(
     for member in written {
         shards[member.tag].wrote_back(member.key, member.len);
     }
-    shards[0].stats.write_back_runs += runs.runs;
-    shards[0].stats.write_back_errors += runs.failed;
+    shards[0].count_written_back(runs.runs, runs.failed, 0);
     if runs.wrote {
         let synced = backing.sync().is_ok();
         for shard in shards.iter_mut() {
             shard.backing_synced();
         }
-        shards[0].stats.backing_syncs += 1;
-        shards[0].stats.write_back_errors += !synced as u64;
+        shards[0].count_written_back(0, !synced as u64, 1);
     }
     Ok(())
 }

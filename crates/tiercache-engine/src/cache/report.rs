@@ -3,8 +3,9 @@
 
 use std::time::Instant;
 
-use super::{CacheCore, Meter, Recovery};
+use super::{CacheCore, Meter};
 use crate::latency::{self, LatencySnapshot, Percentiles};
+use crate::recovery::Recovery;
 use crate::stats::{Stats, StatsSnapshot};
 
 impl CacheCore {
@@ -18,8 +19,8 @@ impl CacheCore {
         let mut total = Stats::default();
         let mut latency = latency::histogram();
         for shard in self.each_shard() {
-            total.merge(&shard.stats);
-            if let Some(h) = &shard.latency {
+            total.merge(shard.stats());
+            if let Some(h) = shard.latency() {
                 latency.add(&h[0]).expect("same bounds");
                 latency.add(&h[1]).expect("same bounds");
             }
@@ -57,15 +58,14 @@ impl CacheCore {
         };
         drop(meter);
         for mut shard in self.each_shard() {
-            tiercache_policy::Policy::observe(&mut shard.policy, &interval);
+            shard.observe(&interval);
         }
     }
 
     /// The policy's knobs now (those of shard 0: all shards' controllers see the same
     /// measurements).
     pub fn knobs(&self) -> Vec<(&'static str, f64)> {
-        let shard = self.lock(0);
-        tiercache_policy::Policy::knobs(&shard.policy)
+        self.lock(0).knobs()
     }
 
     /// What the user should know about how the tiers run (fallbacks taken, tiers not
@@ -90,7 +90,7 @@ impl CacheCore {
         }
         let (mut read, mut write) = (latency::histogram(), latency::histogram());
         for shard in self.each_shard() {
-            if let Some(h) = &shard.latency {
+            if let Some(h) = shard.latency() {
                 read.add(&h[0]).expect("same bounds");
                 write.add(&h[1]).expect("same bounds");
             }
@@ -101,8 +101,8 @@ impl CacheCore {
     pub fn stats(&self) -> StatsSnapshot {
         let mut total = Stats::default();
         for shard in self.each_shard() {
-            total.merge(&shard.stats);
-            total.untold_hits += shard.policy.untold_hits();
+            total.merge(shard.stats());
+            total.untold_hits += shard.untold_hits();
         }
         if let Some(unlocked) = &self.unlocked {
             let untold = unlocked.log.untold();

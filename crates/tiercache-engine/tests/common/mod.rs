@@ -30,8 +30,8 @@ pub fn version_of(key: u64, bytes: &[u8]) -> u64 {
 /// layout puts them (a mapped tier's headers lie apart from its values), read off the file's
 /// own superblock.
 pub fn block_byte(path: &std::path::Path, shard: u32, page: u64, i: u64) -> u64 {
-    use tiercache_engine::block::HEADER_BYTES;
-    let superblock = tiercache_engine::tierfile::read_superblock(path)
+    use tiercache_engine::tier::block::HEADER_BYTES;
+    let superblock = tiercache_engine::tier::superblock::read_superblock(path)
         .unwrap()
         .unwrap_or_else(|| panic!("{} has no superblock of this build", path.display()));
     let geometry = superblock.geometry;

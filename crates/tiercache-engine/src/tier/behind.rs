@@ -6,18 +6,24 @@
 //! past that, so the queue is bounded and a busy device slows writers down rather than losing
 //! their blocks. Shutting down writes everything queued before the threads exit.
 //!
+//! Everything of it is here: what a shard has staged ([`Staging`]), the queue between the
+//! shards and the threads ([`WriteBehind`]), and the threads themselves ([`start_writers`]).
+//! The blocks are [`Staged`] writes, which a shard's region prepares under its lock.
+//!
 //! A thread takes the oldest job together with the queued jobs whose bytes continue it on the
 //! same device (a run of adjacent slots, up to [`RUN_BYTES`]) and writes them in one request.
-//! Shards hand such runs over whole (`Shard::gather_write` holds a run back until it is full
-//! or broken), so a flash tier whose slots are taken in order, as the `log` policy's are, is
+//! Shards hand such runs over whole ([`Staging::stage`] holds a run back until it is full or
+//! broken), so a flash tier whose slots are taken in order, as the `log` policy's are, is
 //! written in large sequential writes instead of one 4 KiB write per block.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use tiercache_core::Key;
+use tiercache_core::{Key, KeyMap};
 
-use crate::io::Staged;
+use crate::aligned::AlignedBuf;
+use crate::error::EngineError;
+use crate::tier::region::{write_error, Staged};
 use crate::tier::Place;
 
 /// The most bytes one write of a run of adjacent jobs carries.
@@ -33,6 +39,140 @@ pub struct Job {
     pub key: Key,
     pub place: Place,
     pub staged: Arc<Staged>,
+}
+
+/// How a job's write ended: its result, and whether it made a device write of its own (the
+/// first of a run written whole, or a block written alone).
+pub type Written = (Result<(), EngineError>, bool);
+
+/// The most adjacent slots of `slot_bytes` a shard holds back as one run ([`Staging::stage`]):
+/// what [`RUN_BYTES`] carries, and at most half of the region's `slack` slots, which the run's
+/// slots stay pinned out of until they land.
+pub fn run_slots(slot_bytes: usize, slack: u64) -> usize {
+    (RUN_BYTES / slot_bytes).clamp(1, (slack / 2).max(1) as usize)
+}
+
+/// What one shard has staged for the write-behind: the blocks whose writes are behind, by key
+/// (reads of them are served from here until they land), and the run of them held back while
+/// it grows. Everything here runs under the shard's lock.
+#[derive(Default)]
+pub struct Staging {
+    /// The queue, and this shard's index there; `None` when no write is behind.
+    queue: Option<(Arc<WriteBehind>, usize)>,
+    blocks: KeyMap<Arc<Staged>>,
+    /// Staged writes held back while they make a run of adjacent slots.
+    run: Vec<Job>,
+}
+
+impl Staging {
+    /// The staging of shard `index`, whose writes go to `queue` (none: written at once).
+    pub fn new(queue: Option<Arc<WriteBehind>>, index: usize) -> Staging {
+        Staging { queue: queue.map(|q| (q, index)), ..Staging::default() }
+    }
+
+    /// Whether writes to file and flash tiers are behind.
+    #[inline]
+    pub fn is_on(&self) -> bool {
+        self.queue.is_some()
+    }
+
+    /// `key`'s block whose write is behind, if it is.
+    #[inline]
+    pub fn get(&self, key: Key) -> Option<&Staged> {
+        self.blocks.get(&key).map(|staged| &**staged)
+    }
+
+    /// Forgets `key`'s staged block (it landed, or left the slot it was written to; a write
+    /// under way still lands there, unread).
+    #[inline]
+    pub fn remove(&mut self, key: Key) {
+        if !self.blocks.is_empty() {
+            self.blocks.remove(&key);
+        }
+    }
+
+    /// Stages `staged`, `key`'s block bound for `place` (its slot pinned by the caller), for
+    /// the write-behind threads, holding it back while it continues a run of adjacent slots
+    /// on its tier, up to `run_slots` ([`run_slots`]), so that the run reaches the device as
+    /// one write. A flash tier hands its slots out in log order (`crate::tier::store`), so the
+    /// writes of a tier run by the `log` policy follow one another (LRU's, which free slots
+    /// wherever its victims lie, seldom do). The run goes when the next write does not continue
+    /// it, when it is full, at the next tick and at shutdown.
+    pub fn stage(&mut self, key: Key, place: Place, staged: Staged, run_slots: usize) {
+        let shard = self.queue.as_ref().expect("staged with the write-behind on").1;
+        let staged = Arc::new(staged);
+        self.blocks.insert(key, staged.clone());
+        let continues = self
+            .run
+            .last()
+            .is_some_and(|last| last.place.tier == place.tier && last.place.slot + 1 == place.slot);
+        if !continues {
+            self.release_run();
+        }
+        self.run.push(Job { shard, key, place, staged });
+        if self.run.len() >= run_slots {
+            self.release_run();
+        }
+    }
+
+    /// Hands the staged writes held back to the write-behind threads.
+    pub fn release_run(&mut self) {
+        if let Some((queue, _)) = &self.queue {
+            queue.submit_all(self.run.drain(..));
+        }
+    }
+}
+
+/// Starts `threads` write-behind threads on `queue`. Each writes runs of jobs as the queue
+/// gathers them, whole or, if that fails, block by block, and hands every job with how its
+/// write ended to `land`, which tells the job's shard. They exit once the queue is stopped and
+/// empty.
+pub fn start_writers(
+    queue: &Arc<WriteBehind>,
+    threads: usize,
+    land: impl Fn(Job, Written) + Clone + Send + 'static,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..threads)
+        .map(|i| {
+            let (queue, land) = (queue.clone(), land.clone());
+            std::thread::Builder::new()
+                .name(format!("tiercache-writer-{i}"))
+                .spawn(move || {
+                    let mut buf = AlignedBuf::new(RUN_BYTES);
+                    while let Some(run) = queue.next_run(RUN_BYTES) {
+                        // A run written whole, or, if that fails, block by block, so each
+                        // block has its own outcome.
+                        let joined = (run.len() > 1).then(|| {
+                            let staged: Vec<&Staged> = run.iter().map(|job| &*job.staged).collect();
+                            write_run(&staged, &mut buf).is_ok()
+                        });
+                        for (i, job) in run.into_iter().enumerate() {
+                            let written = match joined {
+                                Some(true) => (Ok(()), i == 0),
+                                _ => (job.staged.run(), true),
+                            };
+                            land(job, written);
+                            queue.done();
+                        }
+                    }
+                })
+                .expect("a write-behind thread starts")
+        })
+        .collect()
+}
+
+/// Writes blocks that lie end to end on one device, in device order (a run the queue
+/// gathered), in one request, gathered in `buf` (which must hold them all).
+pub fn write_run(run: &[&Staged], buf: &mut AlignedBuf) -> Result<(), EngineError> {
+    let (first, last) = (run[0], run[run.len() - 1]);
+    let bytes = (last.at + last.written as u64 - first.at) as usize;
+    let joined = &mut buf.as_mut_slice()[..bytes];
+    for staged in run {
+        let from = (staged.at - first.at) as usize;
+        joined[from..from + staged.written]
+            .copy_from_slice(&staged.buf.as_slice()[..staged.written]);
+    }
+    first.device.write_at(joined, first.at).map_err(|source| write_error(&*first.device, source))
 }
 
 #[derive(Default)]
@@ -59,7 +199,7 @@ impl WriteBehind {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues jobs together (a run a shard held back: see `Shard::gather_write`), so that one
+    /// Queues jobs together (a run a shard held back: see [`Staging::stage`]), so that one
     /// thread finds them all queued and writes them as one run. Called with the shard locked;
     /// the threads never lock a shard while holding the queue, so the order of locks is always
     /// shard, then queue.
@@ -163,10 +303,9 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::aligned::AlignedBuf;
-    use crate::block::Stamp;
     use crate::device::Device;
-    use crate::io::IoBuf;
+    use crate::tier::block::Stamp;
+    use crate::tier::region::IoBuf;
 
     /// A device that keeps the writes it gets.
     #[derive(Default)]
@@ -228,7 +367,7 @@ mod tests {
         // One request carries the run, each block where it goes.
         let staged: Vec<&Staged> = run.iter().map(|job| &*job.staged).collect();
         let mut buf = AlignedBuf::new(RUN_BYTES);
-        Staged::run_joined(&staged, &mut buf).unwrap();
+        write_run(&staged, &mut buf).unwrap();
         let writes = a.0.lock().unwrap();
         assert_eq!(writes.len(), 1);
         let (at, bytes) = &writes[0];

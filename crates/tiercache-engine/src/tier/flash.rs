@@ -11,18 +11,18 @@ use std::path::Path;
 
 use crate::aligned::{AlignedBuf, DIRECT_ALIGN};
 use crate::bits::SlotBits;
-use crate::block::{BlockFault, Stamp};
-use crate::device::{read_exact_at, Device, FileDevice};
+use crate::device::{read_exact_at, Device};
 use crate::error::EngineError;
-use crate::io::ReadFault;
-use crate::tierfile::{record_pages, RECORD_BYTES};
+use crate::tier::block::ReadFault;
+use crate::tier::block::{BlockFault, Stamp};
+use crate::tier::superblock::{record_pages, RECORD_BYTES};
 
-/// Opens the tier file `path` (made and sized by [`crate::tierfile::open`]) for direct I/O;
+/// Opens the tier file `path` (made and sized by [`crate::tier::superblock::open`]) for direct I/O;
 /// falls back to buffered I/O where the file system refuses `O_DIRECT`, returning the warning
 /// to report.
 pub fn open_direct(path: &Path) -> Result<(File, Option<String>), EngineError> {
     let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
-    let no_follow = crate::tierfile::no_follow(path);
+    let no_follow = crate::tier::superblock::no_follow(path);
     let mut options = OpenOptions::new();
     options.read(true).write(true).custom_flags(no_follow);
     let mut direct = options.clone();
@@ -30,7 +30,7 @@ pub fn open_direct(path: &Path) -> Result<(File, Option<String>), EngineError> {
     let (file, warning) = match direct.open(path) {
         Ok(file) => (file, None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(io(crate::tierfile::SYMLINK, e))
+            return Err(io(crate::tier::superblock::SYMLINK, e))
         }
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             let file = options.open(path).map_err(|e| io("cannot open the tier file", e))?;
@@ -50,7 +50,7 @@ fn fill(buf: &mut AlignedBuf, value: &[u8]) -> u32 {
     let bytes = buf.as_mut_slice();
     bytes[..value.len()].copy_from_slice(value);
     bytes[value.len()..].fill(0);
-    crate::block::crc32c(value)
+    crate::tier::block::crc32c(value)
 }
 
 /// A record's first bytes: a block lies in the slot; the slot was freed.
@@ -146,7 +146,7 @@ fn parse_record(r: &[u8]) -> Result<Option<Record>, BlockFault> {
     if magic != LIVE {
         return Err(BlockFault::Magic);
     }
-    if u32_at(4) != crate::block::crc32c(&r[8..]) {
+    if u32_at(4) != crate::tier::block::crc32c(&r[8..]) {
         return Err(BlockFault::Checksum);
     }
     let seq = u64_at(24);
@@ -169,7 +169,7 @@ fn encode_record(r: &mut [u8], record: Option<Record>) {
             r[20..24].copy_from_slice(&crc.to_le_bytes());
             let seq = stamp.seq << 1 | stamp.dirty as u64;
             r[24..32].copy_from_slice(&seq.to_le_bytes());
-            let check = crate::block::crc32c(&r[8..]);
+            let check = crate::tier::block::crc32c(&r[8..]);
             r[4..8].copy_from_slice(&check.to_le_bytes());
             r[..4].copy_from_slice(&LIVE);
         }
@@ -394,9 +394,9 @@ impl DirectSlots {
         device: &dyn Device,
         (offset, slot_bytes, count): (u64, usize, u64),
         records_only: bool,
-        mut found: impl FnMut(u32, crate::block::Found),
+        mut found: impl FnMut(u32, crate::tier::block::Found),
     ) -> std::io::Result<()> {
-        use crate::block::Found;
+        use crate::tier::block::Found;
         let mut read = AlignedBuf::new(record_pages(count).max(1) as usize * DIRECT_ALIGN);
         read_exact_at(device, read.as_mut_slice(), self.records_at)?;
         let record = |slot: u32| {
@@ -437,7 +437,9 @@ impl DirectSlots {
                         Ok(Some(r)) if r.len as usize > slot_bytes => {
                             found(slot, Found::Damaged(BlockFault::Length))
                         }
-                        Ok(Some(r)) if crate::block::crc32c(&block[..r.len as usize]) != r.crc => {
+                        Ok(Some(r))
+                            if crate::tier::block::crc32c(&block[..r.len as usize]) != r.crc =>
+                        {
                             found(slot, Found::Damaged(BlockFault::Checksum))
                         }
                         Ok(Some(r)) => whole.push((slot, r)),
@@ -479,135 +481,9 @@ impl DirectSlots {
         let (len, crc) = self.expect(slot, key).ok_or(ReadFault::Corrupt(BlockFault::Key))?;
         read_exact_at(device, self.buf.as_mut_slice(), at).map_err(ReadFault::Io)?;
         let value = &self.buf.as_slice()[..len as usize];
-        if crate::block::crc32c(value) != crc {
+        if crate::tier::block::crc32c(value) != crc {
             return Err(ReadFault::Corrupt(BlockFault::Checksum));
         }
-        Ok(crate::block::copy_value(value, out))
-    }
-}
-
-/// A backing file or block device read and written with direct I/O (`CachedFile::open_direct`),
-/// so that the page cache neither caches it beside the cache nor hides its speed. A request
-/// that is not 4 KiB-aligned in offset, length and buffer goes through an aligned buffer: a
-/// read takes the whole pages and copies out its bytes; a write reads the pages at either end
-/// first and writes them whole. Two writes into one 4 KiB page must not run at once (a
-/// `CachedFile` over blocks of a multiple of 4 KiB never does that), and the file's length is a
-/// multiple of 4 KiB, so a whole-page write never extends it.
-pub struct DirectFile {
-    /// The file opened with `O_DIRECT`: its aligned requests go straight through.
-    inner: FileDevice,
-}
-
-impl DirectFile {
-    /// Opens `path` for direct I/O; an error names the file if it cannot be, its file system
-    /// refuses direct I/O, or its length is not a multiple of 4 KiB.
-    pub fn open(path: &Path) -> Result<DirectFile, EngineError> {
-        let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::EINVAL) => io("its file system refuses direct I/O (O_DIRECT)", e),
-                _ => io("cannot open the backing file", e),
-            })?;
-        let len = device_len(&file).map_err(|e| io("cannot stat the backing file", e))?;
-        if !len.is_multiple_of(DIRECT_ALIGN as u64) {
-            return Err(EngineError::config(
-                "direct",
-                format!(
-                    "{}: {len} bytes is not a whole number of 4 KiB pages, which direct I/O \
-                     reads and writes",
-                    path.display()
-                ),
-            ));
-        }
-        Ok(DirectFile { inner: FileDevice::new(file, path) })
-    }
-
-    /// The pages that hold `len` bytes from `at`: their first byte and their length.
-    fn pages(at: u64, len: usize) -> (u64, usize) {
-        let align = DIRECT_ALIGN as u64;
-        let start = at / align * align;
-        let end = (at + len as u64).div_ceil(align) * align;
-        (start, (end - start) as usize)
-    }
-
-    fn aligned(at: u64, bytes: &[u8]) -> bool {
-        at.is_multiple_of(DIRECT_ALIGN as u64)
-            && bytes.len().is_multiple_of(DIRECT_ALIGN)
-            && (bytes.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN)
-    }
-}
-
-/// The length of a file, or of a block device (whose metadata says 0).
-fn device_len(file: &File) -> std::io::Result<u64> {
-    use std::io::Seek;
-    let len = file.metadata()?.len();
-    if len > 0 {
-        return Ok(len);
-    }
-    let mut handle = file;
-    handle.seek(std::io::SeekFrom::End(0))
-}
-
-impl Device for DirectFile {
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-
-    fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-        if DirectFile::aligned(at, buf) {
-            return self.inner.read_at(buf, at);
-        }
-        let (start, span) = DirectFile::pages(at, buf.len());
-        let mut pages = AlignedBuf::new(span);
-        let got = self.inner.read_at(pages.as_mut_slice(), start)?;
-        let skip = (at - start) as usize;
-        let n = got.saturating_sub(skip).min(buf.len());
-        buf[..n].copy_from_slice(&pages.as_slice()[skip..skip + n]);
-        Ok(n)
-    }
-
-    fn write_at(&self, data: &[u8], at: u64) -> std::io::Result<()> {
-        if DirectFile::aligned(at, data) {
-            return self.inner.write_at(data, at);
-        }
-        let (start, span) = DirectFile::pages(at, data.len());
-        let mut pages = AlignedBuf::new(span);
-        let skip = (at - start) as usize;
-        let align = DIRECT_ALIGN;
-        // The pages at either end keep their other bytes (past the end, zeros).
-        if skip > 0 {
-            self.inner.read_at(&mut pages.as_mut_slice()[..align], start)?;
-        }
-        if !(skip + data.len()).is_multiple_of(align) && (span > align || skip == 0) {
-            let last = span - align;
-            self.inner.read_at(&mut pages.as_mut_slice()[last..], start + last as u64)?;
-        }
-        pages.as_mut_slice()[skip..skip + data.len()].copy_from_slice(data);
-        self.inner.write_at(pages.as_slice(), start)
-    }
-
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-
-    fn len(&self) -> std::io::Result<u64> {
-        device_len(self.inner.file())
-    }
-
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.inner.set_len(len)
-    }
-
-    fn discard(&self, at: u64, len: u64) -> std::io::Result<()> {
-        crate::device::punch_hole(self.inner.file(), at, len).or_else(|e| match e.raw_os_error() {
-            Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::ENODEV) => {
-                crate::device::write_zeros(self, at, len)
-            }
-            _ => Err(e),
-        })
+        Ok(crate::tier::block::copy_value(value, out))
     }
 }

@@ -1,6 +1,6 @@
 //! The header of a block on a mapped or file tier, 32 bytes. On a file tier it lies in the
 //! block's slot, before the value; on a mapped tier, in an array of headers apart from the
-//! slots, so that values stay page-aligned (the `store` module).
+//! slots, so that values stay page-aligned (`crate::tier::medium`).
 //!
 //! ```text
 //! 0   u32 magic "TCB2"
@@ -183,6 +183,13 @@ pub fn check<'a>(header: &[u8], key: u64, area: &'a [u8]) -> Result<&'a [u8], Bl
         return Err(BlockFault::Checksum);
     }
     Ok(value)
+}
+
+/// A read that found no usable block.
+#[derive(Debug)]
+pub enum ReadFault {
+    Corrupt(BlockFault),
+    Io(std::io::Error),
 }
 
 #[cfg(test)]

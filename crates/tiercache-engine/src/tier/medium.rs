@@ -1,6 +1,6 @@
 //! A tier's medium and the I/O done on it with the shard unlocked. The medium (DRAM, a mapped
 //! file, a file, flash) is opened and sized once; each shard takes a disjoint run of pages on
-//! it, its [`Region`] (`crate::region`): each page one block, or with size classes split into
+//! it, its [`Region`] (`crate::tier::region`): each page one block, or with size classes split into
 //! 2, 4, 8... blocks of one class. Each shard owns its run exclusively and writes it only
 //! under its own lock; read handles read pinned slots, which nothing writes. The one exception
 //! is the upper tier's hits served without the lock (`crate::optimistic`): they copy a slot
@@ -15,11 +15,11 @@ use memmap2::{MmapOptions, MmapRaw};
 
 use crate::aligned::AlignedBuf;
 use crate::device::{read_exact_at, Device, FileDevice, MemoryDevice};
-use crate::direct::open_direct;
 use crate::error::EngineError;
-use crate::region::Region;
+use crate::tier::flash::open_direct;
+use crate::tier::region::Region;
+use crate::tier::superblock;
 use crate::tier::TierKind;
-use crate::tierfile;
 
 /// A tier's medium, opened and sized; shards take disjoint regions of it.
 pub struct Medium {
@@ -31,14 +31,14 @@ pub struct Medium {
     /// What the user should know about how the medium runs (a fallback taken, an older
     /// format's file emptied).
     pub warnings: Vec<String>,
-    /// The tier file, locked for this cache while the medium lives (`tierfile`), and its
+    /// The tier file, locked for this cache while the medium lives (`superblock`), and its
     /// superblock as last written.
-    file: Option<(File, PathBuf, tierfile::Superblock)>,
+    file: Option<(File, PathBuf, superblock::Superblock)>,
     /// What the tier file held when it was opened.
-    pub previous: tierfile::Previous,
+    pub previous: superblock::Previous,
     /// Where slots and headers lie in the tier file (`None` on DRAM, whose slots start its
     /// memory).
-    geometry: Option<tierfile::Geometry>,
+    geometry: Option<superblock::Geometry>,
 }
 
 /// How a cache lays its tiers out, as a tier file's superblock records it.
@@ -53,18 +53,18 @@ pub struct Layout {
 
 impl Medium {
     /// Opens the tier: DRAM is allocated; a mapped, file or flash tier's file is made or taken
-    /// as `tierfile` allows (a foreign file only when `overwrite`; its blocks kept for recovery
+    /// as `superblock` allows (a foreign file only when `overwrite`; its blocks kept for recovery
     /// as `recover` says), locked, and sized.
     pub fn open(
         kind: &TierKind,
         layout: Layout,
         overwrite: bool,
-        recover: tierfile::Recover,
+        recover: superblock::Recover,
     ) -> Result<Medium, EngineError> {
         let Layout { slots, slot_bytes, chunks, .. } = layout;
         let bytes = slots * slot_bytes as u64;
         let mut warnings = Vec::new();
-        let geometry = tierfile::Geometry {
+        let geometry = superblock::Geometry {
             slot_bytes: slot_bytes as u32,
             slots,
             block_size: layout.block_size as u32,
@@ -77,11 +77,11 @@ impl Medium {
                 TierKind::Flash { .. } => 3,
             },
         };
-        let mut previous = tierfile::Previous::Nothing;
+        let mut previous = superblock::Previous::Nothing;
         let file = match kind {
             TierKind::Dram => None,
             TierKind::Mapped { path } | TierKind::File { path } | TierKind::Flash { path } => {
-                let opened = tierfile::open(path, geometry, overwrite, recover)?;
+                let opened = superblock::open(path, geometry, overwrite, recover)?;
                 warnings.extend(opened.note);
                 previous = opened.previous;
                 Some((opened.file, path.clone(), opened.superblock))
@@ -163,7 +163,7 @@ impl Medium {
     /// Rewrites the superblock (synced) with `change` applied.
     fn rewrite(
         &mut self,
-        change: impl FnOnce(&mut tierfile::Superblock),
+        change: impl FnOnce(&mut superblock::Superblock),
     ) -> Result<(), EngineError> {
         let Some((_, path, superblock)) = &mut self.file else { return Ok(()) };
         change(superblock);
@@ -173,7 +173,7 @@ impl Medium {
         let io = |action, source| EngineError::Io { path: path.clone(), action, source };
         let written = match self.kind {
             TierKind::Flash { .. } => {
-                let mut page = AlignedBuf::new(tierfile::HEADER_BYTES as usize);
+                let mut page = AlignedBuf::new(superblock::HEADER_BYTES as usize);
                 let encoded = superblock.encode();
                 page.as_mut_slice()[..encoded.len()].copy_from_slice(&encoded);
                 self.device.write_at(page.as_slice(), 0)
@@ -185,7 +185,7 @@ impl Medium {
     }
 
     /// Records the backing file whose blocks the tier holds.
-    pub fn set_backing(&mut self, backing: Option<tierfile::Backing>) -> Result<(), EngineError> {
+    pub fn set_backing(&mut self, backing: Option<superblock::Backing>) -> Result<(), EngineError> {
         if self.file.as_ref().is_some_and(|(_, _, s)| s.backing == backing) {
             return Ok(());
         }
@@ -196,7 +196,7 @@ impl Medium {
     /// crash from here on leaves it open.
     pub fn begin(&mut self) -> Result<(), EngineError> {
         self.rewrite(|superblock| {
-            superblock.state = tierfile::State::Open;
+            superblock.state = superblock::State::Open;
             superblock.headers_crc = None;
         })
     }
@@ -205,7 +205,7 @@ impl Medium {
     /// digest of a mapped tier's headers (see [`headers_crc`](Self::headers_crc)).
     pub fn close_clean(&mut self, dirty_left: bool) -> Result<(), EngineError> {
         self.sync()?;
-        let state = if dirty_left { tierfile::State::Synced } else { tierfile::State::Clean };
+        let state = if dirty_left { superblock::State::Synced } else { superblock::State::Clean };
         let headers_crc = self.headers_crc()?;
         self.rewrite(|superblock| {
             superblock.state = state;
@@ -227,7 +227,7 @@ impl Medium {
         let mut aligned = AlignedBuf::new(1 << 20);
         let buf = aligned.as_mut_slice();
         let (mut at, end) =
-            (tierfile::HEADER_BYTES, tierfile::HEADER_BYTES + geometry.record_bytes());
+            (superblock::HEADER_BYTES, superblock::HEADER_BYTES + geometry.record_bytes());
         while at < end {
             let n = buf.len().min((end - at) as usize);
             read_exact_at(&*self.device, &mut buf[..n], at).map_err(|source| EngineError::Io {

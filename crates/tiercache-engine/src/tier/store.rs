@@ -1,7 +1,8 @@
 //! A tier's store in one shard: its region (the slots on the medium and the block format
 //! there), which slots are free, pinned by reads, held until a sync or released since one, and
-//! on a set-associative tier which blocks are dirty. The shard applies a policy's decisions
-//! to an ordered list of these; everything here runs under the shard's lock.
+//! on a set-associative tier which blocks are dirty; whether a slot may take a block or a pin
+//! now; and the pinned reads and staged writes of its slots. The shard applies a policy's
+//! decisions to an ordered list of these; everything here runs under the shard's lock.
 //!
 //! Slots are handed out two ways: from free lists (`Space`: pages, split into size classes
 //! where a memory tier has them), or, on a tier whose policy places its blocks, by the policy
@@ -12,8 +13,9 @@ use std::sync::Arc;
 use tiercache_core::{Key, KeySet};
 
 use crate::pins::{Pins, Unpinned};
-use crate::region::Region;
 use crate::stats::Stats;
+use crate::tier::block::Stamp;
+use crate::tier::region::{PinnedRead, Region, Staged};
 
 /// A tier's free space in one shard: pages never split (or emptied and taken back), and per
 /// size class the free slots of pages split for it. Without size classes a page is a slot.
@@ -33,9 +35,9 @@ pub(crate) struct Space {
 /// are free. Under the `log` policy they always are, since it evicts in the order blocks were
 /// written and keeps a freed block's space until its own head reaches it, so the slot its head
 /// frees is the one this head takes next. The write-behind then writes such runs as one (see
-/// `Shard::gather_write`): the device sees large sequential writes, as a log-structured
-/// cache's regions, instead of a 4 KiB write at each evicted block's place. Which slots are
-/// free is the policy's doing; this only picks among them.
+/// `crate::tier::behind::Staging::stage`): the device sees large sequential writes, as a
+/// log-structured cache's regions, instead of a 4 KiB write at each evicted block's place.
+/// Which slots are free is the policy's doing; this only picks among them.
 struct Log {
     free: std::collections::BTreeSet<u32>,
     head: u32,
@@ -275,19 +277,85 @@ impl TierStore {
         self.limbo.iter().any(|&(s, _)| s == slot)
     }
 
-    /// Whether `slot` may be pinned once more: every pinned slot may be freed while pinned,
-    /// and two slots must stay free for a promotion's swap and an overwrite's copy (on a
-    /// placed tier, in the slot's set as well: see `Shard::can_pin`). This also bounds the
-    /// reads and writes a shard has in flight, and the buffers they hold.
-    pub(crate) fn has_room_to_pin(&self, slot: u32) -> bool {
-        self.pins.has_room(slot)
+    /// Whether `slot` of a placed tier may not take a block now: a read or a write runs on
+    /// it, it holds the only durable copy of a block until the next sync (`limbo`), or the
+    /// decision being applied has yet to take its block out (`Placed::pending`).
+    pub(crate) fn busy(&self, slot: u32) -> bool {
+        self.pins.held(slot)
+            || self.holds_for_sync(slot)
+            || self.placed.as_ref().is_some_and(|p| p.is_pending(slot))
     }
 
-    /// Pins `slot`, which [`has_room_to_pin`](Self::has_room_to_pin) allowed: on a tier that
-    /// nobody pins without the lock, nothing took the room meanwhile.
+    /// Whether `slot` may be pinned once more: every pinned slot may be freed while pinned,
+    /// and two slots must stay free for a promotion's swap and an overwrite's copy. This also
+    /// bounds the reads and writes a shard has in flight, and the buffers they hold. On a
+    /// placed tier the slot's set must keep a free slot that is not busy for any insert or
+    /// overwrite: of the set's spare slots, all but one may be busy.
+    pub(crate) fn can_pin(&self, slot: u32) -> bool {
+        if !self.pins.has_room(slot) {
+            return false;
+        }
+        let Some(placed) = &self.placed else { return true };
+        if self.pins.held(slot) {
+            return true;
+        }
+        let busy = placed.set_of(slot).filter(|&s| self.busy(s)).count() as u32;
+        busy + 1 < placed.spare
+    }
+
+    /// Pins `slot`, which [`can_pin`](Self::can_pin) allowed: on a tier that nobody pins
+    /// without the lock, nothing took the room meanwhile.
     pub(crate) fn pin(&mut self, slot: u32) {
         let pinned = self.pins.pin(slot);
         assert!(pinned, "slot {slot} pinned without room");
+    }
+
+    /// Starts a read of `key`'s block in `slot` of a file or flash tier, to run with the shard
+    /// unlocked: the slot is pinned until [`end_read`](Self::end_read). `None` if the tier's
+    /// records say the slot holds no block of `key`.
+    pub(crate) fn begin_read(&mut self, slot: u32, key: Key) -> Option<PinnedRead> {
+        let read = self.region.begin_read(slot, key)?;
+        self.pin(slot);
+        Some(read)
+    }
+
+    /// Ends a read that [`begin_read`](Self::begin_read) started: its buffer taken back, the
+    /// slot unpinned.
+    pub(crate) fn end_read(&mut self, slot: u32, read: PinnedRead, stats: &mut Stats) {
+        self.region.end_read(read);
+        self.unpin(slot, stats);
+    }
+
+    /// Prepares the write of `value` for `key` into `slot` of a file or flash tier to run
+    /// with the shard unlocked (written behind), the slot pinned until it lands
+    /// ([`end_write`](Self::end_write)); `None` (nothing done) on memory tiers, or when the
+    /// slot may not be pinned now: the caller writes it at once.
+    pub(crate) fn begin_write(
+        &mut self,
+        slot: u32,
+        key: Key,
+        value: &[u8],
+        stamp: Stamp,
+    ) -> Option<Staged> {
+        if !self.can_pin(slot) {
+            return None;
+        }
+        let staged = self.region.begin_write(slot, key, value, stamp)?;
+        self.pin(slot);
+        Some(staged)
+    }
+
+    /// Ends a write that [`begin_write`](Self::begin_write) prepared: the block reads back if
+    /// it landed (`ok`), and the slot is unpinned.
+    pub(crate) fn end_write(
+        &mut self,
+        slot: u32,
+        staged: Arc<Staged>,
+        ok: bool,
+        stats: &mut Stats,
+    ) {
+        self.region.end_write(slot, staged, ok);
+        self.unpin(slot, stats);
     }
 
     /// Releases a pin (of an unlocked read or write, or a read handle).

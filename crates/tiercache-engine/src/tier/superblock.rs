@@ -33,7 +33,7 @@ pub const MAGIC: [u8; 16] = *b"tiercache tier\0\0";
 
 /// The layout version this build writes and reads. Version 3: the superblock records the whole
 /// geometry, the backing file and whether the cache stopped cleanly, and freed slots are marked
-/// (`crate::block::FREE`), so blocks are recovered. Version 4: flash tiers keep a record of
+/// (`crate::tier::block::FREE`), so blocks are recovered. Version 4: flash tiers keep a record of
 /// each slot (key, length, checksum, sequence, dirty) between the superblock and the blocks,
 /// so they are recovered too; mapped and file tiers are laid out as in 3, which is read as 4.
 /// Version 5: a mapped tier keeps its blocks' headers in an array of their own between the
@@ -93,7 +93,7 @@ pub struct Geometry {
 impl Geometry {
     /// Bytes of a flash tier's slot records or a mapped tier's block headers, which lie
     /// between the superblock and the blocks: each shard's on pages of their own (see
-    /// the `direct` module), one per chunk of a page. None on file tiers, whose blocks carry
+    /// `crate::tier::flash`), one per chunk of a page. None on file tiers, whose blocks carry
     /// their headers.
     pub fn record_bytes(&self) -> u64 {
         match self.kind {
@@ -133,7 +133,7 @@ impl Geometry {
         match self.kind {
             1 | 3 => {
                 let pages = shard as u64 * self.record_pages_per_shard();
-                HEADER_BYTES + pages * HEADER_BYTES + slot * crate::block::HEADER_BYTES as u64
+                HEADER_BYTES + pages * HEADER_BYTES + slot * crate::tier::block::HEADER_BYTES as u64
             }
             _ => self.slot_at(shard, slot),
         }
@@ -196,9 +196,9 @@ pub struct Superblock {
     pub backing: Option<Backing>,
     pub state: State,
     /// A mapped or flash tier stopped cleanly: CRC32C of its array of block headers (flash:
-    /// slot records) as the stop left it (`Medium::close_clean` in the `store` module), so that a
-    /// restart finding the same headers can take them without reading every value (each
-    /// value is still checked when it is first read).
+    /// slot records) as the stop left it (`Medium::close_clean` in `crate::tier::medium`), so
+    /// that a restart finding the same headers can take them without reading every value
+    /// (each value is still checked when it is first read).
     pub headers_crc: Option<u32>,
 }
 
@@ -220,7 +220,7 @@ impl Superblock {
         b[64..68].copy_from_slice(&(self.state as u32).to_le_bytes());
         // 0 stands for none (a digest that happens to be 0 is not recorded).
         b[68..72].copy_from_slice(&self.headers_crc.unwrap_or(0).to_le_bytes());
-        let crc = crate::block::crc32c(&b[..72]);
+        let crc = crate::tier::block::crc32c(&b[..72]);
         b[72..76].copy_from_slice(&crc.to_le_bytes());
         b
     }
@@ -229,7 +229,7 @@ impl Superblock {
     fn decode(b: &[u8; SUPERBLOCK_BYTES]) -> Option<Superblock> {
         let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
         let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
-        if u32_at(72) != crate::block::crc32c(&b[..72]) {
+        if u32_at(72) != crate::tier::block::crc32c(&b[..72]) {
             return None;
         }
         let geometry = Geometry {
@@ -292,14 +292,14 @@ fn inspect(file: &mut File) -> std::io::Result<Found> {
     let version = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
     // Versions 1 and 2: a 40-byte header, its checksum at 32 over the bytes before it.
     let old_crc = u32::from_le_bytes(head[32..36].try_into().expect("4 bytes"));
-    if version < FORMAT_VERSION && old_crc == crate::block::crc32c(&head[..32]) {
+    if version < FORMAT_VERSION && old_crc == crate::tier::block::crc32c(&head[..32]) {
         return Ok(Found::Older { version });
     }
     if read < SUPERBLOCK_BYTES {
         return Ok(Found::Foreign);
     }
     let new_crc = u32::from_le_bytes(head[72..76].try_into().expect("4 bytes"));
-    if new_crc != crate::block::crc32c(&head[..72]) {
+    if new_crc != crate::tier::block::crc32c(&head[..72]) {
         return Ok(Found::Foreign);
     }
     if version > FORMAT_VERSION {
@@ -423,11 +423,43 @@ pub fn open(
         Err(e) => return Err(io("cannot open the tier file", e)),
     };
     lock(&file, path)?;
+    let found = inspect(&mut file).map_err(|e| io("cannot read the tier file's header", e))?;
+    let (previous, note, empty_it) = keep(path, &file, found, geometry, (overwrite, recover))?;
+    if empty_it {
+        // Every old block goes: none may be found by a later recovery.
+        file.set_len(0).map_err(|e| io("cannot empty the tier file", e))?;
+    }
+    file.set_len(geometry.file_bytes()).map_err(|e| io("cannot size the tier file", e))?;
+    let backing = match previous {
+        Previous::Tier { backing, .. } => backing,
+        Previous::Nothing => None,
+    };
+    let superblock = Superblock { geometry, backing, state: State::Open, headers_crc: None };
+    if previous == Previous::Nothing {
+        // Nothing to keep: the file is ours from now on. A tier with blocks keeps its old
+        // superblock until the cache has recovered it (`Medium::begin`), so a refused start
+        // changes nothing.
+        write_superblock(&file, path, &superblock)?;
+    }
+    Ok(Opened { file, note, previous, superblock })
+}
+
+/// What [`open`] does with what the tier file at `path` holds (`found`) for a tier of
+/// `geometry`: the blocks it keeps for recovery (`Previous`), what the user should know, and
+/// whether the file is emptied first; or why the file is refused.
+fn keep(
+    path: &Path,
+    file: &File,
+    found: Found,
+    geometry: Geometry,
+    (overwrite, recover): (bool, Recover),
+) -> Result<(Previous, Option<String>, bool), EngineError> {
+    let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
     let bytes = geometry.file_bytes();
     let mut note = None;
     let mut previous = Previous::Nothing;
     let mut empty_it = false;
-    match inspect(&mut file).map_err(|e| io("cannot read the tier file's header", e))? {
+    match found {
         Found::Empty => {}
         Found::Tier(_) if recover == Recover::Wipe => empty_it = true,
         Found::Tier(found) if found.geometry != geometry => {
@@ -502,23 +534,7 @@ pub fn open(
             return Err(EngineError::config("tier path", reason));
         }
     }
-    if empty_it {
-        // Every old block goes: none may be found by a later recovery.
-        file.set_len(0).map_err(|e| io("cannot empty the tier file", e))?;
-    }
-    file.set_len(bytes).map_err(|e| io("cannot size the tier file", e))?;
-    let backing = match previous {
-        Previous::Tier { backing, .. } => backing,
-        Previous::Nothing => None,
-    };
-    let superblock = Superblock { geometry, backing, state: State::Open, headers_crc: None };
-    if previous == Previous::Nothing {
-        // Nothing to keep: the file is ours from now on. A tier with blocks keeps its old
-        // superblock until the cache has recovered it (`Medium::begin`), so a refused start
-        // changes nothing.
-        write_superblock(&file, path, &superblock)?;
-    }
-    Ok(Opened { file, note, previous, superblock })
+    Ok((previous, note, empty_it))
 }
 
 /// Writes `superblock` to the tier file and syncs it: a clean state only once everything it
@@ -534,7 +550,7 @@ pub fn write_superblock(
     file.sync_data().map_err(|e| io("cannot sync the tier header", e))
 }
 
-/// Bytes of one slot's record (see `DirectSlots` in the `direct` module).
+/// Bytes of one slot's record (see `DirectSlots` in `crate::tier::flash`).
 pub const RECORD_BYTES: usize = 32;
 /// Pages of records `slots` slots take: a shard's records lie on pages of their own.
 pub fn record_pages(slots: u64) -> u64 {
@@ -617,7 +633,7 @@ mod tests {
             let mut bytes =
                 Superblock { geometry: mapped, backing: None, state, headers_crc: None }.encode();
             bytes[16..20].copy_from_slice(&4u32.to_le_bytes());
-            let crc = crate::block::crc32c(&bytes[..72]);
+            let crc = crate::tier::block::crc32c(&bytes[..72]);
             bytes[72..76].copy_from_slice(&crc.to_le_bytes());
             let mut file = bytes.to_vec();
             file.resize(HEADER_BYTES as usize + 4 * 4128, 7);
@@ -696,7 +712,7 @@ mod tests {
         header[..16].copy_from_slice(&MAGIC);
         header[16..20].copy_from_slice(&version.to_le_bytes());
         header[4096..].fill(0xAB);
-        let crc = crate::block::crc32c(&header[..32]);
+        let crc = crate::tier::block::crc32c(&header[..32]);
         header[32..36].copy_from_slice(&crc.to_le_bytes());
         header
     }
@@ -716,7 +732,7 @@ mod tests {
             Superblock { geometry: GEOMETRY, backing: None, state: State::Open, headers_crc: None };
         let mut newer = newer.encode();
         newer[16..20].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
-        let crc = crate::block::crc32c(&newer[..72]);
+        let crc = crate::tier::block::crc32c(&newer[..72]);
         newer[72..76].copy_from_slice(&crc.to_le_bytes());
         std::fs::write(&path, newer).unwrap();
         let e = open_quiet(&path, GEOMETRY).err().unwrap().to_string();

@@ -1,9 +1,11 @@
 //! One shard's slots on a tier's medium, and how blocks lie in them (the tier's format): bare
 //! values in DRAM, headers apart from page-aligned values on mapped tiers, a header before the
-//! value on file tiers, whole aligned blocks with their records kept apart on flash. A region
-//! is written only under its shard's lock; reads of file and flash tiers run with the shard
-//! unlocked on slots it pins (see [`crate::io::PinnedRead`]), and the upper tier's hits
-//! without the lock copy slots as byte-wise atomics (`crate::optimistic`).
+//! value on file tiers, whole aligned blocks with their records kept apart on flash
+//! (`crate::tier::flash`). A region is written only under its shard's lock, except by the I/O
+//! it prepares to run with the shard unlocked, on slots the shard pins: a read of a file or
+//! flash tier ([`PinnedRead`]) and a block written behind ([`Staged`], see
+//! `crate::tier::behind`). The upper tier's hits without the lock copy slots as byte-wise
+//! atomics (`crate::optimistic`). A region's recovery scan is in [`scan`](Region::scan).
 
 use std::sync::Arc;
 
@@ -11,13 +13,16 @@ use memmap2::MmapRaw;
 
 use crate::aligned::AlignedBuf;
 use crate::atomic_bytes;
-use crate::block::{check, copy_value, decode, encode, Found, Stamp, HEADER_BYTES};
 use crate::device::{read_exact_at, Device};
-use crate::direct::DirectSlots;
 use crate::error::EngineError;
-use crate::io::{write_error, IoBuf, PinnedRead, ReadFault, Staged};
 use crate::optimistic::{Sets, SlotLayout, SlotTable};
+use crate::tier::block::{
+    check, copy_value, decode, encode, BlockFault, ReadFault, Stamp, HEADER_BYTES,
+};
+use crate::tier::flash::DirectSlots;
 use crate::tier::TierKind;
+
+mod scan;
 
 /// How blocks lie in a region's slots.
 enum Format {
@@ -60,7 +65,7 @@ impl Format {
             }
             Format::Headed => {
                 assert!(HEADER_BYTES + value.len() <= bytes, "value larger than its slot");
-                let header = crate::block::header(key, value, stamp);
+                let header = crate::tier::block::header(key, value, stamp);
                 // SAFETY: header and value lie in the slot (asserted); as above.
                 unsafe {
                     atomic_bytes::store(header.as_ptr(), target, HEADER_BYTES);
@@ -70,7 +75,7 @@ impl Format {
             Format::Apart { .. } => {
                 assert!(value.len() <= bytes, "value larger than its slot");
                 assert!(!head.is_null(), "a mapped slot in memory has its header in memory");
-                let header = crate::block::header(key, value, stamp);
+                let header = crate::tier::block::header(key, value, stamp);
                 // SAFETY: the value lies in the slot (asserted) and `head` is the slot's
                 // header in the mapping (`Region::header_in_memory`); as above.
                 unsafe {
@@ -178,7 +183,7 @@ impl Region {
         !matches!(self.format, Format::Bare { .. })
     }
 
-    /// Whether slots are handed out in log order (see `tier_store::Log`): a flash tier
+    /// Whether slots are handed out in log order (see `crate::tier::store`): a flash tier
     /// without size classes, whose writes go out as runs of adjacent slots.
     pub fn in_log_order(&self) -> bool {
         matches!(self.format, Format::Aligned(_)) && self.chunks == 1
@@ -326,7 +331,7 @@ impl Region {
     /// numbered from `seq` on (see `DirectSlots::flush`).
     pub fn flush_records(
         &mut self,
-        state: &dyn Fn(u32) -> crate::direct::SlotState,
+        state: &dyn Fn(u32) -> crate::tier::flash::SlotState,
         seq: &mut u64,
     ) -> Result<(), EngineError> {
         let Format::Aligned(direct) = &mut self.format else { return Ok(()) };
@@ -395,11 +400,9 @@ impl Region {
         self.slack
     }
 
-    /// The most adjacent slots a write-behind run holds (see `Shard::gather_write`): what
-    /// [`RUN_BYTES`](crate::behind::RUN_BYTES) carries, and at most half the slack, which the
-    /// run's slots stay pinned out of until they land.
-    pub fn run_slots(&self) -> usize {
-        (crate::behind::RUN_BYTES / self.slot_bytes).clamp(1, (self.slack / 2).max(1) as usize)
+    /// Bytes of a page (a whole-block slot).
+    pub fn slot_bytes(&self) -> usize {
+        self.slot_bytes
     }
 
     /// Where a slot starts in memory, and its bytes, for a tier read in place.
@@ -498,7 +501,7 @@ impl Region {
             Format::Apart { .. } => {
                 // The value, then its header: a crash between them leaves a header whose
                 // checksum the slot's value fails, and the block is dropped at recovery.
-                let header = crate::block::header(key, value, stamp);
+                let header = crate::tier::block::header(key, value, stamp);
                 let header_at = header_at.expect("a mapped tier's header");
                 device.write_at(value, at).and_then(|()| device.write_at(&header, header_at))
             }
@@ -532,118 +535,11 @@ impl Region {
             // SAFETY: the slot's header lies in the mapping (`in_memory`,
             // `header_in_memory`); only the lock holder writes it, and readers without the
             // lock copy it as atomics too.
-            unsafe { atomic_bytes::store(crate::block::FREE.as_ptr(), target, 4) };
+            unsafe { atomic_bytes::store(crate::tier::block::FREE.as_ptr(), target, 4) };
             return Ok(());
         }
         let device = &*self.device;
-        device.write_at(&crate::block::FREE, header_at).map_err(|e| error(device, e))
-    }
-
-    /// Reads every slot as recovery does (whole-block slots), calling `found` with each slot's
-    /// number and what it holds. With `headers_only` (a mapped tier's headers or a flash
-    /// tier's records, as its clean stop left them) the values are not read: each is checked
-    /// when it is first read, as every read does.
-    pub fn scan(
-        &mut self,
-        headers_only: bool,
-        mut found: impl FnMut(u32, Found),
-    ) -> Result<(), EngineError> {
-        assert!(self.chunks == 1, "recovered regions hold whole blocks");
-        let read_error = |device: &dyn Device, source| EngineError::Io {
-            path: device.path().to_path_buf(),
-            action: "cannot read the tier to recover it",
-            source,
-        };
-        if let Format::Aligned(direct) = &mut self.format {
-            let region = (self.offset, self.slot_bytes, self.count);
-            let device = &*self.device;
-            return direct
-                .scan(device, region, headers_only, found)
-                .map_err(|e| read_error(device, e));
-        }
-        if let Format::Apart { headers_at } = self.format {
-            return self
-                .scan_apart(headers_at, headers_only, found)
-                .map_err(|e| read_error(&*self.device, e));
-        }
-        assert!(matches!(self.format, Format::Headed), "a headed region");
-        if let Some(mapping) = &self.memory {
-            for slot in 0..self.count as u32 {
-                let at = self.offset as usize + slot as usize * self.slot_bytes;
-                // SAFETY: the slot lies in the region and the region in the mapping (asserted
-                // when it was made); nothing else runs on the cache while it recovers.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts(mapping.as_ptr().add(at), self.slot_bytes)
-                };
-                found(slot, crate::block::inspect(bytes));
-            }
-            return Ok(());
-        }
-        // Many slots per read: recovery reads the whole tier.
-        const BATCH: usize = 256;
-        let mut buf = vec![0u8; BATCH * self.slot_bytes];
-        let device = &*self.device;
-        for first in (0..self.count as usize).step_by(BATCH) {
-            let n = BATCH.min(self.count as usize - first);
-            let bytes = &mut buf[..n * self.slot_bytes];
-            let at = self.offset + (first * self.slot_bytes) as u64;
-            read_exact_at(device, bytes, at).map_err(|e| read_error(device, e))?;
-            for (i, slot) in bytes.chunks_exact(self.slot_bytes).enumerate() {
-                found((first + i) as u32, crate::block::inspect(slot));
-            }
-        }
-        Ok(())
-    }
-
-    /// [`scan`](Self::scan) of a region whose headers lie apart from its values.
-    fn scan_apart(
-        &self,
-        headers_at: u64,
-        headers_only: bool,
-        mut found: impl FnMut(u32, Found),
-    ) -> std::io::Result<()> {
-        let (count, slot_bytes) = (self.count as usize, self.slot_bytes);
-        if let Some(mapping) = self.memory.as_ref().filter(|_| !headers_only) {
-            // SAFETY: the headers and slots lie in the mapping (asserted when the region was
-            // made, and by `header_in_memory`); nothing else runs on the cache while it
-            // recovers.
-            let (headers, slots) = unsafe {
-                assert!(headers_at as usize + count * HEADER_BYTES <= mapping.len());
-                let headers = mapping.as_ptr().add(headers_at as usize);
-                let slots = mapping.as_ptr().add(self.offset as usize);
-                (
-                    std::slice::from_raw_parts(headers, count * HEADER_BYTES),
-                    std::slice::from_raw_parts(slots, count * slot_bytes),
-                )
-            };
-            let pairs = headers.chunks_exact(HEADER_BYTES).zip(slots.chunks_exact(slot_bytes));
-            for (slot, (header, area)) in pairs.enumerate() {
-                found(slot as u32, crate::block::inspect_apart(header, area));
-            }
-            return Ok(());
-        }
-        // Every header at once; then, unless the headers are taken alone, the values through
-        // the device (a wrapped tier) in batches.
-        let mut headers = vec![0u8; count * HEADER_BYTES];
-        read_exact_at(&*self.device, &mut headers, headers_at)?;
-        if headers_only {
-            for (slot, header) in headers.chunks_exact(HEADER_BYTES).enumerate() {
-                found(slot as u32, crate::block::inspect_header(header, slot_bytes));
-            }
-            return Ok(());
-        }
-        const BATCH: usize = 256;
-        let mut buf = vec![0u8; BATCH * slot_bytes];
-        for first in (0..count).step_by(BATCH) {
-            let n = BATCH.min(count - first);
-            let bytes = &mut buf[..n * slot_bytes];
-            read_exact_at(&*self.device, bytes, self.offset + (first * slot_bytes) as u64)?;
-            let heads = headers[first * HEADER_BYTES..].chunks_exact(HEADER_BYTES);
-            for (i, (header, area)) in heads.zip(bytes.chunks_exact(slot_bytes)).enumerate() {
-                found((first + i) as u32, crate::block::inspect_apart(header, area));
-            }
-        }
-        Ok(())
+        device.write_at(&crate::tier::block::FREE, header_at).map_err(|e| error(device, e))
     }
 
     /// Copies the value stored for `key` in `slot` into `out` after checking it; returns its
@@ -679,5 +575,100 @@ impl Region {
                 decode(&self.scratch, key).map(|v| copy_value(v, out)).map_err(ReadFault::Corrupt)
             }
         }
+    }
+}
+
+/// What a read of a file or flash tier needs once the shard is unlocked: the device, where the
+/// slot is, what DRAM knows of the block, and a buffer. Slots are never rewritten while a read
+/// holds them (the shard pins them and writes elsewhere), so the read sees one block, whole.
+pub struct PinnedRead {
+    pub(crate) device: Arc<dyn Device>,
+    pub(crate) at: u64,
+    pub(crate) key: u64,
+    /// Length and CRC32C of the value, for headerless (flash) blocks.
+    pub(crate) expect: Option<(u32, u32)>,
+    pub(crate) buf: IoBuf,
+}
+
+pub enum IoBuf {
+    Plain(Vec<u8>),
+    Aligned(AlignedBuf),
+}
+
+impl IoBuf {
+    pub(crate) fn bytes(&mut self) -> &mut [u8] {
+        match self {
+            IoBuf::Plain(v) => v,
+            IoBuf::Aligned(a) => a.as_mut_slice(),
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            IoBuf::Plain(v) => v,
+            IoBuf::Aligned(a) => a.as_slice(),
+        }
+    }
+}
+
+/// A block on its way to a file or flash tier, written with the shard unlocked (write-behind).
+/// Until it lands, reads of the block are served from its bytes here, and its slot is pinned
+/// so nothing else is written there meanwhile.
+pub struct Staged {
+    pub(crate) device: Arc<dyn Device>,
+    pub(crate) at: u64,
+    pub(crate) key: u64,
+    /// The bytes to write: header and value on file tiers, the value padded to the block on
+    /// flash.
+    pub(crate) buf: IoBuf,
+    pub(crate) written: usize,
+    pub(crate) value_at: usize,
+    pub(crate) len: u32,
+    /// CRC32C of the value (flash blocks keep it in their slot's record).
+    pub(crate) crc: u32,
+    /// The block's sequence number and dirty flag (for a flash block's record).
+    pub(crate) stamp: Stamp,
+}
+
+/// The error of a block write that failed on `device`.
+pub(crate) fn write_error(device: &dyn Device, source: std::io::Error) -> EngineError {
+    EngineError::Io { path: device.path().to_path_buf(), action: "cannot write a block", source }
+}
+
+impl Staged {
+    /// The block's value.
+    pub fn value(&self) -> &[u8] {
+        &self.buf.as_slice()[self.value_at..self.value_at + self.len as usize]
+    }
+
+    /// Writes the block.
+    pub fn run(&self) -> Result<(), EngineError> {
+        self.device
+            .write_at(&self.buf.as_slice()[..self.written], self.at)
+            .map_err(|source| write_error(&*self.device, source))
+    }
+}
+
+impl PinnedRead {
+    /// Reads and checks the block, copying its value into `out`; returns the value's length.
+    pub fn run(&mut self, out: &mut [u8]) -> Result<usize, ReadFault> {
+        let (key, at, expect) = (self.key, self.at, self.expect);
+        let buf = self.buf.bytes();
+        read_exact_at(&*self.device, buf, at).map_err(ReadFault::Io)?;
+        let value = match expect {
+            None => decode(buf, key).map_err(ReadFault::Corrupt)?,
+            Some((len, crc)) => {
+                let value = &buf[..len as usize];
+                if crate::tier::block::crc32c(value) != crc {
+                    return Err(ReadFault::Corrupt(BlockFault::Checksum));
+                }
+                value
+            }
+        };
+        Ok(copy_value(value, out))
+    }
+
+    pub fn into_buf(self) -> IoBuf {
+        self.buf
     }
 }
