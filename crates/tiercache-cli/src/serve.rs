@@ -17,24 +17,29 @@
 //! Exposure is by choice: with `--tls-cert` and `--tls-key` every client must start TLS
 //! (NBD_OPT_STARTTLS, `crate::tls`), with `--tls-client-ca` also show a certificate that CA
 //! signed; TCP off loopback without TLS needs `--insecure-no-tls`; the unix socket is 0600;
-//! the backing file is locked. Every wait on a client is bounded: the handshake, idling
-//! (optional), a reply left unread; a write's buffer grows only as its bytes arrive.
+//! the backing file is locked. Every wait on a client is bounded by a deadline that bytes
+//! trickling in or out never extend: the handshake, a request, a reply, and idling (optional);
+//! a write's buffer grows only as its bytes arrive. Connections still in their handshake have
+//! slots of their own, apart from the served ones (`connection`).
 
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser};
-use tiercache_engine::{CacheConfig, CachedFile, EngineError};
+use tiercache_engine::{CacheConfig, CachedFile};
 use tiercache_policy::StackSpec;
 
 use crate::cache_args::Defaults;
+use crate::nbd;
 
-use crate::nbd::{self, Request};
+mod connection;
+
+use connection::{connection, Handshaking, How, Limits, Stream};
 
 /// `tiercache serve`'s options. Each may also come from `--config FILE.toml`: its `[serve]`
 /// table holds these options by name (underscores for dashes; paths relative to the file), and
@@ -64,7 +69,8 @@ pub struct ServeArgs {
     /// Where to listen: unix:PATH or tcp:HOST:PORT.
     #[arg(long)]
     pub listen: Option<String>,
-    /// Most connections served at once; more are closed with a log line [default: 64].
+    /// Most connections served at once (past their handshake); more are closed with a log line
+    /// [default: 64].
     #[arg(long)]
     pub max_connections: Option<usize>,
     /// Serve metrics in Prometheus' text format at http://HOST:PORT/metrics (port 0: any free
@@ -96,10 +102,19 @@ pub struct ServeArgs {
     /// The unix socket's permissions, in octal [default: 600: its owner alone].
     #[arg(long)]
     pub socket_mode: Option<String>,
-    /// Seconds a client has to finish the handshake before its connection is closed
-    /// [default: 10].
+    /// Seconds a client has, from being accepted, to finish the handshake (TLS included)
+    /// before its connection is closed, however its bytes trickle in [default: 10].
     #[arg(long)]
     pub handshake_timeout: Option<f64>,
+    /// Connections in their handshake at once, apart from the served ones: when all are taken,
+    /// the one that has been at it longest is closed to let a new one in [default: 64].
+    #[arg(long)]
+    pub max_handshakes: Option<usize>,
+    /// Seconds a request may take to arrive whole once its first byte has, and its reply to
+    /// be read by the client once it starts going out; a client slower than that is cut
+    /// [default: 10].
+    #[arg(long)]
+    pub request_timeout: Option<f64>,
     /// Seconds a connection may send nothing (no request) before it is closed [default: none].
     #[arg(long)]
     pub idle_timeout: Option<f64>,
@@ -137,6 +152,8 @@ impl ServeArgs {
             insecure_no_tls: self.insecure_no_tls || file.insecure_no_tls,
             socket_mode: self.socket_mode.or(file.socket_mode),
             handshake_timeout: self.handshake_timeout.or(file.handshake_timeout),
+            max_handshakes: self.max_handshakes.or(file.max_handshakes),
+            request_timeout: self.request_timeout.or(file.request_timeout),
             idle_timeout: self.idle_timeout.or(file.idle_timeout),
             shutdown_timeout: self.shutdown_timeout.or(file.shutdown_timeout),
         }
@@ -240,87 +257,6 @@ pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheConfig, ServeArgs)> {
 enum Listener {
     Unix(UnixListener, PathBuf),
     Tcp(std::net::TcpListener),
-}
-
-/// A connection's stream, both kinds.
-enum Stream {
-    Unix(std::os::unix::net::UnixStream),
-    Tcp(std::net::TcpStream),
-}
-
-impl Stream {
-    fn try_clone(&self) -> io::Result<Stream> {
-        Ok(match self {
-            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
-            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
-        })
-    }
-
-    /// Ends the reading side: a connection waiting for its next request sees the end.
-    fn stop_reading(&self) {
-        let _ = match self {
-            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Read),
-            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Read),
-        };
-    }
-
-    /// Cuts the connection both ways: a thread blocked reading or writing it returns.
-    fn cut(&self) {
-        let _ = match self {
-            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
-            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
-        };
-    }
-
-    /// Reads that wait longer than `read`, and writes longer than `write`, fail; `None`: they
-    /// wait for ever. The socket's own options: every clone of the stream shares them.
-    fn timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_read_timeout(read).and(s.set_write_timeout(write)),
-            Stream::Tcp(s) => s.set_read_timeout(read).and(s.set_write_timeout(write)),
-        }
-    }
-
-    fn blocking(&self) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_nonblocking(false),
-            Stream::Tcp(s) => s.set_nonblocking(false),
-        }
-    }
-}
-
-impl std::os::fd::AsRawFd for Stream {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        match self {
-            Stream::Unix(s) => s.as_raw_fd(),
-            Stream::Tcp(s) => s.as_raw_fd(),
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.flush(),
-            Stream::Tcp(s) => s.flush(),
-        }
-    }
 }
 
 fn listen(spec: &str, args: &ServeArgs) -> anyhow::Result<Listener> {
@@ -468,8 +404,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             .map(|d| d.with_context(|| format!("--{option}: a number of seconds above 0")))
             .transpose()
     };
-    let timeouts = Timeouts {
-        handshake: seconds("handshake-timeout", args.handshake_timeout.or(Some(10.0)))?,
+    let limits = Limits {
+        handshake: seconds("handshake-timeout", args.handshake_timeout.or(Some(10.0)))?
+            .expect("a default"),
+        request: seconds("request-timeout", args.request_timeout.or(Some(10.0)))?
+            .expect("a default"),
         idle: seconds("idle-timeout", args.idle_timeout)?,
     };
     let shutdown =
@@ -505,12 +444,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         },
         file.mode().short()
     );
-    let active = Arc::new(AtomicUsize::new(0));
+    let served = Arc::new(AtomicUsize::new(0));
+    let handshaking = Handshaking::new(args.max_handshakes.unwrap_or(64));
     let mut connections: Vec<(std::thread::JoinHandle<()>, Stream)> = Vec::new();
     let block = file.cache().block_size() as u32;
     let workers = args.threads_per_connection.unwrap_or(4);
-    let max_connections = args.max_connections.unwrap_or(64);
-    let mut failures = Failures::default();
+    let max_served = args.max_connections.unwrap_or(64);
+    let mut failures = Failures::new("accept failed");
+    let mut evictions = Failures::new("a connection still in its handshake closed for a new one");
     while !STOP.load(Ordering::SeqCst) {
         let stream = match listener.accept() {
             Ok(stream) => stream,
@@ -528,29 +469,27 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 continue;
             }
         };
-        if active.load(Ordering::SeqCst) >= max_connections {
-            eprintln!(
-                "tiercache serve: a connection refused: {} are open (--max-connections)",
-                max_connections
-            );
-            continue;
-        }
+        let accepted = Instant::now();
         // Out of descriptors or threads: this connection is dropped, the server goes on.
-        let keep = match stream.blocking().and_then(|()| stream.try_clone()) {
-            Ok(keep) => keep,
+        let clones =
+            stream.blocking().and_then(|()| Ok((stream.try_clone()?, stream.try_clone()?)));
+        let (keep, held) = match clones {
+            Ok(clones) => clones,
             Err(e) => {
                 failures.note(&e);
                 continue;
             }
         };
-        let file = file.clone();
-        // Counted until the thread ends, or at once if it cannot start (its closure drops).
-        let open = Open::new(&active, &metrics);
+        let (ticket, closed) = Handshaking::enter(&handshaking, held);
+        if closed {
+            evictions.note(&format!("{} in their handshake (--max-handshakes)", handshaking.len()));
+        }
+        let (file, metrics) = (file.clone(), metrics.clone());
         let offer = nbd::Offer { size, block, read_only: args.read_only };
-        let tls = tls.clone();
+        let how = How { workers, limits, tls: tls.clone(), served: served.clone(), max_served };
         let spawned = std::thread::Builder::new().spawn(move || {
-            let how = How { workers, timeouts, tls };
-            if let Err(e) = connection(stream, &file, &open.metrics, offer, how) {
+            let at = (accepted, Some(ticket));
+            if let Err(e) = connection(stream, at, &file, &metrics, offer, how) {
                 eprintln!("tiercache serve: a connection ended: {e}");
             }
         });
@@ -620,304 +559,28 @@ fn lock_backing(path: &Path) -> anyhow::Result<std::fs::File> {
     Ok(file)
 }
 
-/// An open connection, counted in the server's connections and its metrics while it lives.
-struct Open {
-    active: Arc<AtomicUsize>,
-    metrics: Arc<crate::metrics::Metrics>,
-}
-
-impl Open {
-    fn new(active: &Arc<AtomicUsize>, metrics: &Arc<crate::metrics::Metrics>) -> Open {
-        active.fetch_add(1, Ordering::SeqCst);
-        metrics.connections.fetch_add(1, Ordering::Relaxed);
-        Open { active: active.clone(), metrics: metrics.clone() }
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.metrics.connections.fetch_sub(1, Ordering::Relaxed);
-        self.active.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// How a connection is served: by how many workers, with which timeouts, and with TLS
-/// required if the server has it.
-struct How {
-    workers: usize,
-    timeouts: Timeouts,
-    tls: Option<Arc<rustls::ServerConfig>>,
-}
-
-/// How long a connection may take to finish its handshake, and to send its next request.
-#[derive(Clone, Copy)]
-struct Timeouts {
-    handshake: Option<Duration>,
-    idle: Option<Duration>,
-}
-
-/// Accept failures, logged at most once a second with the count since.
-#[derive(Default)]
+/// Failures and refusals of one kind, logged at most once a second with the count since.
 struct Failures {
-    last: Option<std::time::Instant>,
+    what: &'static str,
+    last: Option<Instant>,
     since: u64,
 }
 
 impl Failures {
-    fn note(&mut self, e: &io::Error) {
+    fn new(what: &'static str) -> Failures {
+        Failures { what, last: None, since: 0 }
+    }
+
+    fn note(&mut self, detail: &dyn std::fmt::Display) {
         self.since += 1;
         if self.last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
             eprintln!(
-                "tiercache serve: accept failed ({} times in the last second): {e}",
-                self.since
+                "tiercache serve: {} ({} times in the last second): {detail}",
+                self.what, self.since
             );
-            self.last = Some(std::time::Instant::now());
+            self.last = Some(Instant::now());
             self.since = 0;
         }
-    }
-}
-
-/// Requests a connection may have in flight before the server reads more of it, and the bytes
-/// of their buffers: what one client can make the server hold.
-const IN_FLIGHT: usize = 64;
-const IN_FLIGHT_BYTES: u64 = 256 << 20;
-
-/// Bytes of request buffers a connection holds; reading waits while they are over the limit.
-struct Budget {
-    used: Mutex<u64>,
-    freed: Condvar,
-}
-
-impl Budget {
-    fn take(&self, bytes: u64) {
-        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        // A request larger than the whole budget still goes, alone.
-        while *used > 0 && *used + bytes > IN_FLIGHT_BYTES {
-            used = self.freed.wait(used).unwrap_or_else(|p| p.into_inner());
-        }
-        *used += bytes;
-    }
-
-    fn give(&self, bytes: u64) {
-        *self.used.lock().unwrap_or_else(|p| p.into_inner()) -= bytes;
-        self.freed.notify_all();
-    }
-}
-
-/// Serves one connection: the handshake, then requests until the client leaves. The reading
-/// thread hands requests to `workers` threads, which serve them side by side and reply as
-/// each completes (a reply's header and data go out together).
-fn connection(
-    stream: Stream,
-    file: &CachedFile,
-    metrics: &crate::metrics::Metrics,
-    export: nbd::Offer,
-    How { workers, timeouts, tls }: How,
-) -> io::Result<()> {
-    stream.timeouts(timeouts.handshake, timeouts.handshake)?;
-    let late = |e: io::Error| match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
-            io::Error::new(e.kind(), "the handshake did not finish in time")
-        }
-        io::ErrorKind::UnexpectedEof
-        | io::ErrorKind::BrokenPipe
-        | io::ErrorKind::ConnectionReset => {
-            io::Error::new(e.kind(), "the client left during the handshake")
-        }
-        _ => e,
-    };
-    let Some((stream, mut input, output)) =
-        handshake(stream, export, timeouts, tls).map_err(late)?
-    else {
-        return Ok(());
-    };
-    // From here, reads wait for a request up to the idle timeout; a reply that a client does
-    // not read for the handshake timeout ends the connection (it stops being served, and
-    // holds at most its budget meanwhile).
-    stream.timeouts(timeouts.idle, timeouts.handshake)?;
-    let output = Mutex::new(output);
-    let budget = Budget { used: Mutex::new(0), freed: Condvar::new() };
-    let (requests, queue) = std::sync::mpsc::sync_channel::<(Request, Vec<u8>)>(IN_FLIGHT);
-    let queue = Mutex::new(queue);
-    std::thread::scope(|scope| {
-        for _ in 0..workers.max(1) {
-            scope.spawn(|| loop {
-                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                let Ok((request, mut buf)) = next else { return };
-                let started = std::time::Instant::now();
-                let served = serve(file, &request, &mut buf);
-                let moved = match request.kind {
-                    nbd::CMD_FLUSH => 0,
-                    _ => request.length as u64,
-                };
-                metrics.record(request.kind, moved, started.elapsed(), served.is_err());
-                if let Err(e) = &served {
-                    eprintln!("tiercache serve: request {request:?} failed: {e}");
-                }
-                // A client gone before its reply, or not reading it: the connection is cut,
-                // and the reading thread stops.
-                if reply(&output, &request, served, &buf).is_err() {
-                    stream.cut();
-                }
-                budget.give(request.charge());
-            });
-        }
-        let read = read_requests(&mut input, &output, export, &requests, &budget);
-        drop(requests);
-        read
-    })
-}
-
-/// The handshake, carried on over TLS if the client starts it (with TLS required, it must
-/// before anything else): the stream the connection then goes on with, its reader and its
-/// writer; `None` if the client left or was refused.
-#[allow(clippy::type_complexity)]
-fn handshake(
-    stream: Stream,
-    export: nbd::Offer,
-    timeouts: Timeouts,
-    tls: Option<Arc<rustls::ServerConfig>>,
-) -> io::Result<Option<(Stream, BufReader<Stream>, BufWriter<Stream>)>> {
-    let mut input = BufReader::new(stream.try_clone()?);
-    let mut output = BufWriter::new(stream.try_clone()?);
-    let required = if tls.is_some() { nbd::Tls::Required } else { nbd::Tls::Off };
-    let (ended, no_zeroes) = nbd::handshake(&mut input, &mut output, export, required)?;
-    match (ended, tls) {
-        (nbd::Handshake::Transmission, _) => Ok(Some((stream, input, output))),
-        (nbd::Handshake::StartTls, Some(config)) if input.buffer().is_empty() => {
-            drop((input, output));
-            let plain = Stream::Unix(crate::tls::start(stream, config)?);
-            plain.timeouts(timeouts.handshake, timeouts.handshake)?;
-            let mut input = BufReader::new(plain.try_clone()?);
-            let mut output = BufWriter::new(plain.try_clone()?);
-            let ended = nbd::options(&mut input, &mut output, export, no_zeroes, nbd::Tls::On)?;
-            Ok((ended == nbd::Handshake::Transmission).then_some((plain, input, output)))
-        }
-        (nbd::Handshake::StartTls, _) => {
-            eprintln!("tiercache serve: a client sent bytes before its TLS handshake; closed");
-            Ok(None)
-        }
-        (nbd::Handshake::Closed, _) => Ok(None),
-    }
-}
-
-/// Sends a served request's reply: its header, and a read's data.
-fn reply(
-    output: &Mutex<BufWriter<Stream>>,
-    request: &Request,
-    served: Result<bool, EngineError>,
-    buf: &[u8],
-) -> io::Result<()> {
-    let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
-    match served {
-        Ok(true) => {
-            output.write_all(&nbd::simple_reply(0, request.cookie))?;
-            output.write_all(&buf[..request.length as usize])?;
-        }
-        Ok(false) => output.write_all(&nbd::simple_reply(0, request.cookie))?,
-        Err(_) => output.write_all(&nbd::simple_reply(nbd::EIO, request.cookie))?,
-    }
-    output.flush()
-}
-
-/// Reads requests until the client disconnects (or sends DISC), answering the ones refused
-/// before serving and handing the others to the workers.
-fn read_requests(
-    input: &mut impl Read,
-    output: &Mutex<BufWriter<Stream>>,
-    export: nbd::Offer,
-    requests: &std::sync::mpsc::SyncSender<(Request, Vec<u8>)>,
-    budget: &Budget,
-) -> io::Result<()> {
-    let mut header = [0u8; Request::BYTES];
-    loop {
-        match input.read_exact(&mut header) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                return Err(io::Error::new(e.kind(), "no request within --idle-timeout"));
-            }
-            Err(e) => return Err(e),
-        }
-        let request = Request::parse(&header)
-            .map_err(|bad| io::Error::new(io::ErrorKind::InvalidData, format!("{bad:?}")))?;
-        if request.has_payload() && request.length > 4 * nbd::PAYLOAD_MAX {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("a write of {} bytes, past any payload served", request.length),
-            ));
-        }
-        // What the request's buffer holds (a write's payload, a read's data), charged until
-        // its reply is sent.
-        let charge = request.charge();
-        budget.take(charge);
-        let mut buf = Vec::new();
-        if request.has_payload() {
-            // Grown as the bytes arrive: a client that announces a large write and sends
-            // nothing costs nothing.
-            let wanted = request.length as u64;
-            let got = input.by_ref().take(wanted).read_to_end(&mut buf);
-            if got.is_err() || buf.len() as u64 != wanted {
-                // A client that leaves in the middle of a write: nothing of it is written.
-                budget.give(charge);
-                return Err(got.err().unwrap_or_else(|| io::ErrorKind::UnexpectedEof.into()));
-            }
-        }
-        let changes =
-            matches!(request.kind, nbd::CMD_WRITE | nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES);
-        let refused = (export.read_only && changes).then_some(nbd::EPERM);
-        if let Some(error) = refused.or_else(|| request.check(export.size)) {
-            budget.give(charge);
-            let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
-            output.write_all(&nbd::simple_reply(error, request.cookie))?;
-            output.flush()?;
-            continue;
-        }
-        if request.kind == nbd::CMD_DISC {
-            budget.give(charge);
-            return Ok(());
-        }
-        if requests.send((request, buf)).is_err() {
-            return Ok(());
-        }
-    }
-}
-
-/// Serves one checked request; true if `buf` holds data to send back (a read).
-fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<bool, EngineError> {
-    let fua = request.flags & nbd::CMD_FLAG_FUA != 0;
-    let (offset, length) = (request.offset, request.length as usize);
-    match request.kind {
-        nbd::CMD_READ => {
-            buf.resize(length, 0);
-            let n = file.read_at(offset, buf)?;
-            // Inside the export, so only a backing file that shrank reads short.
-            buf[n..].fill(0);
-            Ok(true)
-        }
-        nbd::CMD_WRITE => {
-            file.write_at(offset, &buf[..length])?;
-            if fua {
-                file.sync()?;
-            }
-            Ok(false)
-        }
-        nbd::CMD_FLUSH => file.sync().map(|()| false),
-        nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES => {
-            // A trimmed range may read as anything, and zeros are one such thing: both drop
-            // the range's cached blocks and punch the backing file, unless the client asked
-            // for zeros written (NO_HOLE).
-            if request.flags & nbd::CMD_FLAG_NO_HOLE != 0 {
-                file.write_zeros(offset, length as u64)?;
-            } else {
-                file.discard(offset, length as u64)?;
-            }
-            if fua {
-                file.sync()?;
-            }
-            Ok(false)
-        }
-        _ => unreachable!("checked requests are of known commands"),
     }
 }
 
@@ -961,10 +624,13 @@ pub fn fuzz(data: &[u8]) {
         let _ = writing.shutdown(std::net::Shutdown::Write);
     });
     let reader = std::thread::spawn(move || io::copy(&mut reading, &mut io::sink()));
-    let second = Some(Duration::from_secs(1));
-    let how = How { workers: 2, timeouts: Timeouts { handshake: second, idle: second }, tls: None };
+    let second = Duration::from_secs(1);
+    let limits = Limits { handshake: second, request: second, idle: Some(second) };
+    let served = Arc::new(AtomicUsize::new(0));
+    let how = How { workers: 2, limits, tls: None, served, max_served: 1 };
     let offer = nbd::Offer { size: SIZE, block: 4096, read_only: false };
-    let _ = connection(Stream::Unix(server), file, metrics, offer, how);
+    let at = (Instant::now(), None);
+    let _ = connection(Stream::Unix(server), at, file, metrics, offer, how);
     writer.join().expect("the writer does not panic");
     let _ = reader.join().expect("the reader does not panic");
 }

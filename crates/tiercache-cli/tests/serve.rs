@@ -650,8 +650,8 @@ fn serve_is_exposed_by_choice_and_holds_hostile_clients_off() {
     let error = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && error.contains("another server"), "{error}");
 
-    // Four silent connections fill --max-connections 4; the handshake timeout closes them,
-    // and a real client is served again.
+    // Four silent connections: the handshake deadline closes them (they never held one of
+    // the --max-connections 4, which are for connections past their handshake).
     let mut silent: Vec<_> =
         (0..4).map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap()).collect();
     for client in &mut silent {
@@ -688,6 +688,136 @@ fn serve_is_exposed_by_choice_and_holds_hostile_clients_off() {
     assert!(started.elapsed() < std::time::Duration::from_secs(8), "{:?}", started.elapsed());
     let disk = std::fs::read(&backing).unwrap();
     assert!(disk[..65536].iter().all(|&b| b == 0x3c), "written back at the stop");
+}
+
+/// Connects to `socket`, reads the greeting and sends the client's flags (fixed newstyle, no
+/// zeroes): the handshake waits for the client's first option.
+fn greeted(socket: &Path) -> std::os::unix::net::UnixStream {
+    let mut client = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    let mut greeting = [0u8; 18];
+    client.read_exact(&mut greeting).unwrap();
+    client.write_all(&3u32.to_be_bytes()).unwrap();
+    client
+}
+
+/// An NBD option as a client sends it.
+fn option(kind: u32, data: &[u8]) -> Vec<u8> {
+    let mut b = 0x4948_4156_454F_5054u64.to_be_bytes().to_vec();
+    b.extend_from_slice(&kind.to_be_bytes());
+    b.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    b.extend_from_slice(data);
+    b
+}
+
+/// Sends `bytes` one at a time, `every` apart, until they are sent or the server closes the
+/// connection; how long after `since` it was closed, if it was.
+fn drip(
+    client: &mut std::os::unix::net::UnixStream,
+    bytes: &[u8],
+    every: std::time::Duration,
+    since: std::time::Instant,
+) -> Option<std::time::Duration> {
+    client.set_nonblocking(true).unwrap();
+    let mut sink = [0u8; 1 << 16];
+    for byte in bytes {
+        std::thread::sleep(every);
+        // What the server sent is read past; the end (or a reset) is the close.
+        loop {
+            match client.read(&mut sink) {
+                Ok(0) => return Some(since.elapsed()),
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => return Some(since.elapsed()),
+            }
+        }
+        if client.write_all(std::slice::from_ref(byte)).is_err() {
+            return Some(since.elapsed());
+        }
+    }
+    None
+}
+
+/// A legitimate client's handshake and a 4 KiB read, timed.
+fn served_within(socket: &Path) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    let (mut client, _, _) = export(socket);
+    client.write_all(&request(0, 7, 0, 4096)).unwrap();
+    let mut reply = [0u8; 16 + 4096];
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(u32::from_be_bytes(reply[4..8].try_into().unwrap()), 0, "the read succeeds");
+    started.elapsed()
+}
+
+/// Deadlines that a trickle cannot stretch (issue 49's first three failures): a handshake
+/// dripped a byte at a time, 64 clients that keep their handshakes alive with an option now and
+/// then, a request header dripped past the idle timeout, and a client that reads its pipelined
+/// replies a little at a time. Each is cut at its deadline, whatever bytes it moves, and a
+/// legitimate client is served within 2 seconds while the 64 hold their handshakes.
+#[test]
+fn deadlines_that_a_trickle_cannot_stretch() {
+    use std::time::{Duration, Instant};
+    let (_, backing, tier, socket) = fresh("deadlines", 0);
+    let more = ["--handshake-timeout", "2", "--request-timeout", "1", "--idle-timeout", "3"];
+    let server = serve_with(&backing, &socket, &tier, "wt", &more);
+    let tick = Duration::from_millis(300);
+
+    // A handshake dripped a byte every 0.3 s: closed at its 2 s deadline.
+    let connected = Instant::now();
+    let mut dripper = greeted(&socket);
+    let list = option(3, &[]).repeat(4);
+    let closed = drip(&mut dripper, &list, tick, connected).expect("a dripped handshake was cut");
+    assert!(closed < Duration::from_secs(4), "a dripped handshake lasted {closed:?}");
+
+    // 64 clients each sending NBD_OPT_LIST every 0.3 s, and answered: none outlives the
+    // handshake deadline, and while they hold every handshake slot a real client is served.
+    let started = Instant::now();
+    let listers: Vec<_> = (0..64)
+        .map(|_| {
+            let socket = socket.clone();
+            std::thread::spawn(move || {
+                let mut client = greeted(&socket);
+                let at = Instant::now();
+                drip(&mut client, &option(3, &[]).repeat(40), Duration::from_millis(10), at)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let legitimate = served_within(&socket);
+    assert!(legitimate < Duration::from_secs(2), "a real client waited {legitimate:?}");
+    for lister in listers {
+        let closed = lister.join().unwrap().expect("a lister kept its handshake open");
+        assert!(closed < Duration::from_secs(4), "a lister lasted {closed:?}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(8));
+
+    // A request header dripped a byte every 0.3 s, each byte within the 3 s idle timeout:
+    // closed at the request's 1 s deadline.
+    let (mut idler, _, _) = export(&socket);
+    let at = Instant::now();
+    let closed = drip(&mut idler, &request(0, 1, 0, 4096), tick, at).expect("a dripped request");
+    assert!(closed < Duration::from_secs(3), "a dripped request lasted {closed:?}");
+
+    // Eight pipelined 4 MiB reads, their replies read 64 KiB every 0.3 s: cut at a reply's
+    // 1 s deadline.
+    let (mut slow, _, _) = export(&socket);
+    for cookie in 0..8 {
+        slow.write_all(&request(0, cookie, 0, 4 << 20)).unwrap();
+    }
+    let at = Instant::now();
+    let mut chunk = vec![0u8; 64 << 10];
+    let cut = loop {
+        std::thread::sleep(tick);
+        match slow.read(&mut chunk) {
+            Ok(0) | Err(_) => break at.elapsed(),
+            Ok(_) if at.elapsed() > Duration::from_secs(20) => panic!("a slow reader was not cut"),
+            Ok(_) => {}
+        }
+    };
+    assert!(cut < Duration::from_secs(6), "a slow reader lasted {cut:?}");
+
+    // The server serves on.
+    assert!(served_within(&socket) < Duration::from_secs(2));
+    assert!(server.stop().success());
 }
 
 /// Out of file descriptors (a limit of 64), with clients still connecting: the accept loop

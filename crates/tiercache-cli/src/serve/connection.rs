@@ -1,0 +1,560 @@
+//! One connection of `tiercache serve`: its stream, the handshake, the requests read and
+//! handed to the workers, and the replies, every wait on the client bounded by a deadline.
+//!
+//! **Deadlines, not timeouts.** A socket's timeout counts from each call, so a client that
+//! sends (or reads) a byte now and then would stretch it for ever. Here each phase has one
+//! deadline, which bytes moving never extend: the handshake one from the moment the connection
+//! was accepted to the transmission phase; a request one from its first byte to its last
+//! (header and payload); a reply one from when it starts going out to its last byte written.
+//! [`Timed`] keeps them: before each read or write it sets the socket's timeout to the time
+//! left. A connection that misses one is cut. Between requests a connection may idle (up to
+//! `--idle-timeout`, if given).
+//!
+//! **Slots.** Connections still in their handshake have a pool of their own
+//! ([`Handshaking`]), apart from the served ones (`--max-connections`): when it is full, the
+//! connection that has been in it longest is closed to let a new one in. So clients that never
+//! finish their handshake can neither hold a slot past their deadline nor keep one that does
+//! from being served.
+
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use tiercache_engine::{CachedFile, EngineError};
+
+use crate::nbd::{self, Request};
+
+/// A connection's stream, both kinds.
+pub(super) enum Stream {
+    Unix(std::os::unix::net::UnixStream),
+    Tcp(std::net::TcpStream),
+}
+
+impl Stream {
+    pub(super) fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+
+    /// Ends the reading side: a connection waiting for its next request sees the end.
+    pub(super) fn stop_reading(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Read),
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Read),
+        };
+    }
+
+    /// Cuts the connection both ways: a thread blocked reading or writing it returns.
+    pub(super) fn cut(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+
+    /// Reads that wait longer than `timeout` fail (`None`: they wait for ever). The socket's
+    /// own option: every clone of the stream shares it.
+    fn read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(timeout),
+            Stream::Tcp(s) => s.set_read_timeout(timeout),
+        }
+    }
+
+    /// As [`read_timeout`](Self::read_timeout), for writes.
+    fn write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_write_timeout(timeout),
+            Stream::Tcp(s) => s.set_write_timeout(timeout),
+        }
+    }
+
+    pub(super) fn blocking(&self) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(false),
+            Stream::Tcp(s) => s.set_nonblocking(false),
+        }
+    }
+}
+
+impl std::os::fd::AsRawFd for Stream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.flush(),
+            Stream::Tcp(s) => s.flush(),
+        }
+    }
+}
+
+/// How far a deadline may be overshot: the socket's timeout is set again only once the time
+/// left has moved by more than this since it was last set, so a client whose bytes come
+/// quickly costs no extra system call per read.
+const SLACK: Duration = Duration::from_millis(20);
+
+/// One direction of a stream (a reader's clone reads, a writer's writes) whose calls must all
+/// end by `deadline`, however the bytes trickle; with none, a call waits as long as it takes.
+/// Before each call the socket's timeout for that direction is set to the time left (when it
+/// has moved by more than [`SLACK`]), and a call that times out before the deadline is made
+/// again, so the deadline alone decides.
+pub(super) struct Timed {
+    stream: Stream,
+    deadline: Option<Instant>,
+    /// The socket's timeout for this direction as last set.
+    armed: Option<Duration>,
+}
+
+impl Timed {
+    pub(super) fn new(stream: Stream, deadline: Option<Instant>) -> Timed {
+        Timed { stream, deadline, armed: None }
+    }
+
+    /// From now on, calls must end by `deadline` (`None`: no limit).
+    pub(super) fn until(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// The time left before the deadline, the socket's timeout set to it; an error once it
+    /// has passed. `None`: no deadline.
+    fn arm(&mut self, set: fn(&Stream, Option<Duration>) -> io::Result<()>) -> io::Result<()> {
+        let Some(deadline) = self.deadline else { return Ok(()) };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "past its deadline"));
+        }
+        if self.armed.is_none_or(|armed| armed > left + SLACK || armed + SLACK < left) {
+            set(&self.stream, Some(left))?;
+            self.armed = Some(left);
+        }
+        Ok(())
+    }
+
+    /// Makes `call` until it does not time out before the deadline.
+    fn within<T>(
+        &mut self,
+        set: fn(&Stream, Option<Duration>) -> io::Result<()>,
+        mut call: impl FnMut(&mut Stream) -> io::Result<T>,
+    ) -> io::Result<T> {
+        loop {
+            self.arm(set)?;
+            match call(&mut self.stream) {
+                Err(e)
+                    if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+                {
+                    // Early (the socket's timeout a little short, or set for an earlier
+                    // deadline), or with no deadline at all: the next turn decides.
+                    continue;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.within(Stream::read_timeout, |stream| stream.read(buf))
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.within(Stream::write_timeout, |stream| stream.write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+/// The connections still in their handshake, oldest first, each with a clone of its stream
+/// to close it by: at most `max` of them, apart from the served connections. A new one that
+/// finds the pool full closes the oldest, so a legitimate client, whose handshake takes
+/// milliseconds, is never kept out by clients that take their time.
+pub(super) struct Handshaking {
+    max: usize,
+    open: Mutex<(u64, Vec<(u64, Stream)>)>,
+}
+
+/// A connection's place in the handshake pool, left when it drops.
+pub(super) struct Ticket {
+    pool: Arc<Handshaking>,
+    id: u64,
+}
+
+impl Handshaking {
+    pub(super) fn new(max: usize) -> Arc<Handshaking> {
+        Arc::new(Handshaking { max: max.max(1), open: Mutex::new((0, Vec::new())) })
+    }
+
+    /// Takes a place for the connection `stream` is a clone of; the oldest connection in the
+    /// pool is closed first if it is full. True in the second place if one was.
+    pub(super) fn enter(pool: &Arc<Handshaking>, stream: Stream) -> (Ticket, bool) {
+        let mut open = pool.open.lock().unwrap_or_else(|p| p.into_inner());
+        let closed = open.1.len() >= pool.max;
+        if closed {
+            let (_, oldest) = open.1.remove(0);
+            oldest.cut();
+        }
+        open.0 += 1;
+        let id = open.0;
+        open.1.push((id, stream));
+        (Ticket { pool: pool.clone(), id }, closed)
+    }
+
+    /// Connections in the pool now.
+    pub(super) fn len(&self) -> usize {
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).1.len()
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut open = self.pool.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.1.retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// How a connection is served: by how many workers, within which deadlines, with TLS required
+/// if the server has it, and admitted to the served connections if one of `max_served` is free.
+pub(super) struct How {
+    pub workers: usize,
+    pub limits: Limits,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub served: Arc<AtomicUsize>,
+    pub max_served: usize,
+}
+
+/// How long a connection may take: its handshake (from being accepted), a request (from its
+/// first byte to its last) and its reply (from the first byte written to the last), and how
+/// long it may idle between requests.
+#[derive(Clone, Copy)]
+pub(super) struct Limits {
+    pub handshake: Duration,
+    pub request: Duration,
+    pub idle: Option<Duration>,
+}
+
+/// Requests a connection may have in flight before the server reads more of it, and the bytes
+/// of their buffers: what one client can make the server hold.
+const IN_FLIGHT: usize = 64;
+const IN_FLIGHT_BYTES: u64 = 256 << 20;
+
+/// Bytes of request buffers a connection holds; reading waits while they are over the limit.
+struct Budget {
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    fn take(&self, bytes: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        // A request larger than the whole budget still goes, alone.
+        while *used > 0 && *used + bytes > IN_FLIGHT_BYTES {
+            used = self.freed.wait(used).unwrap_or_else(|p| p.into_inner());
+        }
+        *used += bytes;
+    }
+
+    fn give(&self, bytes: u64) {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) -= bytes;
+        self.freed.notify_all();
+    }
+}
+
+/// A served connection, counted among the served ones (and in the metrics) while it lives.
+struct Served<'a> {
+    served: &'a AtomicUsize,
+    metrics: &'a crate::metrics::Metrics,
+}
+
+impl Drop for Served<'_> {
+    fn drop(&mut self) {
+        self.metrics.connections.fetch_sub(1, Ordering::Relaxed);
+        self.served.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Serves one connection, accepted at `accepted` and holding `ticket` in the handshake pool:
+/// the handshake, then, once admitted among the served connections, requests until the client
+/// leaves. The reading thread hands requests to the workers, which serve them side by side
+/// and reply as each completes (a reply's header and data go out together).
+pub(super) fn connection(
+    stream: Stream,
+    (accepted, ticket): (Instant, Option<Ticket>),
+    file: &CachedFile,
+    metrics: &crate::metrics::Metrics,
+    export: nbd::Offer,
+    how: How,
+) -> io::Result<()> {
+    let late = |e: io::Error| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            io::Error::new(e.kind(), "the handshake did not finish by its deadline")
+        }
+        io::ErrorKind::UnexpectedEof
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::ConnectionReset => {
+            io::Error::new(e.kind(), "the client left during the handshake")
+        }
+        _ => e,
+    };
+    let deadline = accepted + how.limits.handshake;
+    let Some((stream, mut input, output)) =
+        handshake(stream, export, deadline, how.tls.clone()).map_err(late)?
+    else {
+        return Ok(());
+    };
+    drop(ticket);
+    if how.served.fetch_add(1, Ordering::SeqCst) >= how.max_served {
+        how.served.fetch_sub(1, Ordering::SeqCst);
+        return Err(io::Error::other(format!(
+            "refused after its handshake: {} connections are served (--max-connections)",
+            how.max_served
+        )));
+    }
+    metrics.connections.fetch_add(1, Ordering::Relaxed);
+    let _served = Served { served: &how.served, metrics };
+    let output = Mutex::new(output);
+    let budget = Budget { used: Mutex::new(0), freed: Condvar::new() };
+    let (requests, queue) = std::sync::mpsc::sync_channel::<(Request, Vec<u8>)>(IN_FLIGHT);
+    let queue = Mutex::new(queue);
+    let limits = how.limits;
+    std::thread::scope(|scope| {
+        for _ in 0..how.workers.max(1) {
+            scope.spawn(|| loop {
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                let Ok((request, mut buf)) = next else { return };
+                let started = Instant::now();
+                let served = serve(file, &request, &mut buf);
+                let moved = match request.kind {
+                    nbd::CMD_FLUSH => 0,
+                    _ => request.length as u64,
+                };
+                metrics.record(request.kind, moved, started.elapsed(), served.is_err());
+                if let Err(e) = &served {
+                    eprintln!("tiercache serve: request {request:?} failed: {e}");
+                }
+                // A client gone before its reply, or not reading it by its deadline: the
+                // connection is cut, and the reading thread stops.
+                if reply(&output, limits.request, &request, served, &buf).is_err() {
+                    stream.cut();
+                }
+                budget.give(request.charge());
+            });
+        }
+        let read = read_requests(&mut input, (&output, limits), export, &requests, &budget);
+        drop(requests);
+        if read.is_err() {
+            // A request past its deadline (or malformed): the workers' replies stop too.
+            stream.cut();
+        }
+        read
+    })
+}
+
+type Handshaken = (Stream, BufReader<Timed>, BufWriter<Timed>);
+
+/// The handshake, carried on over TLS if the client starts it (with TLS required, it must
+/// before anything else), every read and write of it by `deadline`: the stream the connection
+/// then goes on with, its reader and its writer; `None` if the client left or was refused.
+fn handshake(
+    stream: Stream,
+    export: nbd::Offer,
+    deadline: Instant,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> io::Result<Option<Handshaken>> {
+    let timed = |stream: &Stream| stream.try_clone().map(|s| Timed::new(s, Some(deadline)));
+    let mut input = BufReader::new(timed(&stream)?);
+    let mut output = BufWriter::new(timed(&stream)?);
+    let required = if tls.is_some() { nbd::Tls::Required } else { nbd::Tls::Off };
+    let (ended, no_zeroes) = nbd::handshake(&mut input, &mut output, export, required)?;
+    match (ended, tls) {
+        (nbd::Handshake::Transmission, _) => Ok(Some((stream, input, output))),
+        (nbd::Handshake::StartTls, Some(config)) if input.buffer().is_empty() => {
+            drop((input, output));
+            // The TLS handshake runs in the pump; until it is done no plain byte comes, so
+            // the deadline covers it too.
+            let plain = Stream::Unix(crate::tls::start(stream, config)?);
+            let mut input = BufReader::new(timed(&plain)?);
+            let mut output = BufWriter::new(timed(&plain)?);
+            let ended = nbd::options(&mut input, &mut output, export, no_zeroes, nbd::Tls::On)?;
+            Ok((ended == nbd::Handshake::Transmission).then_some((plain, input, output)))
+        }
+        (nbd::Handshake::StartTls, _) => {
+            eprintln!("tiercache serve: a client sent bytes before its TLS handshake; closed");
+            Ok(None)
+        }
+        (nbd::Handshake::Closed, _) => Ok(None),
+    }
+}
+
+/// Sends a served request's reply, its header and a read's data, all of it written within
+/// `within` (a client that reads it too slowly is an error: the caller cuts it).
+fn reply(
+    output: &Mutex<BufWriter<Timed>>,
+    within: Duration,
+    request: &Request,
+    served: Result<bool, EngineError>,
+    buf: &[u8],
+) -> io::Result<()> {
+    let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
+    output.get_mut().until(Some(Instant::now() + within));
+    match served {
+        Ok(true) => {
+            output.write_all(&nbd::simple_reply(0, request.cookie))?;
+            output.write_all(&buf[..request.length as usize])?;
+        }
+        Ok(false) => output.write_all(&nbd::simple_reply(0, request.cookie))?,
+        Err(_) => output.write_all(&nbd::simple_reply(nbd::EIO, request.cookie))?,
+    }
+    output.flush()
+}
+
+/// Waits for the first byte of the next request, up to `idle` (for ever without); false if the
+/// client left (or cut) first.
+fn next_request(input: &mut BufReader<Timed>, idle: Option<Duration>) -> io::Result<bool> {
+    input.get_mut().until(idle.map(|idle| Instant::now() + idle));
+    match input.fill_buf() {
+        Ok(bytes) => Ok(!bytes.is_empty()),
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            Err(io::Error::new(e.kind(), "no request within --idle-timeout"))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads requests until the client disconnects (or sends DISC), answering the ones refused
+/// before serving and handing the others to the workers. Each request must arrive whole within
+/// `limits.request` of its first byte.
+fn read_requests(
+    input: &mut BufReader<Timed>,
+    (output, limits): (&Mutex<BufWriter<Timed>>, Limits),
+    export: nbd::Offer,
+    requests: &std::sync::mpsc::SyncSender<(Request, Vec<u8>)>,
+    budget: &Budget,
+) -> io::Result<()> {
+    let mut header = [0u8; Request::BYTES];
+    let late = |e: io::Error| match e.kind() {
+        io::ErrorKind::TimedOut => io::Error::new(e.kind(), "a request not whole by its deadline"),
+        _ => e,
+    };
+    loop {
+        if !next_request(input, limits.idle)? {
+            return Ok(());
+        }
+        input.get_mut().until(Some(Instant::now() + limits.request));
+        match input.read_exact(&mut header) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(late(e)),
+        }
+        let request = Request::parse(&header)
+            .map_err(|bad| io::Error::new(io::ErrorKind::InvalidData, format!("{bad:?}")))?;
+        if request.has_payload() && request.length > 4 * nbd::PAYLOAD_MAX {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a write of {} bytes, past any payload served", request.length),
+            ));
+        }
+        // What the request's buffer holds (a write's payload, a read's data), charged until
+        // its reply is sent.
+        let charge = request.charge();
+        budget.take(charge);
+        let mut buf = Vec::new();
+        if request.has_payload() {
+            // Grown as the bytes arrive: a client that announces a large write and sends
+            // nothing costs nothing.
+            let wanted = request.length as u64;
+            let got = input.by_ref().take(wanted).read_to_end(&mut buf);
+            if got.is_err() || buf.len() as u64 != wanted {
+                // A client that leaves in the middle of a write: nothing of it is written.
+                budget.give(charge);
+                let e = got.err().unwrap_or_else(|| io::ErrorKind::UnexpectedEof.into());
+                return Err(late(e));
+            }
+        }
+        let changes =
+            matches!(request.kind, nbd::CMD_WRITE | nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES);
+        let refused = (export.read_only && changes).then_some(nbd::EPERM);
+        if let Some(error) = refused.or_else(|| request.check(export.size)) {
+            budget.give(charge);
+            let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
+            output.get_mut().until(Some(Instant::now() + limits.request));
+            output.write_all(&nbd::simple_reply(error, request.cookie))?;
+            output.flush()?;
+            continue;
+        }
+        if request.kind == nbd::CMD_DISC {
+            budget.give(charge);
+            return Ok(());
+        }
+        if requests.send((request, buf)).is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// Serves one checked request; true if `buf` holds data to send back (a read).
+fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<bool, EngineError> {
+    let fua = request.flags & nbd::CMD_FLAG_FUA != 0;
+    let (offset, length) = (request.offset, request.length as usize);
+    match request.kind {
+        nbd::CMD_READ => {
+            buf.resize(length, 0);
+            let n = file.read_at(offset, buf)?;
+            // Inside the export, so only a backing file that shrank reads short.
+            buf[n..].fill(0);
+            Ok(true)
+        }
+        nbd::CMD_WRITE => {
+            file.write_at(offset, &buf[..length])?;
+            if fua {
+                file.sync()?;
+            }
+            Ok(false)
+        }
+        nbd::CMD_FLUSH => file.sync().map(|()| false),
+        nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES => {
+            // A trimmed range may read as anything, and zeros are one such thing: both drop
+            // the range's cached blocks and punch the backing file, unless the client asked
+            // for zeros written (NO_HOLE).
+            if request.flags & nbd::CMD_FLAG_NO_HOLE != 0 {
+                file.write_zeros(offset, length as u64)?;
+            } else {
+                file.discard(offset, length as u64)?;
+            }
+            if fua {
+                file.sync()?;
+            }
+            Ok(false)
+        }
+        _ => unreachable!("checked requests are of known commands"),
+    }
+}
