@@ -16,6 +16,7 @@ pub mod profile;
 pub mod progress;
 pub mod serve;
 pub mod sim;
+pub mod slots;
 pub mod sweep;
 pub mod timed;
 pub mod tls;

@@ -107,12 +107,16 @@ impl Metrics {
     }
 }
 
-/// Serves `/metrics` on `listener` until the process ends: one short-lived connection at a
-/// time, as Prometheus scrapes.
+/// Serves `/metrics` on `listener` until the process ends, as Prometheus scrapes: each
+/// connection its own thread, so one slow client does not hold the others. Connections still
+/// sending their request line have a few slots (`crate::slots`); when they are all taken, the
+/// one that has been at it longest is closed, so clients that drip a request line a byte at a
+/// time cannot keep a scrape out. A request line must arrive whole within its deadline, and
+/// the reply be read within another.
 pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, file: Arc<CachedFile>) {
-    let scraping = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reading = crate::slots::Slots::new(SCRAPES_AT_ONCE);
     for stream in listener.incoming() {
-        let mut stream = match stream {
+        let stream = match stream.and_then(|s| Ok((s.try_clone()?, s))) {
             Ok(stream) => stream,
             Err(_) => {
                 // Out of descriptors: back off rather than spin.
@@ -120,34 +124,32 @@ pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, file: Arc<CachedFile>
                 continue;
             }
         };
-        // Several scrapes at once, each its own thread, up to a few: one slow client does
-        // not block the others, and many cannot exhaust the server.
-        if scraping.fetch_add(1, Ordering::AcqRel) >= SCRAPES_AT_ONCE {
-            scraping.fetch_sub(1, Ordering::AcqRel);
-            let _ =
-                stream.write_all(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
-            continue;
-        }
-        let (metrics, file, scraping) = (metrics.clone(), file.clone(), scraping.clone());
-        let spawned = std::thread::Builder::new().spawn(move || {
-            scrape(stream, &metrics, &file);
-            scraping.fetch_sub(1, Ordering::AcqRel);
-        });
+        let (handle, stream) = stream;
+        let (ticket, _) = crate::slots::Slots::enter(&reading, handle);
+        let (metrics, file) = (metrics.clone(), file.clone());
+        let spawned =
+            std::thread::Builder::new().spawn(move || scrape(stream, ticket, &metrics, &file));
         if spawned.is_err() {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
 }
 
-/// Scrapes served at once; more are answered 503.
+/// Connections reading their request line at once; a new one closes the oldest.
 const SCRAPES_AT_ONCE: usize = 8;
-/// The longest request line read, and the time a client has to send it and read the reply.
+/// The longest request line read, and the time a client has to send it, and to read the reply.
 const REQUEST_LINE_MAX: usize = 8 << 10;
 const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Answers one HTTP request: the request line must arrive whole within the timeout and the
-/// size limit (the rest of the request is not read).
-fn scrape(mut stream: std::net::TcpStream, metrics: &Metrics, file: &CachedFile) {
+/// Answers one HTTP request: the request line must arrive whole within its deadline and the
+/// size limit (the rest of the request is not read), and the reply be read within another.
+/// The connection leaves the slots for request lines (`ticket`) once it has its line.
+fn scrape(
+    mut stream: std::net::TcpStream,
+    ticket: crate::slots::Ticket<std::net::TcpStream>,
+    metrics: &Metrics,
+    file: &CachedFile,
+) {
     let deadline = std::time::Instant::now() + SCRAPE_TIMEOUT;
     let mut line = Vec::with_capacity(256);
     let mut chunk = [0u8; 512];
@@ -162,6 +164,7 @@ fn scrape(mut stream: std::net::TcpStream, metrics: &Metrics, file: &CachedFile)
             Ok(n) => line.extend_from_slice(&chunk[..n]),
         }
     }
+    drop(ticket);
     let line = String::from_utf8_lossy(&line);
     let response = match line.split_whitespace().nth(1) {
         Some("/metrics") => {
@@ -174,6 +177,17 @@ fn scrape(mut stream: std::net::TcpStream, metrics: &Metrics, file: &CachedFile)
         }
         _ => "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
     };
-    let _ = stream.set_write_timeout(Some(SCRAPE_TIMEOUT));
-    let _ = stream.write_all(response.as_bytes());
+    // Written within its deadline, however slowly the client reads.
+    let deadline = std::time::Instant::now() + SCRAPE_TIMEOUT;
+    let mut unsent = response.as_bytes();
+    while !unsent.is_empty() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || stream.set_write_timeout(Some(left)).is_err() {
+            return;
+        }
+        match stream.write(unsent) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => unsent = &unsent[n..],
+        }
+    }
 }

@@ -123,8 +123,14 @@ impl Request {
     }
 
     /// The error a request over an export of `size` bytes gets before it is served, if any:
-    /// a range past the end, a payload over the maximum, an unknown command.
+    /// a range past the end, a payload over the maximum, an unknown command, a flag the
+    /// command does not take (only FUA, and NO_HOLE on WRITE_ZEROES, are negotiated).
     pub fn check(&self, size: u64) -> Option<u32> {
+        let allowed =
+            CMD_FLAG_FUA | if self.kind == CMD_WRITE_ZEROES { CMD_FLAG_NO_HOLE } else { 0 };
+        if self.flags & !allowed != 0 {
+            return Some(EINVAL);
+        }
         match self.kind {
             CMD_READ | CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES => {
                 if matches!(self.kind, CMD_READ | CMD_WRITE) && self.length > PAYLOAD_MAX {
@@ -396,6 +402,13 @@ mod tests {
         assert_eq!((r.kind, r.cookie, r.offset, r.length), (CMD_READ, 7, 4096, 512));
         assert_eq!(r.check(8192), None);
         assert_eq!(r.check(4096), Some(EINVAL), "past the end");
+        let mut flagged = Request::parse(&header(CMD_READ, 0, 512)).unwrap();
+        flagged.flags = 1 << 5;
+        assert_eq!(flagged.check(4096), Some(EINVAL), "an undefined flag");
+        flagged.flags = CMD_FLAG_NO_HOLE;
+        assert_eq!(flagged.check(4096), Some(EINVAL), "NO_HOLE on a read");
+        flagged.flags = CMD_FLAG_FUA;
+        assert_eq!(flagged.check(4096), None, "FUA is taken on any command");
         let huge = Request::parse(&header(CMD_WRITE, 0, PAYLOAD_MAX + 1)).unwrap();
         assert_eq!(huge.check(u64::MAX), Some(EOVERFLOW));
         let wrap = Request::parse(&header(CMD_TRIM, u64::MAX - 1, 4)).unwrap();

@@ -281,6 +281,13 @@ fn listen(spec: &str, args: &ServeArgs) -> anyhow::Result<Listener> {
                 .with_context(|| format!("--socket-mode {text}: permissions in octal, as 660"))?,
             None => 0o600,
         };
+        if mode & 0o600 != 0o600 {
+            bail!(
+                "--socket-mode {:o}: the socket's owner must be able to read and write it (a \
+                 client connects with both), as 600 or 660",
+                mode
+            );
+        }
         // Created with no permission for others at all (the umask), then given its mode: no
         // moment where another user could connect.
         // SAFETY: umask only sets this process's file-creation mask; it is restored at once.
@@ -357,6 +364,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         (None, None, None) => None,
     };
+    check_backing(&backing)?;
     // One server per backing file: two writing back to it would overwrite each other.
     let _held = lock_backing(&backing)?;
     if args.read_only && args.direct {
@@ -417,7 +425,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(address) = &args.metrics {
         let http = std::net::TcpListener::bind(address)
             .with_context(|| format!("--metrics {address}: cannot listen"))?;
-        eprintln!("tiercache serve: metrics on http://{}/metrics", http.local_addr()?);
+        let at = http.local_addr()?;
+        eprintln!("tiercache serve: metrics on http://{at}/metrics");
+        if !at.ip().is_loopback() {
+            eprintln!(
+                "warning: --metrics {address}: reachable from other machines, without TLS or \
+                 authentication: anyone who reaches it reads the cache's counters (listen on \
+                 127.0.0.1 and scrape through a proxy you trust)"
+            );
+        }
         let (metrics, file) = (metrics.clone(), file.clone());
         std::thread::spawn(move || crate::metrics::serve(http, metrics, file));
     }
@@ -452,6 +468,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let max_served = args.max_connections.unwrap_or(64);
     let mut failures = Failures::new("accept failed");
     let mut evictions = Failures::new("a connection still in its handshake closed for a new one");
+    let ended = Arc::new(std::sync::Mutex::new(Failures::new("a connection ended")));
     while !STOP.load(Ordering::SeqCst) {
         let stream = match listener.accept() {
             Ok(stream) => stream,
@@ -480,17 +497,18 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 continue;
             }
         };
-        let (ticket, closed) = Handshaking::enter(&handshaking, held);
+        let (ticket, closed) = crate::slots::Slots::enter(&handshaking, held);
         if closed {
             evictions.note(&format!("{} in their handshake (--max-handshakes)", handshaking.len()));
         }
         let (file, metrics) = (file.clone(), metrics.clone());
         let offer = nbd::Offer { size, block, read_only: args.read_only };
         let how = How { workers, limits, tls: tls.clone(), served: served.clone(), max_served };
+        let ended = ended.clone();
         let spawned = std::thread::Builder::new().spawn(move || {
             let at = (accepted, Some(ticket));
             if let Err(e) = connection(stream, at, &file, &metrics, offer, how) {
-                eprintln!("tiercache serve: a connection ended: {e}");
+                ended.lock().unwrap_or_else(|p| p.into_inner()).note(&e);
             }
         });
         match spawned {
@@ -536,6 +554,30 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     file.flush_backing()?;
     eprintln!("tiercache serve: wrote back {dirty} dirty blocks and synced the backing file");
     Ok(())
+}
+
+/// Refuses a backing file that is not one, before anything opens it: a FIFO (opening it would
+/// wait for a writer), a character device (`/dev/null` would export nothing), a directory, or
+/// an empty file (a disk of no bytes).
+fn check_backing(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("--backing {}: cannot open it", path.display()))?;
+    let kind = meta.file_type();
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_file() && meta.len() == 0 {
+        "an empty file (a disk of no bytes; give it its size first, as `truncate -s 1G`)"
+    } else {
+        return Ok(());
+    };
+    bail!("--backing {}: {what}, not a file or block device to export", path.display())
 }
 
 /// Opens `path` and locks it (`flock`, exclusive) for as long as the file lives: a second

@@ -308,7 +308,8 @@ fn bad_requests_get_errors_and_bad_handshakes_close_only_their_connection() {
 }
 
 /// `--metrics`: Prometheus text at /metrics, with the cache's counters and, per NBD command,
-/// requests, bytes and a latency histogram.
+/// requests, bytes and a latency histogram; scrapes are answered among slow and endless
+/// clients, and among 100 that drip their request lines.
 #[test]
 fn metrics_count_the_requests_served() {
     let (_, backing, tier, socket) = fresh("metrics", 0);
@@ -370,6 +371,35 @@ fn metrics_count_the_requests_served() {
     endless.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
     assert!(endless.read_to_end(&mut rest).is_ok_and(|n| n == 0) || rest.is_empty());
     drop(drip);
+    // 100 connections dripping a request line a byte every 0.2 s (issue 49's slowloris, which
+    // took all eight slots for request lines): every real scrape among them is answered
+    // within a second.
+    let slow: Vec<_> = (0..100)
+        .map(|_| {
+            let address = address.clone();
+            std::thread::spawn(move || {
+                let Ok(mut client) = std::net::TcpStream::connect(&address) else { return };
+                for byte in b"GET /metrics HTTP/1.0" {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    if client.write_all(std::slice::from_ref(byte)).is_err() {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for _ in 0..10 {
+        let started = std::time::Instant::now();
+        let mut scrape = std::net::TcpStream::connect(&address).unwrap();
+        scrape.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut response = String::new();
+        scrape.read_to_string(&mut response).unwrap();
+        assert!(response.starts_with("HTTP/1.0 200"), "a scrape among drippers: {response}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    slow.into_iter().for_each(|t| t.join().unwrap());
     assert!(server.stop().success());
 }
 
@@ -817,6 +847,82 @@ fn deadlines_that_a_trickle_cannot_stretch() {
 
     // The server serves on.
     assert!(served_within(&socket) < Duration::from_secs(2));
+    assert!(server.stop().success());
+}
+
+/// The small holes of issue 49: a write over the advertised maximum is read past, never held
+/// (EOVERFLOW, the connection going on); a flag a command does not take is EINVAL; and the
+/// server refuses, with a message, a FIFO, a character device or an empty file as its backing,
+/// and a socket its owner could not use; /metrics beyond loopback is warned about.
+#[test]
+fn oversized_writes_odd_flags_and_odd_backings_are_refused() {
+    let (dir, backing, tier, socket) = fresh("holes", 0);
+    let server = serve(&backing, &socket, &tier, "wt");
+    // A 64 MiB write (twice the 32 MiB maximum) past the end: its bytes are read past.
+    let before = rss(server.child.id());
+    let (mut client, _, _) = export(&socket);
+    let mut huge = request(1, 9, SIZE as u64, 64 << 20);
+    let zeros = vec![0u8; 1 << 20];
+    client.write_all(&huge).unwrap();
+    for _ in 0..64 {
+        client.write_all(&zeros).unwrap();
+    }
+    let mut reply = [0u8; 16];
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(u32::from_be_bytes(reply[4..8].try_into().unwrap()), 75, "EOVERFLOW");
+    let grown = rss(server.child.id()).saturating_sub(before);
+    assert!(grown < 16 << 20, "a refused write was held: {grown} bytes");
+    // A read with a flag no command has, and one with NO_HOLE: EINVAL; then a good read.
+    for flags in [1u16 << 6, 1 << 1] {
+        huge = request(0, 10, 0, 4096);
+        huge[4..6].copy_from_slice(&flags.to_be_bytes());
+        client.write_all(&huge).unwrap();
+        client.read_exact(&mut reply).unwrap();
+        assert_eq!(u32::from_be_bytes(reply[4..8].try_into().unwrap()), 22, "flags {flags:#x}");
+    }
+    client.write_all(&request(0, 11, 0, 512)).unwrap();
+    let mut good = [0u8; 16 + 512];
+    client.read_exact(&mut good).unwrap();
+    assert_eq!(u32::from_be_bytes(good[4..8].try_into().unwrap()), 0, "the connection goes on");
+    drop(client);
+    assert!(server.stop().success());
+
+    let refused = |backing: &Path, more: &[&str]| -> String {
+        let listen = format!("unix:{}", dir.join("other.sock").display());
+        let mut args = vec!["serve", "--backing", backing.to_str().unwrap(), "--listen", &listen];
+        args.extend(more);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+            .args(&args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Bounded: a server that hangs (a FIFO opened for reading) fails the test.
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "{args:?} hangs");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let mut error = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut error).unwrap();
+        assert!(!child.wait().unwrap().success(), "{args:?} was served: {error}");
+        error
+    };
+    let fifo = dir.join("fifo");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    assert!(refused(&fifo, &[]).contains("a FIFO"));
+    assert!(refused(Path::new("/dev/null"), &[]).contains("a character device"));
+    let empty = dir.join("empty.img");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(refused(&empty, &[]).contains("an empty file"));
+    let error = refused(&backing, &["--socket-mode", "0"]);
+    assert!(error.contains("--socket-mode 0") && error.contains("owner"), "{error}");
+
+    // /metrics on every address: served, with a warning.
+    let more = ["--metrics", "0.0.0.0:0"];
+    let server = serve_with(&backing, &socket, &tier, "wt", &more);
+    assert!(server.log.contains("warning: --metrics 0.0.0.0:0"), "{}", server.log);
     assert!(server.stop().success());
 }
 

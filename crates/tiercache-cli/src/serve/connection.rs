@@ -11,8 +11,8 @@
 //! `--idle-timeout`, if given).
 //!
 //! **Slots.** Connections still in their handshake have a pool of their own
-//! ([`Handshaking`]), apart from the served ones (`--max-connections`): when it is full, the
-//! connection that has been in it longest is closed to let a new one in. So clients that never
+//! ([`Handshaking`], `crate::slots`), apart from the served ones (`--max-connections`): when
+//! it is full, the connection that has been in it longest is closed to let a new one in. So clients that never
 //! finish their handshake can neither hold a slot past their deadline nor keep one that does
 //! from being served.
 
@@ -194,53 +194,19 @@ impl Write for Timed {
     }
 }
 
-/// The connections still in their handshake, oldest first, each with a clone of its stream
-/// to close it by: at most `max` of them, apart from the served connections. A new one that
-/// finds the pool full closes the oldest, so a legitimate client, whose handshake takes
-/// milliseconds, is never kept out by clients that take their time.
-pub(super) struct Handshaking {
-    max: usize,
-    open: Mutex<(u64, Vec<(u64, Stream)>)>,
-}
-
-/// A connection's place in the handshake pool, left when it drops.
-pub(super) struct Ticket {
-    pool: Arc<Handshaking>,
-    id: u64,
-}
-
-impl Handshaking {
-    pub(super) fn new(max: usize) -> Arc<Handshaking> {
-        Arc::new(Handshaking { max: max.max(1), open: Mutex::new((0, Vec::new())) })
-    }
-
-    /// Takes a place for the connection `stream` is a clone of; the oldest connection in the
-    /// pool is closed first if it is full. True in the second place if one was.
-    pub(super) fn enter(pool: &Arc<Handshaking>, stream: Stream) -> (Ticket, bool) {
-        let mut open = pool.open.lock().unwrap_or_else(|p| p.into_inner());
-        let closed = open.1.len() >= pool.max;
-        if closed {
-            let (_, oldest) = open.1.remove(0);
-            oldest.cut();
-        }
-        open.0 += 1;
-        let id = open.0;
-        open.1.push((id, stream));
-        (Ticket { pool: pool.clone(), id }, closed)
-    }
-
-    /// Connections in the pool now.
-    pub(super) fn len(&self) -> usize {
-        self.open.lock().unwrap_or_else(|p| p.into_inner()).1.len()
+impl crate::slots::Close for Stream {
+    fn close(&self) {
+        self.cut();
     }
 }
 
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        let mut open = self.pool.open.lock().unwrap_or_else(|p| p.into_inner());
-        open.1.retain(|(id, _)| *id != self.id);
-    }
-}
+/// The connections still in their handshake, with a clone of each one's stream to close it by
+/// (`crate::slots`): apart from the served connections, the oldest closed when a new one finds
+/// the pool full.
+pub(super) type Handshaking = crate::slots::Slots<Stream>;
+
+/// A connection's slot among those in their handshake.
+pub(super) type Ticket = crate::slots::Ticket<Stream>;
 
 /// How a connection is served: by how many workers, within which deadlines, with TLS required
 /// if the server has it, and admitted to the served connections if one of `max_served` is free.
@@ -483,6 +449,25 @@ fn read_requests(
                 format!("a write of {} bytes, past any payload served", request.length),
             ));
         }
+        let changes =
+            matches!(request.kind, nbd::CMD_WRITE | nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES);
+        let refused = (export.read_only && changes).then_some(nbd::EPERM);
+        if let Some(error) = refused.or_else(|| request.check(export.size)) {
+            // A refused write's payload is read past, never held: a client cannot make the
+            // server buffer what it will not write.
+            if request.has_payload() {
+                let wanted = request.length as u64;
+                let skipped = io::copy(&mut input.by_ref().take(wanted), &mut io::sink());
+                if skipped.map_err(late)? != wanted {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+            let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
+            output.get_mut().until(Some(Instant::now() + limits.request));
+            output.write_all(&nbd::simple_reply(error, request.cookie))?;
+            output.flush()?;
+            continue;
+        }
         // What the request's buffer holds (a write's payload, a read's data), charged until
         // its reply is sent.
         let charge = request.charge();
@@ -499,17 +484,6 @@ fn read_requests(
                 let e = got.err().unwrap_or_else(|| io::ErrorKind::UnexpectedEof.into());
                 return Err(late(e));
             }
-        }
-        let changes =
-            matches!(request.kind, nbd::CMD_WRITE | nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES);
-        let refused = (export.read_only && changes).then_some(nbd::EPERM);
-        if let Some(error) = refused.or_else(|| request.check(export.size)) {
-            budget.give(charge);
-            let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
-            output.get_mut().until(Some(Instant::now() + limits.request));
-            output.write_all(&nbd::simple_reply(error, request.cookie))?;
-            output.flush()?;
-            continue;
         }
         if request.kind == nbd::CMD_DISC {
             budget.give(charge);
