@@ -39,7 +39,7 @@ use crate::nbd;
 
 mod connection;
 
-use connection::{connection, Handshaking, How, Limits, Stream};
+use connection::{connection, Handshaking, How, Limits, Memory, Stream};
 
 /// `tiercache serve`'s options. Each may also come from `--config FILE.toml`: its `[serve]`
 /// table holds these options by name (underscores for dashes; paths relative to the file), and
@@ -106,6 +106,12 @@ pub struct ServeArgs {
     /// before its connection is closed, however its bytes trickle in [default: 10].
     #[arg(long)]
     pub handshake_timeout: Option<f64>,
+    /// The most bytes the server holds for requests and replies in flight, over all
+    /// connections (writes read, reads not yet sent); a request that would pass it waits for
+    /// others' replies to go out. Each connection holds at most 256 MiB of it
+    /// [default: 1GiB].
+    #[arg(long)]
+    pub memory_limit: Option<String>,
     /// Connections in their handshake at once, apart from the served ones: when all are taken,
     /// the one that has been at it longest is closed to let a new one in [default: 64].
     #[arg(long)]
@@ -153,6 +159,7 @@ impl ServeArgs {
             socket_mode: self.socket_mode.or(file.socket_mode),
             handshake_timeout: self.handshake_timeout.or(file.handshake_timeout),
             max_handshakes: self.max_handshakes.or(file.max_handshakes),
+            memory_limit: self.memory_limit.or(file.memory_limit),
             request_timeout: self.request_timeout.or(file.request_timeout),
             idle_timeout: self.idle_timeout.or(file.idle_timeout),
             shutdown_timeout: self.shutdown_timeout.or(file.shutdown_timeout),
@@ -405,7 +412,6 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     let file = Arc::new(file);
     let size = file.len()?;
-    let listener = listen(&listen_at, &args)?;
     let seconds = |option: &str, value: Option<f64>| -> anyhow::Result<Option<Duration>> {
         value
             .map(|s| Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()))
@@ -421,6 +427,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     let shutdown =
         seconds("shutdown-timeout", args.shutdown_timeout.or(Some(10.0)))?.expect("a default");
+    let ceiling = args.memory_limit.as_deref().unwrap_or("1GiB");
+    let ceiling = tiercache_core::parse_size(ceiling)
+        .ok()
+        .filter(|&bytes| bytes > 0)
+        .with_context(|| format!("--memory-limit {ceiling}: a size above 0, as 512MiB"))?;
+    // Listening last: a bad option above leaves no socket behind.
+    let listener = listen(&listen_at, &args)?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
     if let Some(address) = &args.metrics {
         let http = std::net::TcpListener::bind(address)
@@ -462,6 +475,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     );
     let served = Arc::new(AtomicUsize::new(0));
     let handshaking = Handshaking::new(args.max_handshakes.unwrap_or(64));
+    let memory = Memory::new(ceiling);
     let mut connections: Vec<(std::thread::JoinHandle<()>, Stream)> = Vec::new();
     let block = file.cache().block_size() as u32;
     let workers = args.threads_per_connection.unwrap_or(4);
@@ -503,7 +517,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         let (file, metrics) = (file.clone(), metrics.clone());
         let offer = nbd::Offer { size, block, read_only: args.read_only };
-        let how = How { workers, limits, tls: tls.clone(), served: served.clone(), max_served };
+        let how = How {
+            workers,
+            limits,
+            tls: tls.clone(),
+            served: served.clone(),
+            max_served,
+            memory: memory.clone(),
+        };
         let ended = ended.clone();
         let spawned = std::thread::Builder::new().spawn(move || {
             let at = (accepted, Some(ticket));
@@ -669,7 +690,8 @@ pub fn fuzz(data: &[u8]) {
     let second = Duration::from_secs(1);
     let limits = Limits { handshake: second, request: second, idle: Some(second) };
     let served = Arc::new(AtomicUsize::new(0));
-    let how = How { workers: 2, limits, tls: None, served, max_served: 1 };
+    let memory = Memory::new(64 << 20);
+    let how = How { workers: 2, limits, tls: None, served, max_served: 1, memory };
     let offer = nbd::Offer { size: SIZE, block: 4096, read_only: false };
     let at = (Instant::now(), None);
     let _ = connection(Stream::Unix(server), at, file, metrics, offer, how);

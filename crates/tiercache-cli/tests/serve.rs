@@ -850,6 +850,63 @@ fn deadlines_that_a_trickle_cannot_stretch() {
     assert!(server.stop().success());
 }
 
+/// One memory ceiling for the whole server (issue 49's third failure: four clients pipelining
+/// large reads and reading their replies a little at a time held 554 MiB, each connection's
+/// 256 MiB budget being the only bound). With `--memory-limit 64MiB`, four such clients hold
+/// the server's growth under the ceiling, a real client's small read is served meanwhile, and
+/// the slow readers are cut at their replies' deadline.
+#[test]
+fn one_memory_ceiling_over_every_connection() {
+    use std::time::{Duration, Instant};
+    let (_, backing, tier, socket) = fresh("ceiling", 7);
+    let more = ["--memory-limit", "64MiB", "--request-timeout", "4"];
+    let server = serve_with(&backing, &socket, &tier, "wt", &more);
+    let before = rss(server.child.id());
+    let hogs: Vec<_> = (0..4)
+        .map(|_| {
+            let (mut client, _, _) = export(&socket);
+            client.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+            for cookie in 0..64 {
+                // Each read of 4 MiB; past what the server reads of them, the writes block.
+                if client.write_all(&request(0, cookie, 0, 4 << 20)).is_err() {
+                    break;
+                }
+            }
+            client
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let grown = rss(server.child.id()).saturating_sub(before);
+    assert!(grown < 96 << 20, "four slow readers grew the server by {grown} bytes");
+    let started = Instant::now();
+    let (mut client, _, _) = export(&socket);
+    client.write_all(&request(0, 1, 0, 4096)).unwrap();
+    let mut reply = vec![0u8; 16 + 4096];
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(u32::from_be_bytes(reply[4..8].try_into().unwrap()), 0);
+    assert!(reply[16..].iter().all(|&b| b == 7), "the backing file's bytes");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "a real read waited {:?}",
+        started.elapsed()
+    );
+    // The hogs, reading a little now and then, are cut at a reply's deadline.
+    for mut hog in hogs {
+        hog.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        let mut chunk = vec![0u8; 64 << 10];
+        let at = Instant::now();
+        loop {
+            match hog.read(&mut chunk) {
+                Ok(0) => break,
+                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => break,
+                _ if at.elapsed() > Duration::from_secs(20) => panic!("a slow reader stayed"),
+                _ => std::thread::sleep(Duration::from_millis(300)),
+            }
+        }
+    }
+    assert!(server.stop().success());
+}
+
 /// The small holes of issue 49: a write over the advertised maximum is read past, never held
 /// (EOVERFLOW, the connection going on); a flag a command does not take is EINVAL; and the
 /// server refuses, with a message, a FIFO, a character device or an empty file as its backing,

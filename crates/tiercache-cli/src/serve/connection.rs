@@ -184,8 +184,14 @@ impl Read for Timed {
     }
 }
 
+/// The most bytes one write call carries. A unix socket's send timeout counts each wait for
+/// room anew, so one large write to a client that drains a little now and then would never
+/// time out; in calls of this size, the deadline is looked at between them.
+const WRITE_CHUNK: usize = 64 << 10;
+
 impl Write for Timed {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let buf = &buf[..buf.len().min(WRITE_CHUNK)];
         self.within(Stream::write_timeout, |stream| stream.write(buf))
     }
 
@@ -209,13 +215,16 @@ pub(super) type Handshaking = crate::slots::Slots<Stream>;
 pub(super) type Ticket = crate::slots::Ticket<Stream>;
 
 /// How a connection is served: by how many workers, within which deadlines, with TLS required
-/// if the server has it, and admitted to the served connections if one of `max_served` is free.
+/// if the server has it, admitted to the served connections if one of `max_served` is free,
+/// and its buffers counted in the server's `memory`.
 pub(super) struct How {
     pub workers: usize,
     pub limits: Limits,
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub served: Arc<AtomicUsize>,
     pub max_served: usize,
+    /// The server's request buffers, under one ceiling.
+    pub memory: Arc<Memory>,
 }
 
 /// How long a connection may take: its handshake (from being accepted), a request (from its
@@ -233,23 +242,91 @@ pub(super) struct Limits {
 const IN_FLIGHT: usize = 64;
 const IN_FLIGHT_BYTES: u64 = 256 << 20;
 
-/// Bytes of request buffers a connection holds; reading waits while they are over the limit.
-struct Budget {
-    used: Mutex<u64>,
+/// The bytes of request buffers the whole server holds (writes' payloads read, reads' data not
+/// yet sent), under one ceiling (`--memory-limit`): a connection whose next request would pass
+/// it waits, not reading more of its client, until replies go out (or are cut at their
+/// deadline) and free some. Counted with an atomic; only waiting takes the lock.
+pub(super) struct Memory {
+    used: std::sync::atomic::AtomicU64,
+    ceiling: u64,
+    waiting: Mutex<()>,
     freed: Condvar,
 }
 
-impl Budget {
+impl Memory {
+    pub(super) fn new(ceiling: u64) -> Arc<Memory> {
+        Arc::new(Memory {
+            used: Default::default(),
+            ceiling,
+            waiting: Mutex::new(()),
+            freed: Condvar::new(),
+        })
+    }
+
+    /// Takes `bytes` once they fit under the ceiling (a request larger than the whole ceiling
+    /// goes alone, once nothing else is held). A small request (up to [`RESERVE`]) of a
+    /// connection that holds nothing goes at once, over the ceiling if need be: a few clients
+    /// that fill the ceiling and read their replies slowly cannot stall everyone else's
+    /// requests until their deadlines; the ceiling is passed by at most `RESERVE` a connection.
+    fn take(&self, bytes: u64, alone: bool) {
+        if alone && bytes <= RESERVE {
+            self.used.fetch_add(bytes, Ordering::AcqRel);
+            return;
+        }
+        let mut used = self.used.load(Ordering::Acquire);
+        loop {
+            if used > 0 && used + bytes > self.ceiling {
+                let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+                // Timed: a wake-up between the load and the wait is never lost for long.
+                let wait = self.freed.wait_timeout(waiting, Duration::from_millis(10));
+                drop(wait.unwrap_or_else(|p| p.into_inner()));
+                used = self.used.load(Ordering::Acquire);
+                continue;
+            }
+            match self.used.compare_exchange_weak(
+                used,
+                used + bytes,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn give(&self, bytes: u64) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+        self.freed.notify_all();
+    }
+}
+
+/// The largest request a connection holding nothing may always make (see `Memory::take`).
+const RESERVE: u64 = 64 << 10;
+
+/// Bytes of request buffers one connection holds, under its own limit and the server's
+/// ceiling; reading its client waits while either is reached.
+struct Budget<'a> {
+    used: Mutex<u64>,
+    freed: Condvar,
+    server: &'a Memory,
+}
+
+impl Budget<'_> {
     fn take(&self, bytes: u64) {
         let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
         // A request larger than the whole budget still goes, alone.
         while *used > 0 && *used + bytes > IN_FLIGHT_BYTES {
             used = self.freed.wait(used).unwrap_or_else(|p| p.into_inner());
         }
+        let alone = *used == 0;
         *used += bytes;
+        drop(used);
+        self.server.take(bytes, alone);
     }
 
     fn give(&self, bytes: u64) {
+        self.server.give(bytes);
         *self.used.lock().unwrap_or_else(|p| p.into_inner()) -= bytes;
         self.freed.notify_all();
     }
@@ -308,7 +385,7 @@ pub(super) fn connection(
     metrics.connections.fetch_add(1, Ordering::Relaxed);
     let _served = Served { served: &how.served, metrics };
     let output = Mutex::new(output);
-    let budget = Budget { used: Mutex::new(0), freed: Condvar::new() };
+    let budget = Budget { used: Mutex::new(0), freed: Condvar::new(), server: &how.memory };
     let (requests, queue) = std::sync::mpsc::sync_channel::<(Request, Vec<u8>)>(IN_FLIGHT);
     let queue = Mutex::new(queue);
     let limits = how.limits;
@@ -424,7 +501,7 @@ fn read_requests(
     (output, limits): (&Mutex<BufWriter<Timed>>, Limits),
     export: nbd::Offer,
     requests: &std::sync::mpsc::SyncSender<(Request, Vec<u8>)>,
-    budget: &Budget,
+    budget: &Budget<'_>,
 ) -> io::Result<()> {
     let mut header = [0u8; Request::BYTES];
     let late = |e: io::Error| match e.kind() {
