@@ -13,13 +13,13 @@ under attack"):
 Every attacker reconnects as soon as it is cut. Every 2 s for --seconds, a legitimate client
 connects, finishes the handshake and reads 4 KiB (and scrapes /metrics); the table gives how
 long each took (the median and the worst), how many failed, the server's RSS growth against
-its --memory-limit, and how many connections the attackers got cut.
+its --memory-limit, and how many connections the attackers got cut. The server's log is left in
+/tmp/tiercache-probe-attacks/server.log.
 
     scripts/probe_attacks.py [--binary target/release/tiercache] [--seconds 40]
                              [--memory-limit 256MiB] [--json FILE]
 
-An older build that lacks an option the probe gives (`--memory-limit`, `--max-handshakes`)
-runs without it.
+An older build that lacks an option the probe gives (`--memory-limit`) runs without it.
 """
 
 import argparse
@@ -140,19 +140,28 @@ class Attack:
 
 
 def legitimate(sock, metrics):
+    """A real client's handshake and 4 KiB read, then a real scrape: each one's seconds, or
+    the exception it ended with."""
     started = time.time()
-    s = export(sock)
-    s.sendall(request(0, 7, 0, 4096))
-    reply = recv_exact(s, 16 + 4096)
-    assert struct.unpack(">I", reply[4:8])[0] == 0
-    s.close()
-    served = time.time() - started
+    try:
+        s = export(sock)
+        s.sendall(request(0, 7, 0, 4096))
+        reply = recv_exact(s, 16 + 4096)
+        assert struct.unpack(">I", reply[4:8])[0] == 0
+        s.close()
+        served = time.time() - started
+    except (OSError, ConnectionError, AssertionError) as e:
+        served = "read: " + repr(e)
     started = time.time()
-    h = socket.create_connection(metrics, timeout=30)
-    h.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-    assert recv_exact(h, 15).startswith(b"HTTP/1.0 200")
-    h.close()
-    return served, time.time() - started
+    try:
+        h = socket.create_connection(metrics, timeout=30)
+        h.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        assert recv_exact(h, 15).startswith(b"HTTP/1.0 200")
+        h.close()
+        scraped = time.time() - started
+    except (OSError, ConnectionError, AssertionError) as e:
+        scraped = "scrape: " + repr(e)
+    return served, scraped
 
 
 def rss(pid):
@@ -178,7 +187,7 @@ def main():
     sock = f"{d}/sock"
     help_text = subprocess.run([args.binary, "serve", "--help"], capture_output=True, text=True).stdout
     extra = ["--max-connections", "512"]
-    for flag, value in [("--memory-limit", args.memory_limit), ("--max-handshakes", "64")]:
+    for flag, value in [("--memory-limit", args.memory_limit)]:
         if flag in help_text:
             extra += [flag, value]
     command = [args.binary, "serve", "--backing", f"{d}/backing", "--dram", "64MiB",
@@ -191,7 +200,12 @@ def main():
             metrics = (host, int(port))
         if "listening" in line:
             break
-    threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+    def keep_log():
+        with open(f"{d}/server.log", "w") as log:
+            for line in server.stderr:
+                log.write(line)
+
+    threading.Thread(target=keep_log, daemon=True).start()
     before = rss(server.pid)
     stop = threading.Event()
     attack = Attack(sock, metrics, stop)
@@ -200,17 +214,17 @@ def main():
                for k in kinds for _ in range(64)]
     for t in threads:
         t.start()
-    served, scraped, failed, peak = [], [], 0, 0
+    served, scraped, failed, peak, errors = [], [], 0, 0, []
     started = time.time()
     while time.time() - started < args.seconds:
         time.sleep(2)
         peak = max(peak, rss(server.pid) - before)
-        try:
-            s, m = legitimate(sock, metrics)
-            served.append(s)
-            scraped.append(m)
-        except (OSError, ConnectionError, AssertionError):
-            failed += 1
+        for took, times in zip(legitimate(sock, metrics), (served, scraped)):
+            if isinstance(took, str):
+                failed += 1
+                errors.append(took)
+            else:
+                times.append(took)
     stop.set()
     server.terminate()
     try:
@@ -220,13 +234,15 @@ def main():
     result = {
         "binary": args.binary,
         "options": extra,
-        "legitimate_reads": len(served) + failed,
+        "legitimate_reads": len(served),
+        "legitimate_scrapes": len(scraped),
         "failed": failed,
         "read_seconds_median": statistics.median(served) if served else None,
         "read_seconds_worst": max(served) if served else None,
         "scrape_seconds_worst": max(scraped) if scraped else None,
         "rss_growth_peak_mib": peak / 2**20,
         "attackers_cut": attack.cut,
+        "errors": errors,
     }
     print(json.dumps(result, indent=1))
     if args.json:

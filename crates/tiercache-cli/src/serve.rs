@@ -112,8 +112,9 @@ pub struct ServeArgs {
     /// [default: 1GiB].
     #[arg(long)]
     pub memory_limit: Option<String>,
-    /// Connections in their handshake at once, apart from the served ones: when all are taken,
-    /// the one that has been at it longest is closed to let a new one in [default: 64].
+    /// Connections in their handshake at once (a thread each), apart from the served ones:
+    /// when all are taken, the one that has been at it longest is closed to let a new one in
+    /// [default: 512].
     #[arg(long)]
     pub max_handshakes: Option<usize>,
     /// Seconds a request may take to arrive whole once its first byte has, and its reply to
@@ -474,7 +475,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         file.mode().short()
     );
     let served = Arc::new(AtomicUsize::new(0));
-    let handshaking = Handshaking::new(args.max_handshakes.unwrap_or(64));
+    let handshaking = Handshaking::new(args.max_handshakes.unwrap_or(512));
     let memory = Memory::new(ceiling);
     let mut connections: Vec<(std::thread::JoinHandle<()>, Stream)> = Vec::new();
     let block = file.cache().block_size() as u32;

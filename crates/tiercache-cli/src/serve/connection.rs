@@ -17,7 +17,7 @@
 //! from being served.
 
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -268,14 +268,20 @@ impl Memory {
     /// connection that holds nothing goes at once, over the ceiling if need be: a few clients
     /// that fill the ceiling and read their replies slowly cannot stall everyone else's
     /// requests until their deadlines; the ceiling is passed by at most `RESERVE` a connection.
-    fn take(&self, bytes: u64, alone: bool) {
+    ///
+    /// The wait ends, with false, at `until` or once the connection is `gone` (cut): a
+    /// connection cannot hold its slot waiting for memory the clients filling it keep.
+    fn take(&self, bytes: u64, alone: bool, until: Instant, gone: &AtomicBool) -> bool {
         if alone && bytes <= RESERVE {
             self.used.fetch_add(bytes, Ordering::AcqRel);
-            return;
+            return true;
         }
         let mut used = self.used.load(Ordering::Acquire);
         loop {
             if used > 0 && used + bytes > self.ceiling {
+                if gone.load(Ordering::Acquire) || Instant::now() >= until {
+                    return false;
+                }
                 let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
                 // Timed: a wake-up between the load and the wait is never lost for long.
                 let wait = self.freed.wait_timeout(waiting, Duration::from_millis(10));
@@ -289,7 +295,7 @@ impl Memory {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return,
+                Ok(_) => return true,
                 Err(now) => used = now,
             }
         }
@@ -310,19 +316,28 @@ struct Budget<'a> {
     used: Mutex<u64>,
     freed: Condvar,
     server: &'a Memory,
+    /// Set once the connection is cut (a reply failed): reading it stops waiting.
+    gone: AtomicBool,
 }
 
 impl Budget<'_> {
-    fn take(&self, bytes: u64) {
+    /// Takes `bytes` for a request once this connection's limit and the server's ceiling let
+    /// it, waiting for the server's at most until `until`; false if that did not come.
+    fn take(&self, bytes: u64, until: Instant) -> bool {
         let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        // A request larger than the whole budget still goes, alone.
+        // A request larger than the whole budget still goes, alone. This connection's own
+        // replies end by their deadlines, so the wait does too.
         while *used > 0 && *used + bytes > IN_FLIGHT_BYTES {
             used = self.freed.wait(used).unwrap_or_else(|p| p.into_inner());
         }
         let alone = *used == 0;
         *used += bytes;
         drop(used);
-        self.server.take(bytes, alone);
+        if self.server.take(bytes, alone, until, &self.gone) {
+            return true;
+        }
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) -= bytes;
+        false
     }
 
     fn give(&self, bytes: u64) {
@@ -385,7 +400,12 @@ pub(super) fn connection(
     metrics.connections.fetch_add(1, Ordering::Relaxed);
     let _served = Served { served: &how.served, metrics };
     let output = Mutex::new(output);
-    let budget = Budget { used: Mutex::new(0), freed: Condvar::new(), server: &how.memory };
+    let budget = Budget {
+        used: Mutex::new(0),
+        freed: Condvar::new(),
+        server: &how.memory,
+        gone: AtomicBool::new(false),
+    };
     let (requests, queue) = std::sync::mpsc::sync_channel::<(Request, Vec<u8>)>(IN_FLIGHT);
     let queue = Mutex::new(queue);
     let limits = how.limits;
@@ -407,6 +427,7 @@ pub(super) fn connection(
                 // A client gone before its reply, or not reading it by its deadline: the
                 // connection is cut, and the reading thread stops.
                 if reply(&output, limits.request, &request, served, &buf).is_err() {
+                    budget.gone.store(true, Ordering::Release);
                     stream.cut();
                 }
                 budget.give(request.charge());
@@ -548,7 +569,12 @@ fn read_requests(
         // What the request's buffer holds (a write's payload, a read's data), charged until
         // its reply is sent.
         let charge = request.charge();
-        budget.take(charge);
+        if !budget.take(charge, Instant::now() + limits.request) {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no room under --memory-limit for a request by its deadline",
+            ));
+        }
         let mut buf = Vec::new();
         if request.has_payload() {
             // Grown as the bytes arrive: a client that announces a large write and sends
