@@ -37,6 +37,7 @@ use tiercache_policy::StackSpec;
 use crate::cache_args::Defaults;
 use crate::nbd;
 
+mod addresses;
 mod connection;
 
 use connection::{connection, Handshaking, How, Limits, Memory, Stream};
@@ -99,6 +100,14 @@ pub struct ServeArgs {
     /// can read and write the export.
     #[arg(long)]
     pub insecure_no_tls: bool,
+    /// Over TCP, only clients from these networks may connect (comma-separated, CIDR: as
+    /// 10.0.0.0/8,192.168.1.7,fd00::/8); others are closed as they are accepted.
+    #[arg(long)]
+    pub allow: Option<String>,
+    /// Over TCP, clients from these networks are closed as they are accepted (CIDR, as
+    /// --allow); it wins over --allow.
+    #[arg(long)]
+    pub deny: Option<String>,
     /// The unix socket's permissions, in octal [default: 600: its owner alone].
     #[arg(long)]
     pub socket_mode: Option<String>,
@@ -158,6 +167,8 @@ impl ServeArgs {
             tls_client_ca: self.tls_client_ca.or(file.tls_client_ca),
             insecure_no_tls: self.insecure_no_tls || file.insecure_no_tls,
             socket_mode: self.socket_mode.or(file.socket_mode),
+            allow: self.allow.or(file.allow),
+            deny: self.deny.or(file.deny),
             handshake_timeout: self.handshake_timeout.or(file.handshake_timeout),
             max_handshakes: self.max_handshakes.or(file.max_handshakes),
             memory_limit: self.memory_limit.or(file.memory_limit),
@@ -344,12 +355,13 @@ impl Listener {
         }
     }
 
-    fn accept(&self) -> io::Result<Stream> {
+    /// The next connection, and the client's address over TCP.
+    fn accept(&self) -> io::Result<(Stream, Option<std::net::IpAddr>)> {
         match self {
-            Listener::Unix(l, _) => l.accept().map(|(s, _)| Stream::Unix(s)),
-            Listener::Tcp(l) => l.accept().map(|(s, _)| {
+            Listener::Unix(l, _) => l.accept().map(|(s, _)| (Stream::Unix(s), None)),
+            Listener::Tcp(l) => l.accept().map(|(s, at)| {
                 let _ = s.set_nodelay(true);
-                Stream::Tcp(s)
+                (Stream::Tcp(s), Some(at.ip()))
             }),
         }
     }
@@ -357,6 +369,13 @@ impl Listener {
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let (config, args) = cache(args)?;
+    let addresses = addresses::Addresses::new(args.allow.as_deref(), args.deny.as_deref())?;
+    if addresses.is_set() && !args.listen.as_deref().is_some_and(|l| l.starts_with("tcp:")) {
+        bail!(
+            "--allow and --deny choose clients by their TCP address; a unix socket's \
+             permissions (--socket-mode) say who may connect to it"
+        );
+    }
     let Some(backing) = args.backing.clone() else {
         bail!("--backing: the file to export is missing")
     };
@@ -484,9 +503,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let mut failures = Failures::new("accept failed");
     let mut evictions = Failures::new("a connection still in its handshake closed for a new one");
     let ended = Arc::new(std::sync::Mutex::new(Failures::new("a connection ended")));
+    let mut refused = Failures::new("a client refused by its address");
     while !STOP.load(Ordering::SeqCst) {
         let stream = match listener.accept() {
-            Ok(stream) => stream,
+            Ok((stream, Some(at))) if !addresses.admit(at) => {
+                refused.note(&format!("{at} (--allow, --deny)"));
+                drop(stream);
+                continue;
+            }
+            Ok((stream, _)) => stream,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
                 connections.retain(|(handle, _)| !handle.is_finished());

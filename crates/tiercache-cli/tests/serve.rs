@@ -907,6 +907,72 @@ fn one_memory_ceiling_over_every_connection() {
     assert!(server.stop().success());
 }
 
+/// Starts `tiercache serve` on a TCP port of loopback with `more` options: the server, and the
+/// address it listens on.
+fn serve_tcp(backing: &Path, more: &[&str]) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+        .args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "1MiB"])
+        .args(["--listen", "tcp:127.0.0.1:0"])
+        .args(more)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let address = loop {
+        let line = lines.next().expect("the server logs where it listens").unwrap();
+        if let Some(rest) = line.split("listening on tcp:").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, address)
+}
+
+/// `--allow` and `--deny` choose TCP clients by address: a client from a network not allowed,
+/// or denied, is closed before it gets a byte; one allowed is served (qemu-io over TCP). Lists
+/// that do not parse, and lists given for a unix socket, are refused with a message.
+#[test]
+fn allow_and_deny_choose_tcp_clients_by_address() {
+    let (dir, backing, _, socket) = fresh("allow", 0);
+    let greeting = |address: &str| -> Option<[u8; 8]> {
+        let mut client = std::net::TcpStream::connect(address).unwrap();
+        client.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let mut magic = [0u8; 8];
+        client.read_exact(&mut magic).ok().map(|()| magic)
+    };
+    for more in [&["--allow", "10.0.0.0/8"][..], &["--deny", "127.0.0.0/8,::1"]] {
+        let (mut child, address) = serve_tcp(&backing, more);
+        assert_eq!(greeting(&address), None, "{more:?}: a loopback client got a greeting");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let (mut child, address) = serve_tcp(&backing, &["--allow", "10.0.0.0/8,127.0.0.1"]);
+    assert_eq!(greeting(&address), Some(*b"NBDMAGIC"));
+    let out = Command::new("qemu-io")
+        .args(["-f", "raw", &format!("nbd://{address}"), "-c", "read -P 0 0 4k"])
+        .output()
+        .expect("qemu-io");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let refused = |more: &[&str]| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+            .args(["serve", "--backing", backing.to_str().unwrap()])
+            .args(more)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{more:?} was served");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let error = refused(&["--listen", "tcp:127.0.0.1:0", "--allow", "10.0.0.0/33"]);
+    assert!(error.contains("--allow 10.0.0.0/33"), "{error}");
+    let listen = format!("unix:{}", socket.display());
+    let error = refused(&["--listen", &listen, "--deny", "10.0.0.0/8"]);
+    assert!(error.contains("--socket-mode"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The small holes of issue 49: a write over the advertised maximum is read past, never held
 /// (EOVERFLOW, the connection going on); a flag a command does not take is EINVAL; and the
 /// server refuses, with a message, a FIFO, a character device or an empty file as its backing,
