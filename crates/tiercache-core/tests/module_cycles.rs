@@ -5,7 +5,9 @@
 //! (`use` trees included, and names the crate root re-exports resolved to the module that
 //! defines them), and finds the strongly connected components of the module graph. A file's
 //! `#[cfg(test)] mod tests` is a child module, so its imports are not the file's; comments do
-//! not count. A module and its own submodules may name each other.
+//! not count. A module and its own submodules may name each other. The graph is read twice:
+//! module by module, and folder by folder (each top-level module with everything under it, as
+//! one), so that `a::x` naming `b` and `b` naming `a::y` is a circle too.
 //! The test fails on any circle, naming its crate and modules.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -57,7 +59,24 @@ fn circles(src: &Path) -> Vec<Vec<String>> {
         }
         edges.insert(module.as_str(), targets);
     }
-    strongly_connected(&edges)
+    let mut found = strongly_connected(&edges);
+    found.extend(strongly_connected(&top_level(&edges)));
+    found
+}
+
+/// The same graph between top-level modules: each with its submodules as one, but for test
+/// modules kept in files of their own (`mod tests;`), which sit above the crate as an
+/// integration test does.
+fn top_level<'a>(
+    edges: &BTreeMap<&'a str, BTreeSet<&'a str>>,
+) -> BTreeMap<&'a str, BTreeSet<&'a str>> {
+    let top = |module: &'a str| module.split("::").next().unwrap_or(module);
+    let mut joined: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (&from, targets) in edges.iter().filter(|(m, _)| !m.ends_with("::tests")) {
+        let to = targets.iter().map(|&t| top(t)).filter(|&t| t != top(from));
+        joined.entry(top(from)).or_default().extend(to);
+    }
+    joined
 }
 
 fn read(path: &Path) -> String {
@@ -298,4 +317,14 @@ fn the_reader_sees_circles_and_use_trees() {
     .into_iter()
     .collect();
     assert_eq!(strongly_connected(&edges), [vec!["a", "b", "c"]]);
+    // No circle module by module, one folder by folder.
+    let edges: BTreeMap<&str, BTreeSet<&str>> = [
+        ("a::x", BTreeSet::from(["b"])),
+        ("b", BTreeSet::from(["a::y"])),
+        ("a::y", BTreeSet::new()),
+    ]
+    .into_iter()
+    .collect();
+    assert!(strongly_connected(&edges).is_empty());
+    assert_eq!(strongly_connected(&top_level(&edges)), [vec!["a", "b"]]);
 }

@@ -20,7 +20,7 @@
 //! bench` makes on this machine, sets as the cache sizes them, 32 MiB of keys (all resident),
 //! Zipf(0.9) scrambled, the keys drawn before the run (so none of the bench's per-operation
 //! work is in any variant). Blocks on a mapped tier are read without their header here, as
-//! hits read them once checked (see `crate::optimistic`).
+//! hits read them once checked (see `crate::tier::optimistic`).
 //!
 //! Run: `cargo run --release -p tiercache-engine --example hit_floor -- [--threads N]
 //! [--mapped FILE] [--rounds R] [--json]` (`--mapped` takes a path that does not exist yet,
@@ -32,7 +32,9 @@ use std::time::Instant;
 use memmap2::{MmapOptions, MmapRaw};
 use tiercache_core::hash::shard_index;
 use tiercache_core::{Capacity, Decision, Op, Request};
-use tiercache_engine::optimistic::{Hit, HitLog, Landing, Recorded, Sets, SlotLayout, SlotTable};
+use tiercache_engine::tier::optimistic::{
+    Hit, HitLog, Landing, Recorded, Sets, SlotLayout, SlotTable,
+};
 use tiercache_policy::{AnyPolicy, Policy, PolicyConfig};
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
 

@@ -437,7 +437,7 @@ impl CacheBuilder {
     }
 
     /// Whether upper-tier hits may be served without the shard's lock, the policy told of
-    /// them in batches (see [`crate::optimistic`]); on by default. It applies where the
+    /// them in batches (see [`crate::tier::optimistic`]); on by default. It applies where the
     /// policy's hits are quiet (FIFO, LRU, CLOCK, LFU, ARC, S3-FIFO on one tier), nothing is
     /// timed or measured, and the upper tier is DRAM or mapped memory without size classes or
     /// an emulated profile. Off, every hit takes the lock (to compare the two).
@@ -649,14 +649,13 @@ impl CacheBuilder {
             if unlocked_hits && shard.quiet_hits() {
                 if sets.is_none() {
                     let slots = (per_shard[0] + self.tiers[0].kind.slack_slots()) as usize;
-                    let made =
-                        crate::optimistic::Sets::new(self.shards, slots).map_err(|source| {
-                            EngineError::Io {
-                                path: "<unlocked hits>".into(),
-                                action: "cannot allocate the table of published blocks",
-                                source,
-                            }
-                        })?;
+                    let made = crate::tier::optimistic::Sets::new(self.shards, slots).map_err(
+                        |source| EngineError::Io {
+                            path: "<unlocked hits>".into(),
+                            action: "cannot allocate the table of published blocks",
+                            source,
+                        },
+                    )?;
                     sets = Some(made);
                 }
                 let sets = sets.as_ref().expect("made above");
@@ -671,7 +670,7 @@ impl CacheBuilder {
         }
         let unlocked = (tables.len() == self.shards).then(|| crate::cache::Unlocked {
             tables: tables.into_boxed_slice(),
-            log: crate::optimistic::HitLog::new(self.shards),
+            log: crate::tier::optimistic::HitLog::new(self.shards),
         });
         Ok((shards, unlocked))
     }

@@ -4,7 +4,7 @@
 //! read of a file or flash tier, a miss's load), locking again for the one step that ends it.
 //! The cache never reaches into a shard: it only chooses, locks, calls, does the unlocked I/O
 //! and relocks. A hit on DRAM or a mapped tier is served without the lock where the policy's
-//! hits are quiet (`crate::optimistic`).
+//! hits are quiet (`crate::tier::optimistic`).
 //!
 //! Reads use the same ops as a simulated trace (`Read`, `Write`, `Delete`; `get` is a
 //! `Lookup`), and policies are sized in slots, so a single-shard engine run over a trace
@@ -22,12 +22,12 @@ use tiercache_policy::cas::CacheMode;
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::latency;
-use crate::optimistic::{Hit, HitLog, Landing, Recorded, SlotTable};
 use crate::recovery::Recovery;
 use crate::scrub::{Scrub, ScrubCounts};
 use crate::shard::{Held, Hold, PutOutcome, Read, ReadOutcome, Shard};
 use crate::tier::behind::WriteBehind;
 use crate::tier::medium::Medium;
+use crate::tier::optimistic::{Hit, HitLog, Landing, Recorded, SlotTable};
 
 mod durability;
 mod report;
@@ -241,7 +241,7 @@ pub struct CacheCore {
 }
 
 /// What hits without the lock need: each shard's published upper-tier slots, and the hits
-/// not yet told to the policies (see [`crate::optimistic`]).
+/// not yet told to the policies (see [`crate::tier::optimistic`]).
 pub(crate) struct Unlocked {
     pub tables: Box<[SlotTable]>,
     pub log: HitLog,
@@ -457,7 +457,7 @@ impl CacheCore {
     }
 
     /// Serves a hit in the upper tier without the shard's lock, if the block can be read that
-    /// way (see [`crate::optimistic`]); `None` sends the caller down the locked path, with
+    /// way (see [`crate::tier::optimistic`]); `None` sends the caller down the locked path, with
     /// `buf` as `landing` leaves it.
     #[inline]
     fn get_unlocked(&self, key: Key, buf: &mut [u8], landing: Landing) -> Option<usize> {

@@ -187,8 +187,9 @@ impl Device for FileDevice {
 }
 
 /// Memory: anonymous (the DRAM tier) or a mapped file (persistent memory, CXL memory, tmpfs).
-/// Its bytes may be copied by readers without a lock at any time (see the `optimistic` module),
-/// so they are read and written as byte-wise atomics ([`crate::atomic_bytes`]).
+/// Its bytes may be copied by readers without a lock at any time (the hit path of
+/// `tier::optimistic`), so they are read and written as byte-wise atomics
+/// ([`crate::atomic_bytes`]).
 ///
 /// Crate-private: a write must not land on bytes a read handle holds as a slice, which the
 /// tiers guarantee (a pinned slot is never written) and nothing else could.

@@ -10,7 +10,7 @@
 //! in a DRAM or mapped upper tier, under a policy whose hits are quiet (FIFO, LRU, CLOCK, LFU,
 //! ARC, S3-FIFO), skips the lock: the block is found in a published table and copied under a
 //! seqlock, and the policy is told of the hit later, in a batch, before anything else its
-//! shard does (see [`optimistic`]). `get_ref` skips the copy: it pins the block's slot on a
+//! shard does (see [`tier::optimistic`]). `get_ref` skips the copy: it pins the block's slot on a
 //! memory tier and hands out its bytes until the handle drops (a pinned slot is neither
 //! rewritten nor reused); on the published upper tier it pins without the lock too (see
 //! [`pins`]). Each shard owns a disjoint set of slots on each tier, so shards never contend.
@@ -30,10 +30,10 @@
 //! served from a DRAM copy until it lands (see [`tier::behind`]). A cache opening over tier
 //! files that hold blocks takes them back in one routine ([`recovery`]).
 
-// The lock-free hit path, which `--cfg loom` builds alone to model-check it (see `sync`), with
-// the block format it checks (in `tier`, whose other layers it leaves out).
+// The lock-free hit path, which `--cfg loom` builds alone to model-check it (see `sync`): the
+// published table and the hits' log (`tier::optimistic`), with the block format it checks
+// (`tier::block`; the tier's other layers left out).
 pub mod atomic_bytes;
-pub mod optimistic;
 pub mod pins;
 mod sync;
 pub mod tier;

@@ -1,7 +1,7 @@
 //! Pins on a tier's slots: a read running on a slot with the shard unlocked, a write behind,
 //! or a read handle holding a block in place keeps the slot's bytes from being rewritten and
 //! the slot from being reused. The shard changes them under its lock; read handles on the
-//! published upper tier (the `optimistic` module's slot tables) pin and unpin without it. So
+//! published upper tier (the slot tables of `tier::optimistic`) pin and unpin without it. So
 //! every count is an atomic.
 //!
 //! - **A slot's word** counts its pins, and has the zombie bit: freed while pinned, the slot

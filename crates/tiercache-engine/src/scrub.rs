@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::optimistic::SlotTable;
 use crate::stats::Stats;
+use crate::tier::optimistic::SlotTable;
 
 /// The scrubber's rate unless set: 256 MiB/s, about 2% of a core on this project's machine.
 pub const DEFAULT_RATE: u64 = 256 << 20;

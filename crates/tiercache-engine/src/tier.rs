@@ -8,6 +8,8 @@
 //! - [`region`]: one shard's slots on the medium and how blocks lie in them, with the I/O done
 //!   on them with the shard unlocked (a pinned read, a staged write); [`flash`] is the flash
 //!   format's slot records;
+//! - [`optimistic`]: the upper tier's slots published for hits served without the shard's
+//!   lock, and the log of those hits the policies are told of later;
 //! - [`store`]: what a shard keeps of a tier: its region, free slots, pins, slots held for a
 //!   sync, and whether a slot may take a block or a pin now;
 //! - [`behind`]: write-behind, the blocks a shard stages for a file or flash tier, the queue
@@ -24,6 +26,7 @@ pub mod block;
 pub mod flash;
 #[cfg(not(loom))]
 pub mod medium;
+pub mod optimistic;
 #[cfg(not(loom))]
 pub mod region;
 #[cfg(not(loom))]

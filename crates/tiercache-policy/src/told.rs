@@ -22,7 +22,7 @@
 //! For LRU this bounds the error: a key told in this epoch has at most one epoch of insertions
 //! (plus the other keys' told hits) ahead of it, so it is evicted no earlier than LRU would
 //! evict a key last hit an epoch earlier. A key's epoch is kept as a 7-bit tag, as the engine's
-//! readers keep it beside the key's slot (`tiercache_engine::optimistic`): tags repeat every
+//! readers keep it beside the key's slot (`tiercache_engine::tier::optimistic`): tags repeat every
 //! [`TAGS`] epochs, and a key whose last told hit is exactly a multiple of that behind has its
 //! next hit taken as told. The simulator and the engine share the tags, so they still decide
 //! alike.

@@ -8,7 +8,7 @@
 //! - slots held for a sync: a dirty block superseded by a newer copy stays until the tier
 //!   syncs (`TierStore::limbo`), and an older copy whose free mark is not durable yet keeps
 //!   the key's current copy from being rewritten (`settle_erasures`);
-//! - the shard's steps of recovery (`crate::recovery`): its tiers read as a cache opening
+//! - the shard's steps of recovery (the routine in `recovery.rs`): its tiers read as a cache opening
 //!   over them does ([`Shard::scan`]), and what was found taken back ([`Shard::restore`]):
 //!   the newest whole copy of each key, told to the policy.
 

@@ -1,6 +1,6 @@
 //! Hits served elsewhere than in a read's step, and what the cache reads of a shard: read
 //! handles, whose blocks are held in place (their slots pinned) or copied; hits served without
-//! the lock (`crate::optimistic`), told to the policy afterwards, and the published table they
+//! the lock (`crate::tier::optimistic`), told to the policy afterwards, and the published table they
 //! are found in; the counters, latency and knobs the cache reports.
 
 use std::sync::Arc;
@@ -106,7 +106,7 @@ impl Shard {
     /// read handle's hit (`len` with `Hit::HELD`) counts in `pinned_reads`; one the hit rule
     /// spared the policy (`Hit::UNTOLD`) is only counted.
     pub fn commit_hit(&mut self, key: Key, len: u32, ns: u32) {
-        use crate::optimistic::Hit;
+        use crate::tier::optimistic::Hit;
         self.stats.lookups += 1;
         self.stats.hits += 1;
         self.stats.bytes_read += (len & !Hit::FLAGS) as u64;
@@ -118,7 +118,7 @@ impl Shard {
             histograms[Operation::Read as usize].saturating_record(ns as u64);
         }
         if len & Hit::UNTOLD != 0 {
-            // The hit rule spared the policy this hit (see `crate::optimistic`): only counted.
+            // The hit rule spared the policy this hit (see `crate::tier::optimistic`): only counted.
             self.stats.untold_hits += 1;
             return;
         }
@@ -205,11 +205,11 @@ impl Shard {
     }
 
     /// Publishes the upper tier's slots for hits served without the lock; see
-    /// [`crate::optimistic`].
+    /// [`crate::tier::optimistic`].
     pub fn publish(
         &mut self,
-        sets: (&Arc<crate::optimistic::Sets>, usize),
-    ) -> Option<crate::optimistic::SlotTable> {
+        sets: (&Arc<crate::tier::optimistic::Sets>, usize),
+    ) -> Option<crate::tier::optimistic::SlotTable> {
         let pins = self.tiers[0].pins.clone();
         self.tiers[0].region.publish(sets, pins)
     }

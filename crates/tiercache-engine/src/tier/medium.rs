@@ -3,7 +3,7 @@
 //! it, its [`Region`] (`crate::tier::region`): each page one block, or with size classes split into
 //! 2, 4, 8... blocks of one class. Each shard owns its run exclusively and writes it only
 //! under its own lock; read handles read pinned slots, which nothing writes. The one exception
-//! is the upper tier's hits served without the lock (`crate::optimistic`): they copy a slot
+//! is the upper tier's hits served without the lock (`crate::tier::optimistic`): they copy a slot
 //! while it may be written, and throw the copy away when the slot's sequence number says a
 //! write overlapped it.
 

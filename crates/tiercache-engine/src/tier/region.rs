@@ -5,7 +5,7 @@
 //! it prepares to run with the shard unlocked, on slots the shard pins: a read of a file or
 //! flash tier ([`PinnedRead`]) and a block written behind ([`Staged`], see
 //! `crate::tier::behind`). The upper tier's hits without the lock copy slots as byte-wise
-//! atomics (`crate::optimistic`). A region's recovery scan is in [`scan`](Region::scan).
+//! atomics (`crate::tier::optimistic`). A region's recovery scan is in [`scan`](Region::scan).
 
 use std::sync::Arc;
 
@@ -15,11 +15,11 @@ use crate::aligned::AlignedBuf;
 use crate::atomic_bytes;
 use crate::device::{read_exact_at, Device};
 use crate::error::EngineError;
-use crate::optimistic::{Sets, SlotLayout, SlotTable};
 use crate::tier::block::{
     check, copy_value, decode, encode, BlockFault, ReadFault, Stamp, HEADER_BYTES,
 };
 use crate::tier::flash::DirectSlots;
+use crate::tier::optimistic::{Sets, SlotLayout, SlotTable};
 use crate::tier::TierKind;
 
 mod scan;
@@ -190,7 +190,7 @@ impl Region {
     }
 
     /// Publishes this region's slots for reads without the shard's lock (see
-    /// [`crate::optimistic`]); from now on every write and vacated slot updates the table.
+    /// [`crate::tier::optimistic`]); from now on every write and vacated slot updates the table.
     /// `None` where that cannot be done: blocks not in place (file, flash and wrapped tiers),
     /// size classes.
     pub fn publish(
@@ -222,7 +222,7 @@ impl Region {
 
     /// Follows the policy's hit rule in the published table, if there is one: `tag` is the
     /// current epoch's, and `told` a key whose read hit the policy was just told of (see
-    /// `crate::optimistic::SlotTable::restamp`).
+    /// `crate::tier::optimistic::SlotTable::restamp`).
     #[inline]
     pub fn follow_hit_rule(&self, tag: u8, told: Option<u64>) {
         if let Some(table) = &self.published {
