@@ -6,6 +6,7 @@ pub mod cache_args;
 pub mod crashtest;
 pub mod demo;
 pub mod experiment;
+pub mod failures;
 pub mod lab;
 pub mod measure;
 pub mod metrics;

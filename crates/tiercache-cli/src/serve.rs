@@ -35,6 +35,7 @@ use tiercache_engine::{CacheConfig, CachedFile};
 use tiercache_policy::StackSpec;
 
 use crate::cache_args::Defaults;
+use crate::failures::Failures;
 use crate::nbd;
 
 mod addresses;
@@ -96,6 +97,16 @@ pub struct ServeArgs {
     /// A certificate authority (PEM): every client must present a certificate it signed.
     #[arg(long)]
     pub tls_client_ca: Option<PathBuf>,
+    /// Certificate revocation lists (PEM) of --tls-client-ca: a client whose certificate one
+    /// revokes is refused, and so is one whose issuer has no list in the file.
+    #[arg(long)]
+    pub tls_crl: Option<PathBuf>,
+    /// Only clients whose certificate's subject is this distinguished name, as RFC 4514
+    /// writes it (`openssl x509 -noout -subject -nameopt RFC2253` prints it: CN=client,O=Org);
+    /// or @FILE, a file of them one a line. May be given several times; needs
+    /// --tls-client-ca.
+    #[arg(long)]
+    pub tls_authz: Vec<String>,
     /// Listen on a TCP address other than loopback without TLS: anyone who reaches the port
     /// can read and write the export.
     #[arg(long)]
@@ -165,6 +176,8 @@ impl ServeArgs {
             tls_cert: self.tls_cert.or(file.tls_cert),
             tls_key: self.tls_key.or(file.tls_key),
             tls_client_ca: self.tls_client_ca.or(file.tls_client_ca),
+            tls_crl: self.tls_crl.or(file.tls_crl),
+            tls_authz: if self.tls_authz.is_empty() { file.tls_authz } else { self.tls_authz },
             insecure_no_tls: self.insecure_no_tls || file.insecure_no_tls,
             socket_mode: self.socket_mode.or(file.socket_mode),
             allow: self.allow.or(file.allow),
@@ -215,9 +228,15 @@ fn read_config(path: &Path) -> anyhow::Result<(ServeArgs, Option<toml::Table>)> 
         &mut args.tls_cert,
         &mut args.tls_key,
         &mut args.tls_client_ca,
+        &mut args.tls_crl,
     ];
     for path in paths.into_iter().flatten() {
         *path = base.join(&*path);
+    }
+    for value in &mut args.tls_authz {
+        if let Some(file) = value.strip_prefix('@') {
+            *value = format!("@{}", base.join(file).display());
+        }
     }
     Ok((args, cache))
 }
@@ -383,7 +402,21 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         bail!("--listen: where to listen (unix:PATH or tcp:HOST:PORT) is missing")
     };
     let tls = match (&args.tls_cert, &args.tls_key, &args.tls_client_ca) {
-        (Some(cert), Some(key), ca) => Some(crate::tls::server_config(cert, key, ca.as_deref())?),
+        (Some(cert), Some(key), ca) => {
+            let clients = match ca {
+                Some(ca) => Some(crate::tls::Clients {
+                    ca,
+                    crl: args.tls_crl.as_deref(),
+                    authz: crate::tls::authorized_names(&args.tls_authz)?,
+                }),
+                None if args.tls_crl.is_some() || !args.tls_authz.is_empty() => bail!(
+                    "--tls-crl and --tls-authz choose clients by their certificates: give \
+                     --tls-client-ca, the authority that signs them"
+                ),
+                None => None,
+            };
+            Some(crate::tls::server_config(cert, key, clients)?)
+        }
         (Some(_), None, _) => bail!("--tls-cert: give its private key with --tls-key"),
         (None, Some(_), _) => bail!("--tls-key: give its certificate with --tls-cert"),
         (None, None, Some(_)) => {
@@ -397,61 +430,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     if args.read_only && args.direct {
         bail!("--read-only with --direct: not supported together yet (serve read-only buffered)");
     }
-    // The backing file goes to the builder too: recovery writes back what it cannot keep (a
-    // read-only export keeps nothing dirty, and has nothing to write back).
-    let builder = config.builder()?;
-    let cache = match args.read_only {
-        true => builder.build()?,
-        false => builder.backing_file(&backing, args.direct)?.build()?,
-    };
-    for warning in cache.warnings() {
-        eprintln!("note: {warning}");
-    }
-    if let Some(r) = cache.recovery() {
-        let s = cache.stats();
-        eprintln!(
-            "recovered {} blocks ({} dirty) in {:.3} s, after {}",
-            s.recovered,
-            cache.dirty_blocks(),
-            r.seconds,
-            r.stop()
-        );
-    }
-    let file = match (args.read_only, args.direct) {
-        (true, _) => CachedFile::open_read_only(&backing, cache).context("--read-only")?,
-        (false, true) => CachedFile::open_direct(&backing, cache)?,
-        (false, false) => CachedFile::open(&backing, cache)?,
-    };
-    let file = match &args.backing_profile {
-        Some(name) => {
-            let profile = tiercache_core::DeviceProfile::load(name)
-                .map_err(|e| anyhow::anyhow!("--backing-profile: {e}"))?;
-            file.emulate_backing(profile)
-        }
-        None => file,
-    };
-    let file = Arc::new(file);
+    let file = export(&config, &args, &backing)?;
     let size = file.len()?;
-    let seconds = |option: &str, value: Option<f64>| -> anyhow::Result<Option<Duration>> {
-        value
-            .map(|s| Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()))
-            .map(|d| d.with_context(|| format!("--{option}: a number of seconds above 0")))
-            .transpose()
-    };
-    let limits = Limits {
-        handshake: seconds("handshake-timeout", args.handshake_timeout.or(Some(10.0)))?
-            .expect("a default"),
-        request: seconds("request-timeout", args.request_timeout.or(Some(10.0)))?
-            .expect("a default"),
-        idle: seconds("idle-timeout", args.idle_timeout)?,
-    };
-    let shutdown =
-        seconds("shutdown-timeout", args.shutdown_timeout.or(Some(10.0)))?.expect("a default");
-    let ceiling = args.memory_limit.as_deref().unwrap_or("1GiB");
-    let ceiling = tiercache_core::parse_size(ceiling)
-        .ok()
-        .filter(|&bytes| bytes > 0)
-        .with_context(|| format!("--memory-limit {ceiling}: a size above 0, as 512MiB"))?;
+    let (limits, shutdown, ceiling) = limits(&args)?;
     // Listening last: a bad option above leaves no socket behind.
     let listener = listen(&listen_at, &args)?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
@@ -481,6 +462,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         match (&tls, &args.tls_client_ca) {
             (None, _) => "",
             (Some(_), None) => " with TLS",
+            (Some(_), Some(_)) if !args.tls_authz.is_empty() => {
+                " with TLS and client certificates named in --tls-authz"
+            }
             (Some(_), Some(_)) => " with TLS and client certificates",
         },
         nbd::EXPORT,
@@ -493,84 +477,193 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         },
         file.mode().short()
     );
-    let served = Arc::new(AtomicUsize::new(0));
-    let handshaking = Handshaking::new(args.max_handshakes.unwrap_or(512));
-    let memory = Memory::new(ceiling);
-    let mut connections: Vec<(std::thread::JoinHandle<()>, Stream)> = Vec::new();
     let block = file.cache().block_size() as u32;
-    let workers = args.threads_per_connection.unwrap_or(4);
-    let max_served = args.max_connections.unwrap_or(64);
-    let mut failures = Failures::new("accept failed");
-    let mut evictions = Failures::new("a connection still in its handshake closed for a new one");
-    let ended = Arc::new(std::sync::Mutex::new(Failures::new("a connection ended")));
-    let mut refused = Failures::new("a client refused by its address");
-    while !STOP.load(Ordering::SeqCst) {
-        let stream = match listener.accept() {
-            Ok((stream, Some(at))) if !addresses.admit(at) => {
-                refused.note(&format!("{at} (--allow, --deny)"));
-                drop(stream);
-                continue;
-            }
-            Ok((stream, _)) => stream,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-                connections.retain(|(handle, _)| !handle.is_finished());
-                continue;
-            }
-            Err(e) => {
-                // Out of descriptors or memory: the connection waits in the backlog, and the
-                // loop backs off instead of spinning on it; one line a second at most.
-                failures.note(&e);
-                std::thread::sleep(Duration::from_millis(100));
-                connections.retain(|(handle, _)| !handle.is_finished());
-                continue;
-            }
-        };
-        let accepted = Instant::now();
-        // Out of descriptors or threads: this connection is dropped, the server goes on.
-        let clones =
-            stream.blocking().and_then(|()| Ok((stream.try_clone()?, stream.try_clone()?)));
-        let (keep, held) = match clones {
-            Ok(clones) => clones,
-            Err(e) => {
-                failures.note(&e);
-                continue;
-            }
-        };
-        let (ticket, closed) = crate::slots::Slots::enter(&handshaking, held);
-        if closed {
-            evictions.note(&format!("{} in their handshake (--max-handshakes)", handshaking.len()));
-        }
-        let (file, metrics) = (file.clone(), metrics.clone());
-        let offer = nbd::Offer { size, block, read_only: args.read_only };
-        let how = How {
-            workers,
+    let serving = Serving {
+        file: file.clone(),
+        metrics,
+        offer: nbd::Offer { size, block, read_only: args.read_only },
+        how: How {
+            workers: args.threads_per_connection.unwrap_or(4),
             limits,
-            tls: tls.clone(),
-            served: served.clone(),
-            max_served,
-            memory: memory.clone(),
-        };
-        let ended = ended.clone();
-        let spawned = std::thread::Builder::new().spawn(move || {
-            let at = (accepted, Some(ticket));
-            if let Err(e) = connection(stream, at, &file, &metrics, offer, how) {
-                ended.lock().unwrap_or_else(|p| p.into_inner()).note(&e);
-            }
-        });
-        match spawned {
-            Ok(handle) => connections.push((handle, keep)),
-            Err(e) => failures.note(&e),
-        }
+            tls,
+            served: Arc::new(AtomicUsize::new(0)),
+            max_served: args.max_connections.unwrap_or(64),
+            memory: Memory::new(ceiling),
+        },
+        handshaking: Handshaking::new(args.max_handshakes.unwrap_or(512)),
+        addresses,
+    };
+    let connections = serving.accept_until_stopped(&listener);
+    finish(connections, shutdown);
+    if let Listener::Unix(_, path) = &listener {
+        let _ = std::fs::remove_file(path);
     }
+    let dirty = file.cache().dirty_blocks();
+    file.flush_backing()?;
+    eprintln!("tiercache serve: wrote back {dirty} dirty blocks and synced the backing file");
+    Ok(())
+}
+
+/// The export: the cache `config` describes, built (recovering what its tier files hold) and
+/// put in front of `backing` as `args` say.
+fn export(
+    config: &CacheConfig,
+    args: &ServeArgs,
+    backing: &Path,
+) -> anyhow::Result<Arc<CachedFile>> {
+    // The backing file goes to the builder too: recovery writes back what it cannot keep (a
+    // read-only export keeps nothing dirty, and has nothing to write back).
+    let builder = config.builder()?;
+    let cache = match args.read_only {
+        true => builder.build()?,
+        false => builder.backing_file(backing, args.direct)?.build()?,
+    };
+    for warning in cache.warnings() {
+        eprintln!("note: {warning}");
+    }
+    if let Some(r) = cache.recovery() {
+        let s = cache.stats();
+        eprintln!(
+            "recovered {} blocks ({} dirty) in {:.3} s, after {}",
+            s.recovered,
+            cache.dirty_blocks(),
+            r.seconds,
+            r.stop()
+        );
+    }
+    let file = match (args.read_only, args.direct) {
+        (true, _) => CachedFile::open_read_only(backing, cache).context("--read-only")?,
+        (false, true) => CachedFile::open_direct(backing, cache)?,
+        (false, false) => CachedFile::open(backing, cache)?,
+    };
+    let file = match &args.backing_profile {
+        Some(name) => {
+            let profile = tiercache_core::DeviceProfile::load(name)
+                .map_err(|e| anyhow::anyhow!("--backing-profile: {e}"))?;
+            file.emulate_backing(profile)
+        }
+        None => file,
+    };
+    Ok(Arc::new(file))
+}
+
+/// The deadlines of a connection, the time a stop waits for the requests in flight, and the
+/// server's memory ceiling, as the options give them (an error names the option).
+fn limits(args: &ServeArgs) -> anyhow::Result<(Limits, Duration, u64)> {
+    let seconds = |option: &str, value: Option<f64>| -> anyhow::Result<Option<Duration>> {
+        value
+            .map(|s| Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()))
+            .map(|d| d.with_context(|| format!("--{option}: a number of seconds above 0")))
+            .transpose()
+    };
+    let limits = Limits {
+        handshake: seconds("handshake-timeout", args.handshake_timeout.or(Some(10.0)))?
+            .expect("a default"),
+        request: seconds("request-timeout", args.request_timeout.or(Some(10.0)))?
+            .expect("a default"),
+        idle: seconds("idle-timeout", args.idle_timeout)?,
+    };
+    let shutdown =
+        seconds("shutdown-timeout", args.shutdown_timeout.or(Some(10.0)))?.expect("a default");
+    let ceiling = args.memory_limit.as_deref().unwrap_or("1GiB");
+    let ceiling = tiercache_core::parse_size(ceiling)
+        .ok()
+        .filter(|&bytes| bytes > 0)
+        .with_context(|| format!("--memory-limit {ceiling}: a size above 0, as 512MiB"))?;
+    Ok((limits, shutdown, ceiling))
+}
+
+/// What every connection is served with, and the slots and addresses it is admitted by.
+struct Serving {
+    file: Arc<CachedFile>,
+    metrics: Arc<crate::metrics::Metrics>,
+    offer: nbd::Offer,
+    /// Cloned for each connection (the counts and the memory shared).
+    how: How,
+    handshaking: Arc<Handshaking>,
+    addresses: addresses::Addresses,
+}
+
+impl Serving {
+    /// Accepts connections until a stop is asked (SIGTERM, SIGINT), each served by a thread of
+    /// its own: the connections still open, each thread with a clone of its stream to stop or
+    /// cut it by.
+    fn accept_until_stopped(
+        &self,
+        listener: &Listener,
+    ) -> Vec<(std::thread::JoinHandle<()>, Stream)> {
+        let mut connections: Vec<(std::thread::JoinHandle<()>, Stream)> = Vec::new();
+        let mut failures = Failures::new("accept failed");
+        let mut evictions =
+            Failures::new("a connection still in its handshake closed for a new one");
+        let ended = Arc::new(std::sync::Mutex::new(Failures::new("a connection ended")));
+        let mut refused = Failures::new("a client refused by its address");
+        while !STOP.load(Ordering::SeqCst) {
+            let stream = match listener.accept() {
+                Ok((stream, Some(at))) if !self.addresses.admit(at) => {
+                    refused.note(&format!("{at} (--allow, --deny)"));
+                    drop(stream);
+                    continue;
+                }
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    connections.retain(|(handle, _)| !handle.is_finished());
+                    continue;
+                }
+                Err(e) => {
+                    // Out of descriptors or memory: the connection waits in the backlog, and
+                    // the loop backs off instead of spinning on it; one line a second at most.
+                    failures.note(&e);
+                    std::thread::sleep(Duration::from_millis(100));
+                    connections.retain(|(handle, _)| !handle.is_finished());
+                    continue;
+                }
+            };
+            let accepted = Instant::now();
+            // Out of descriptors or threads: this connection is dropped, the server goes on.
+            let clones =
+                stream.blocking().and_then(|()| Ok((stream.try_clone()?, stream.try_clone()?)));
+            let (keep, held) = match clones {
+                Ok(clones) => clones,
+                Err(e) => {
+                    failures.note(&e);
+                    continue;
+                }
+            };
+            let (ticket, closed) = crate::slots::Slots::enter(&self.handshaking, held);
+            if closed {
+                let open = self.handshaking.len();
+                evictions.note(&format!("{open} in their handshake (--max-handshakes)"));
+            }
+            let (file, metrics, offer) = (self.file.clone(), self.metrics.clone(), self.offer);
+            let (how, ended) = (self.how.clone(), ended.clone());
+            let spawned = std::thread::Builder::new().spawn(move || {
+                let at = (accepted, Some(ticket));
+                if let Err(e) = connection(stream, at, &file, &metrics, offer, how) {
+                    ended.lock().unwrap_or_else(|p| p.into_inner()).note(&e);
+                }
+            });
+            match spawned {
+                Ok(handle) => connections.push((handle, keep)),
+                Err(e) => failures.note(&e),
+            }
+        }
+        connections
+    }
+}
+
+/// A stop: each connection finishes the request it is serving, up to `shutdown`, then those
+/// still busy are cut; a connection stuck in the cache or the backing file beyond a second
+/// more is left behind (the process ends after the write-back).
+fn finish(connections: Vec<(std::thread::JoinHandle<()>, Stream)>, shutdown: Duration) {
     eprintln!("tiercache serve: stopping: finishing the requests in flight");
     for (_, stream) in &connections {
         stream.stop_reading();
     }
     // Bounded: a client that does not read its replies cannot hold the stop.
-    let deadline = std::time::Instant::now() + shutdown;
-    while connections.iter().any(|(h, _)| !h.is_finished()) && std::time::Instant::now() < deadline
-    {
+    let deadline = Instant::now() + shutdown;
+    while connections.iter().any(|(h, _)| !h.is_finished()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
     let busy: Vec<_> = connections.iter().filter(|(h, _)| !h.is_finished()).collect();
@@ -583,24 +676,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         );
         busy.iter().for_each(|(_, stream)| stream.cut());
     }
-    // A connection cut in the middle of a request ends with it; one stuck in the cache or the
-    // backing file beyond a second more is left behind (the process ends after the write-back).
-    let grace = std::time::Instant::now() + Duration::from_secs(1);
+    let grace = Instant::now() + Duration::from_secs(1);
     for (handle, _) in connections {
-        while !handle.is_finished() && std::time::Instant::now() < grace {
+        while !handle.is_finished() && Instant::now() < grace {
             std::thread::sleep(Duration::from_millis(10));
         }
         if handle.is_finished() {
             let _ = handle.join();
         }
     }
-    if let Listener::Unix(_, path) = &listener {
-        let _ = std::fs::remove_file(path);
-    }
-    let dirty = file.cache().dirty_blocks();
-    file.flush_backing()?;
-    eprintln!("tiercache serve: wrote back {dirty} dirty blocks and synced the backing file");
-    Ok(())
 }
 
 /// Refuses a backing file that is not one, before anything opens it: a FIFO (opening it would
@@ -646,31 +730,6 @@ fn lock_backing(path: &Path) -> anyhow::Result<std::fs::File> {
         return Err(e).with_context(|| format!("--backing {}: cannot lock it", path.display()));
     }
     Ok(file)
-}
-
-/// Failures and refusals of one kind, logged at most once a second with the count since.
-struct Failures {
-    what: &'static str,
-    last: Option<Instant>,
-    since: u64,
-}
-
-impl Failures {
-    fn new(what: &'static str) -> Failures {
-        Failures { what, last: None, since: 0 }
-    }
-
-    fn note(&mut self, detail: &dyn std::fmt::Display) {
-        self.since += 1;
-        if self.last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
-            eprintln!(
-                "tiercache serve: {} ({} times in the last second): {detail}",
-                self.what, self.since
-            );
-            self.last = Some(Instant::now());
-            self.since = 0;
-        }
-    }
 }
 
 /// A fuzz target's entry point: `data` as what a client sends once its handshake asked for

@@ -19,10 +19,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use rustls::client::danger::HandshakeSignatureValid;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig, ServerConnection};
+use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig};
+use rustls::{ServerConnection, SignatureScheme};
+
+mod subject;
 
 /// Decrypted bytes the pump holds for a connection that has not read them yet.
 const PLAIN_MAX: usize = 256 << 10;
@@ -30,13 +35,24 @@ const PLAIN_MAX: usize = 256 << 10;
 /// How long the pump tries to send the end of the session once the connection is done.
 const CLOSING: Duration = Duration::from_secs(2);
 
+/// Which clients TLS admits, by their certificates: signed by the certificate authority `ca`
+/// (PEM), not revoked by a certificate revocation list of `crl` (PEM, one or more; a client
+/// whose issuer has none there is refused), and, unless `authz` is empty, with a subject among
+/// its distinguished names (RFC 4514's form, as `openssl x509 -noout -subject -nameopt
+/// RFC2253` prints them).
+pub struct Clients<'a> {
+    pub ca: &'a Path,
+    pub crl: Option<&'a Path>,
+    pub authz: Vec<String>,
+}
+
 /// The server's TLS configuration: its certificate chain and key (PEM files), and with
-/// `client_ca`, the certificate authority every client's certificate must be signed by
-/// (a client without one is refused). Each error names its file.
+/// `clients`, who may connect (a client without a certificate is refused). Each error names
+/// its file.
 pub fn server_config(
     cert: &Path,
     key: &Path,
-    client_ca: Option<&Path>,
+    clients: Option<Clients<'_>>,
 ) -> anyhow::Result<Arc<ServerConfig>> {
     let certs = certificates(cert, "--tls-cert")?;
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
@@ -46,25 +62,132 @@ pub fn server_config(
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .context("TLS protocol versions")?;
-    let builder = match client_ca {
+    let builder = match clients {
         None => builder.with_no_client_auth(),
-        Some(path) => {
+        Some(Clients { ca, crl, authz }) => {
             let mut roots = RootCertStore::empty();
-            for ca in certificates(path, "--tls-client-ca")? {
-                roots.add(ca).with_context(|| {
-                    format!("--tls-client-ca {}: not a usable CA certificate", path.display())
+            for cert in certificates(ca, "--tls-client-ca")? {
+                roots.add(cert).with_context(|| {
+                    format!("--tls-client-ca {}: not a usable CA certificate", ca.display())
                 })?;
             }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .build()
-                .with_context(|| format!("--tls-client-ca {}", path.display()))?;
-            builder.with_client_cert_verifier(verifier)
+            let mut verifier =
+                WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            if let Some(path) = crl {
+                let read = CertificateRevocationListDer::pem_file_iter(path)
+                    .and_then(|crls| crls.collect::<Result<Vec<_>, _>>())
+                    .map_err(|e| anyhow::anyhow!("--tls-crl {}: {e}", path.display()))?;
+                anyhow::ensure!(!read.is_empty(), "--tls-crl {}: no CRL in it", path.display());
+                verifier = verifier.with_crls(read).only_check_end_entity_revocation();
+            }
+            let verifier = verifier.build().with_context(|| match crl {
+                Some(crl) => {
+                    format!("--tls-client-ca {} with --tls-crl {}", ca.display(), crl.display())
+                }
+                None => format!("--tls-client-ca {}", ca.display()),
+            })?;
+            match authz.is_empty() {
+                true => builder.with_client_cert_verifier(verifier),
+                false => {
+                    builder.with_client_cert_verifier(Arc::new(Authorized { verifier, authz }))
+                }
+            }
         }
     };
     let config = builder.with_single_cert(certs, key).with_context(|| {
         format!("--tls-cert {} and --tls-key: they do not go together", cert.display())
     })?;
     Ok(Arc::new(config))
+}
+
+/// The names of `--tls-authz`: each value a distinguished name, or `@FILE` for a file of them,
+/// one a line (blank lines and lines starting with '#' skipped).
+pub fn authorized_names(values: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for value in values {
+        match value.strip_prefix('@') {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("--tls-authz @{path}: cannot read it"))?;
+                let lines = text.lines().map(str::trim);
+                names.extend(
+                    lines.filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from),
+                );
+            }
+            None => names.push(value.trim().to_string()),
+        }
+    }
+    anyhow::ensure!(
+        names.iter().all(|n| n.contains('=')),
+        "--tls-authz: {:?} is not a distinguished name (as CN=client,O=Example Org)",
+        names.iter().find(|n| !n.contains('=')).expect("one")
+    );
+    Ok(names)
+}
+
+/// A client certificate verifier that also wants the certificate's subject among `authz`.
+#[derive(Debug)]
+struct Authorized {
+    verifier: Arc<dyn ClientCertVerifier>,
+    authz: Vec<String>,
+}
+
+/// Why a client's certificate was refused by `--tls-authz`.
+#[derive(Debug)]
+struct NotAuthorized(String);
+
+impl std::fmt::Display for NotAuthorized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the subject {:?} is not in --tls-authz", self.0)
+    }
+}
+
+impl std::error::Error for NotAuthorized {}
+
+impl ClientCertVerifier for Authorized {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.verifier.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let verified = self.verifier.verify_client_cert(end_entity, intermediates, now)?;
+        let subject = subject::subject(end_entity);
+        match subject {
+            Some(name) if self.authz.contains(&name) => Ok(verified),
+            _ => {
+                let name = subject.unwrap_or_else(|| "(unreadable)".into());
+                let other = rustls::OtherError(Arc::new(NotAuthorized(name)));
+                Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)))
+            }
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.verifier.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.verifier.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.verifier.supported_verify_schemes()
+    }
 }
 
 /// The certificates of a PEM file, at least one.
@@ -112,7 +235,9 @@ struct Pump<S> {
 impl<S: Read + Write + AsRawFd> Pump<S> {
     fn run(mut self) {
         if let Err(e) = self.carry() {
-            eprintln!("tiercache serve: TLS: {e}");
+            static FAILED: std::sync::Mutex<crate::failures::Failures> =
+                std::sync::Mutex::new(crate::failures::Failures::new("a TLS session failed"));
+            FAILED.lock().unwrap_or_else(|p| p.into_inner()).note(&e);
         }
         // Dropping both ends: the connection's reads see the end, and the client's socket closes.
     }

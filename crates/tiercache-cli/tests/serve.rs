@@ -411,21 +411,8 @@ fn qemu_reads_and_writes_over_tcp() {
     std::fs::create_dir_all(&dir).unwrap();
     let (backing, tier) = (dir.join("backing.img"), dir.join("tier.mem"));
     std::fs::write(&backing, vec![0u8; SIZE]).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tiercache"))
-        .args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "1MiB"])
-        .args(["--slow-path", tier.to_str().unwrap(), "--slow-size", "2MiB"])
-        .args(["--listen", "tcp:127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let address = loop {
-        let line = lines.next().expect("the server logs where it listens").unwrap();
-        if let Some(rest) = line.split("listening on tcp:").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
+    let slow = ["--slow-path", tier.to_str().unwrap(), "--slow-size", "2MiB"];
+    let (mut child, address) = serve_tcp(&backing, &slow);
     let out = Command::new("qemu-io")
         .args(["-f", "raw", &format!("nbd://{address}")])
         .args([
@@ -1154,9 +1141,12 @@ fn certificates(dir: &Path) {
     openssl(&[&["req", "-x509"][..], &new_key, &ca].concat());
     let server_ext = "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n";
     let client_ext = "extendedKeyUsage=clientAuth\n";
-    for (name, subject, ext) in
-        [("server", "/CN=localhost", server_ext), ("client", "/CN=client", client_ext)]
-    {
+    let signed = [
+        ("server", "/CN=localhost", server_ext),
+        ("client", "/CN=client", client_ext),
+        ("intruder", "/CN=intruder/O=Elsewhere", client_ext),
+    ];
+    for (name, subject, ext) in signed {
         std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
         let [key, csr, cert, ext] =
             ["-key.pem", ".csr", "-cert.pem", ".ext"].map(|s| name.to_string() + s);
@@ -1179,13 +1169,26 @@ fn certificates(dir: &Path) {
             &ext,
         ]);
     }
-    for (sub, files) in [
-        ("client", &["ca-cert.pem", "client-cert.pem", "client-key.pem"][..]),
-        ("no-client", &["ca-cert.pem"][..]),
-    ] {
+    // The intruder's certificate revoked, in a CRL of the CA's.
+    let ca_config = "[ca]\ndefault_ca = test\n[test]\ndatabase = index.txt\n\
+                     crlnumber = crlnumber\ndefault_md = sha256\ndefault_crl_days = 2\n\
+                     certificate = ca-cert.pem\nprivate_key = ca-key.pem\n";
+    std::fs::write(dir.join("ca.cnf"), ca_config).unwrap();
+    std::fs::write(dir.join("index.txt"), "").unwrap();
+    std::fs::write(dir.join("crlnumber"), "01\n").unwrap();
+    openssl(&["ca", "-config", "ca.cnf", "-revoke", "intruder-cert.pem"]);
+    openssl(&["ca", "-config", "ca.cnf", "-gencrl", "-out", "crl.pem"]);
+    // Directories of client credentials as QEMU reads them (tls-creds-x509's dir).
+    for (sub, key) in
+        [("client", Some("client")), ("intruder", Some("intruder")), ("no-client", None)]
+    {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
-        for file in files {
-            std::fs::copy(dir.join(file), dir.join(sub).join(file)).unwrap();
+        std::fs::copy(dir.join("ca-cert.pem"), dir.join(sub).join("ca-cert.pem")).unwrap();
+        if let Some(key) = key {
+            for part in ["cert", "key"] {
+                let from = dir.join(format!("{key}-{part}.pem"));
+                std::fs::copy(from, dir.join(sub).join(format!("client-{part}.pem"))).unwrap();
+            }
         }
     }
 }
@@ -1344,4 +1347,206 @@ fn tls_exports_admit_only_clients_with_a_certificate() {
         server.log
     );
     assert!(server.stop().success());
+}
+
+/// `qemu-img map --output=json` of the export: (start, length, data) of each extent.
+fn qemu_map(server: &Server) -> Vec<(u64, u64, bool)> {
+    let (ok, text) = client("qemu-img", &["map".into(), "--output=json".into(), server.uri()]);
+    assert!(ok, "qemu-img map: {text}");
+    let extents: Vec<serde_json::Value> = serde_json::from_str(&text).expect("qemu-img's JSON");
+    let number = |e: &serde_json::Value, key: &str| e[key].as_u64().expect(key);
+    let extents: Vec<_> = extents
+        .iter()
+        .map(|e| {
+            let data = e["data"].as_bool().expect("data");
+            assert_eq!(e["zero"].as_bool(), Some(!data), "a hole reads as zeros: {text}");
+            (number(e, "start"), number(e, "length"), data)
+        })
+        .collect();
+    merged(extents)
+}
+
+/// `nbdinfo --map` of the export: (start, length, data) of each extent.
+fn nbdinfo_map(server: &Server) -> Vec<(u64, u64, bool)> {
+    let (ok, text) = client("nbdinfo", &["--map".into(), server.uri()]);
+    assert!(ok, "nbdinfo --map: {text}");
+    let extents = text
+        .lines()
+        .map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let number = |i: usize| words[i].parse::<u64>().unwrap_or_else(|_| panic!("{text}"));
+            // Type 0 is data; 3 is a hole that reads as zeros.
+            assert!(matches!(number(2), 0 | 3), "{text}");
+            (number(0), number(1), number(2) == 0)
+        })
+        .collect();
+    merged(extents)
+}
+
+/// Extents with each run of alike ones made one.
+fn merged(extents: Vec<(u64, u64, bool)>) -> Vec<(u64, u64, bool)> {
+    let mut out: Vec<(u64, u64, bool)> = Vec::new();
+    for (start, len, data) in extents {
+        match out.last_mut() {
+            Some(last) if last.2 == data && last.0 + last.1 == start => last.1 += len,
+            _ => out.push((start, len, data)),
+        }
+    }
+    out
+}
+
+/// Holes show through the cache: over a sparse backing file, `qemu-img map` and `nbdinfo
+/// --map` (structured replies, `base:allocation`, BLOCK_STATUS) find the data and the holes;
+/// a block written and still dirty in the cache is data where the backing file has a hole; a
+/// range trimmed, or zeroed fast, is a hole again. A CACHE request loads its blocks into the
+/// cache; WRITE_ZEROES that must be fast and may not punch a hole is refused (ENOTSUP).
+#[test]
+fn holes_show_through_the_cache_and_cache_requests_prefetch() {
+    use std::os::unix::fs::FileExt;
+    const MIB: u64 = 1 << 20;
+    let (_, backing, tier, socket) = fresh("holes", 0);
+    let file = std::fs::File::create(&backing).unwrap();
+    file.set_len(SIZE as u64).unwrap();
+    file.write_all_at(&vec![7u8; MIB as usize], 2 * MIB).unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    let more = ["--metrics", "127.0.0.1:0", "--block-size", "4KiB"];
+    let server = serve_with(&backing, &socket, &tier, "wb", &more);
+    let size = SIZE as u64;
+    let expected =
+        vec![(0, 2 * MIB, false), (2 * MIB, MIB, true), (3 * MIB, size - 3 * MIB, false)];
+    assert_eq!(qemu_map(&server), expected, "the backing file's holes");
+    assert_eq!(nbdinfo_map(&server), expected);
+
+    // Written back later: dirty in the cache, a hole on the backing file, and data to clients.
+    qemu_io(&server, &["write -P 0x05 6M 64k"]);
+    let expected = vec![
+        (0, 2 * MIB, false),
+        (2 * MIB, MIB, true),
+        (3 * MIB, 3 * MIB, false),
+        (6 * MIB, 64 << 10, true),
+        (6 * MIB + (64 << 10), 2 * MIB - (64 << 10), false),
+    ];
+    assert_eq!(qemu_map(&server), expected, "a dirty block is data");
+    assert_eq!(nbdinfo_map(&server), expected);
+
+    // A trim punches the hole again.
+    let (ok, text) = client(
+        "qemu-io",
+        &["-d", "unmap", "-f", "raw", &server.uri(), "-c", "discard 2M 1M"].map(String::from),
+    );
+    assert!(ok && !text.contains("fail"), "qemu-io discard: {text}");
+    let expected = vec![
+        (0, 6 * MIB, false),
+        (6 * MIB, 64 << 10, true),
+        (6 * MIB + (64 << 10), 2 * MIB - (64 << 10), false),
+    ];
+    assert_eq!(qemu_map(&server), expected, "trimmed");
+
+    // By hand: CACHE loads blocks, and fast zeroes punch or are refused.
+    let address = server
+        .log
+        .lines()
+        .find_map(|l| l.split("metrics on http://").nth(1))
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .expect("the server logs its metrics address")
+        .to_string();
+    let resident = || -> u64 {
+        let mut http = std::net::TcpStream::connect(&address).unwrap();
+        http.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut response = String::new();
+        http.read_to_string(&mut response).unwrap();
+        let line = response.lines().find(|l| l.starts_with("tiercache_resident_blocks ")).unwrap();
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (mut client, _, flags) = export(&socket);
+    assert_eq!(flags & (1 << 10 | 1 << 11), 1 << 10 | 1 << 11, "CACHE and FAST_ZERO: {flags:#x}");
+    let before = resident();
+    client.write_all(&request(5, 1, 4 * MIB, 256 << 10)).unwrap(); // NBD_CMD_CACHE
+    let mut reply = [0u8; 16];
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!((&reply[4..8], &reply[8..16]), (&[0u8; 4][..], &1u64.to_be_bytes()[..]));
+    assert_eq!(resident(), before + 64, "256 KiB of 4 KiB blocks loaded");
+    let zeroes = |cookie: u64, flags: u16| {
+        let mut header = request(6, cookie, 6 * MIB, 64 << 10); // NBD_CMD_WRITE_ZEROES
+        header[4..6].copy_from_slice(&flags.to_be_bytes());
+        header
+    };
+    client.write_all(&zeroes(2, 1 << 4 | 1 << 1)).unwrap(); // FAST_ZERO and NO_HOLE
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(u32::from_be_bytes(reply[4..8].try_into().unwrap()), 95, "ENOTSUP");
+    assert!(qemu_map(&server).contains(&(6 * MIB, 64 << 10, true)), "nothing was zeroed");
+    client.write_all(&zeroes(3, 1 << 4)).unwrap(); // FAST_ZERO: a hole punched
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply[4..8], &[0u8; 4]);
+    assert_eq!(qemu_map(&server), vec![(0, size, false)], "zeroed fast: all holes");
+    qemu_io(&server, &["read -P 0 0 8M"]);
+    assert!(server.stop().success());
+}
+
+/// Who may connect, by certificate: with `--tls-authz`, only clients whose certificate's
+/// subject is listed (RFC 4514's form, as a value or in a file); with `--tls-crl`, not those
+/// whose certificate the CA revoked. The refused client gets no export; the admitted one reads
+/// and writes it.
+#[test]
+fn tls_authz_and_crl_choose_clients_by_certificate() {
+    let (dir, backing, tier, socket) = fresh("authz", 0);
+    certificates(&dir);
+    let pem = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let tls = [
+        "--tls-cert".to_string(),
+        pem("server-cert.pem"),
+        "--tls-key".into(),
+        pem("server-key.pem"),
+        "--tls-client-ca".into(),
+        pem("ca-cert.pem"),
+    ];
+    let io = |creds: &str| {
+        let image = tls_image(&socket, &dir.join(creds));
+        client("qemu-io", &[&image[..], &["-c".into(), "write -P 0x3c 0 64k".into()]].concat())
+    };
+    let authz = dir.join("authz.txt");
+    std::fs::write(&authz, "# who may connect\n\nO=Elsewhere,CN=someone else\nCN=client\n")
+        .unwrap();
+    let by_file = format!("@{}", authz.display());
+    for choice in [&["--tls-authz", "CN=client"][..], &["--tls-authz", &by_file]] {
+        let more: Vec<&str> =
+            tls.iter().map(String::as_str).chain(choice.iter().copied()).collect();
+        let server = serve_with(&backing, &socket, &tier, "wt", &more);
+        assert!(server.log.contains("named in --tls-authz"), "{}", server.log);
+        let (ok, text) = io("client");
+        assert!(ok && !text.contains("fail"), "a client named in --tls-authz: {text}");
+        let (ok, text) = io("intruder");
+        assert!(!ok, "a client not named in --tls-authz, its certificate signed: {text}");
+        assert!(server.stop().success());
+    }
+    // Named (as RFC 4514 writes its subject: the last name first), and admitted; then
+    // revoked, and refused.
+    let crl = pem("crl.pem");
+    let named = ["--tls-authz", "O=Elsewhere,CN=intruder"];
+    let more: Vec<&str> = tls.iter().map(String::as_str).chain(named).collect();
+    let server = serve_with(&backing, &socket, &tier, "wt", &more);
+    let (ok, text) = io("intruder");
+    assert!(ok && !text.contains("fail"), "a client named in --tls-authz: {text}");
+    assert!(server.stop().success());
+    let more: Vec<&str> = more.into_iter().chain(["--tls-crl", crl.as_str()]).collect();
+    let server = serve_with(&backing, &socket, &tier, "wt", &more);
+    let (ok, text) = io("intruder");
+    assert!(!ok, "a revoked certificate: {text}");
+    assert!(server.stop().success());
+    let more: Vec<&str> = tls.iter().map(String::as_str).chain(["--tls-crl", &crl]).collect();
+    let server = serve_with(&backing, &socket, &tier, "wt", &more);
+    let (ok, text) = io("client");
+    assert!(ok && !text.contains("fail"), "a certificate the CRL does not revoke: {text}");
+    assert!(server.stop().success());
+    // Without a CA to check certificates against, neither option means anything: refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+        .args(["serve", "--backing", backing.to_str().unwrap(), "--listen"])
+        .arg(format!("unix:{}", socket.display()))
+        .args(&tls[..4])
+        .args(["--tls-authz", "CN=client"])
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && error.contains("--tls-client-ca"), "{error}");
 }

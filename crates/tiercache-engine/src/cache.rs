@@ -679,6 +679,12 @@ impl CacheCore {
         self.shard(key).contains(key)
     }
 
+    /// Whether `key` is resident and dirty, so that the backing device's copy is older. As
+    /// stale as [`contains`](Self::contains)'s answer.
+    pub fn is_dirty(&self, key: Key) -> bool {
+        self.keeps_dirty() && self.shard(key).is_dirty(key)
+    }
+
     fn media(&self) -> MutexGuard<'_, Vec<Medium>> {
         self.media.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -18,6 +18,7 @@
 
 use std::fs::File;
 use std::io;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,6 +60,15 @@ pub trait Device: Send + Sync {
         write_zeros(self, at, len)
     }
 
+    /// The first range at or after `at` that holds data, the bytes before it and after it
+    /// (up to the next such range) a hole: never written, or discarded, and read as zeros
+    /// without being stored (a sparse file's). `None` when only holes follow `at`. A device
+    /// that cannot tell holds data everywhere.
+    fn next_data(&self, at: u64) -> io::Result<Option<Range<u64>>> {
+        let len = self.len()?;
+        Ok((at < len).then_some(at..len))
+    }
+
     /// Whether the device holds no bytes.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
@@ -90,6 +100,36 @@ pub fn punch_hole(file: &File, at: u64, len: u64) -> io::Result<()> {
         0 => Ok(()),
         _ => Err(io::Error::last_os_error()),
     }
+}
+
+/// `file`'s first range of data at or after `at` (`lseek` with `SEEK_DATA`, then `SEEK_HOLE`):
+/// see [`Device::next_data`]. A file system that cannot tell (`EINVAL`) holds data everywhere.
+pub fn next_data(file: &File, at: u64) -> io::Result<Option<Range<u64>>> {
+    use std::os::fd::AsRawFd;
+    let seek = |from: u64, whence| {
+        let Ok(from) = i64::try_from(from) else { return Ok(None) };
+        // SAFETY: lseek on a descriptor the caller owns, no memory involved. It moves the
+        // file's position, which nothing here reads or writes by (every I/O is positioned).
+        match unsafe { libc::lseek(file.as_raw_fd(), from, whence) } {
+            at if at >= 0 => Ok(Some(at as u64)),
+            _ => match io::Error::last_os_error() {
+                e if e.raw_os_error() == Some(libc::ENXIO) => Ok(None), // At or past the end.
+                e => Err(e),
+            },
+        }
+    };
+    let start = match seek(at, libc::SEEK_DATA) {
+        Ok(Some(start)) => start,
+        Ok(None) => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let len = file.metadata()?.len();
+            return Ok((at < len).then_some(at..len));
+        }
+        Err(e) => return Err(e),
+    };
+    // Every file ends in a hole (its end), so SEEK_HOLE from data finds one.
+    let end = seek(start, libc::SEEK_HOLE)?.unwrap_or(start);
+    Ok((end > start).then_some(start..end))
 }
 
 /// Writes `len` zero bytes from `at` to `device`, a megabyte at a time.
@@ -174,6 +214,10 @@ impl Device for FileDevice {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.file.set_len(len)
+    }
+
+    fn next_data(&self, at: u64) -> io::Result<Option<Range<u64>>> {
+        next_data(&self.file, at)
     }
 
     /// Punches a hole (`fallocate`), which frees the file system's blocks, or a block
@@ -306,6 +350,10 @@ impl Device for Emulated {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.inner.set_len(len)
+    }
+
+    fn next_data(&self, at: u64) -> io::Result<Option<Range<u64>>> {
+        self.inner.next_data(at)
     }
 
     /// The inner device's discard, charged as one request of no bytes.

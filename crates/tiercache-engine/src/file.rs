@@ -44,6 +44,18 @@ const WRITER_STRIPES: usize = 256;
 /// Blocks [`CachedFile::discard`] discards at a time, with their writer turns held.
 const DISCARD_CHUNK: u64 = 1024;
 
+/// Blocks [`CachedFile::allocation`] looks up in the cache in one call (dirty ones inside the
+/// backing file's holes): a question about a huge hole is answered a part at a time.
+const ALLOCATION_LOOKUPS: u64 = 1 << 16;
+
+/// A run of bytes as [`CachedFile::allocation`] finds them: data, or a hole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub len: u64,
+    /// Stored bytes; false for a hole, which reads as zeros and stores nothing.
+    pub data: bool,
+}
+
 /// A backing file behind a cache.
 pub struct CachedFile {
     cache: Cache,
@@ -353,6 +365,71 @@ impl CachedFile {
         Ok(())
     }
 
+    /// How the bytes from `offset` up to `len` of them are stored, as consecutive extents from
+    /// `offset`: data, or holes that read as zeros and store nothing (what a sparse backing
+    /// file has never been written, or had discarded). A block the cache holds dirty is data
+    /// wherever the backing file has a hole (its bytes are not there yet); blocks cached clean
+    /// are as the backing file has them. At most `max` extents, and a bounded number of blocks
+    /// looked up in the cache, so the extents may cover less than `len` (the caller asks
+    /// again from where they end), but never nothing while `len` is above 0.
+    pub fn allocation(
+        &self,
+        offset: u64,
+        len: u64,
+        max: usize,
+    ) -> Result<Vec<Extent>, EngineError> {
+        let end = offset.saturating_add(len);
+        let mut extents = Vec::new();
+        let mut lookups = ALLOCATION_LOOKUPS;
+        let mut at = offset;
+        while at < end && extents.len() < max.max(1) {
+            let data = self
+                .backing
+                .next_data(at)
+                .map_err(|e| self.io_error("cannot find the backing file's holes", e))?;
+            let (hole_end, data_end) = match data {
+                Some(range) if range.start < end => (range.start.max(at), range.end.min(end)),
+                _ => (end, end),
+            };
+            if hole_end > at {
+                at = self.holes(at..hole_end, &mut lookups, &mut extents);
+                if at < hole_end {
+                    break; // Out of lookups.
+                }
+            }
+            if data_end > at {
+                push_extent(&mut extents, data_end - at, true);
+                at = data_end;
+            }
+        }
+        extents.truncate(max.max(1));
+        Ok(extents)
+    }
+
+    /// Adds the backing file's hole `range` to `extents`, each block of it the cache holds
+    /// dirty as data, while `lookups` last; returns where it stopped.
+    fn holes(
+        &self,
+        range: std::ops::Range<u64>,
+        lookups: &mut u64,
+        extents: &mut Vec<Extent>,
+    ) -> u64 {
+        if !self.cache.keeps_dirty() {
+            push_extent(extents, range.end - range.start, false);
+            return range.end;
+        }
+        let bs = self.cache.block_size() as u64;
+        let mut at = range.start;
+        while at < range.end && *lookups > 0 {
+            *lookups -= 1;
+            let block = at / bs;
+            let next = ((block + 1) * bs).min(range.end);
+            push_extent(extents, next - at, self.cache.is_dirty(block));
+            at = next;
+        }
+        at
+    }
+
     /// Writes `len` zeros from `offset` through the cache, as any write.
     pub fn write_zeros(&self, offset: u64, len: u64) -> Result<(), EngineError> {
         crate::device::in_zero_chunks(offset, len, |zeros, at| self.write_at(at, zeros).map(drop))
@@ -459,5 +536,13 @@ fn whole_block(offset: u64, block_size: usize) -> Option<u64> {
         (offset & (bs - 1) == 0).then_some(offset >> bs.trailing_zeros())
     } else {
         offset.is_multiple_of(bs).then_some(offset / bs)
+    }
+}
+
+/// Appends `len` bytes of data (or hole) to `extents`, one extent with the last if it is alike.
+fn push_extent(extents: &mut Vec<Extent>, len: u64, data: bool) {
+    match extents.last_mut() {
+        Some(last) if last.data == data => last.len += len,
+        _ => extents.push(Extent { len, data }),
     }
 }

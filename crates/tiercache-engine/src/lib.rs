@@ -81,7 +81,7 @@ pub use {
     clock::{Clock, ManualClock, MonotonicClock},
     config::{CacheConfig, EngineOptions, MediumKind, MediumSpec},
     error::EngineError,
-    file::CachedFile,
+    file::{CachedFile, Extent},
     latency::{LatencySnapshot, Percentiles},
     recovery::Recovery,
     shard::{PutOutcome, ReadOutcome},

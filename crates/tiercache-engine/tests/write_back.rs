@@ -728,3 +728,43 @@ fn requests_and_the_unlocked_cleaner_together_lose_nothing() {
         }
     }
 }
+
+/// The allocation a client sees (`CachedFile::allocation`): the backing file's holes and
+/// data, a block held dirty in the cache as data where the backing file has a hole (until it
+/// is written back, after which the backing file has it), clean cached blocks as the backing
+/// file has them; at most the extents asked for, never none.
+#[test]
+fn allocation_shows_the_backing_files_holes_and_the_caches_dirty_blocks() {
+    use std::os::unix::fs::FileExt;
+    use tiercache_engine::Extent;
+    let path = scratch("allocation");
+    let backing = std::fs::File::create(&path).unwrap();
+    backing.set_len(64 * BLOCK as u64).unwrap();
+    backing.write_all_at(&[1u8; 4 * BLOCK], 8 * BLOCK as u64).unwrap(); // Blocks 8..12.
+    drop(backing);
+    let tier = scratch("allocation-tier");
+    let cache = builder("mapped", &tier, 16, CacheMode::WriteBack).build().unwrap();
+    let file = CachedFile::open(&path, cache).unwrap();
+    let extent = |blocks: u64, data: bool| Extent { len: blocks * BLOCK as u64, data };
+    let whole = 64 * BLOCK as u64;
+    assert_eq!(
+        file.allocation(0, whole, 100).unwrap(),
+        [extent(8, false), extent(4, true), extent(52, false)]
+    );
+    let mut zeros = vec![9u8; BLOCK];
+    file.read_at(30 * BLOCK as u64, &mut zeros).unwrap(); // Cached clean from a hole: a hole.
+    assert!(zeros.iter().all(|&b| b == 0) && file.cache().contains(30));
+    write(&file, 40, 1); // Dirty in the cache, a hole on the backing file.
+    assert!(file.cache().is_dirty(40) && !file.cache().is_dirty(30));
+    let expected = [extent(8, false), extent(4, true), extent(28, false), extent(1, true)];
+    assert_eq!(file.allocation(0, whole, 100).unwrap()[..4], expected);
+    assert_eq!(file.allocation(0, whole, 2).unwrap(), expected[..2], "two extents at most");
+    assert_eq!(
+        file.allocation(9 * BLOCK as u64 + 5, BLOCK as u64, 1).unwrap(),
+        [Extent { len: BLOCK as u64, data: true }],
+        "from inside an extent"
+    );
+    file.flush_backing().unwrap();
+    assert!(!file.cache().is_dirty(40));
+    assert_eq!(file.allocation(40 * BLOCK as u64, BLOCK as u64, 9).unwrap(), [extent(1, true)]);
+}

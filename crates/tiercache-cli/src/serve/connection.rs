@@ -217,6 +217,7 @@ pub(super) type Ticket = crate::slots::Ticket<Stream>;
 /// How a connection is served: by how many workers, within which deadlines, with TLS required
 /// if the server has it, admitted to the served connections if one of `max_served` is free,
 /// and its buffers counted in the server's `memory`.
+#[derive(Clone)]
 pub(super) struct How {
     pub workers: usize,
     pub limits: Limits,
@@ -384,7 +385,7 @@ pub(super) fn connection(
         _ => e,
     };
     let deadline = accepted + how.limits.handshake;
-    let Some((stream, mut input, output)) =
+    let Some((stream, mut input, output, session)) =
         handshake(stream, export, deadline, how.tls.clone()).map_err(late)?
     else {
         return Ok(());
@@ -417,8 +418,8 @@ pub(super) fn connection(
                 let started = Instant::now();
                 let served = serve(file, &request, &mut buf);
                 let moved = match request.kind {
-                    nbd::CMD_FLUSH => 0,
-                    _ => request.length as u64,
+                    nbd::CMD_READ | nbd::CMD_WRITE => request.length as u64,
+                    _ => 0,
                 };
                 metrics.record(request.kind, moved, started.elapsed(), served.is_err());
                 if let Err(e) = &served {
@@ -426,14 +427,16 @@ pub(super) fn connection(
                 }
                 // A client gone before its reply, or not reading it by its deadline: the
                 // connection is cut, and the reading thread stops.
-                if reply(&output, limits.request, &request, served, &buf).is_err() {
+                let within = (limits.request, session.structured);
+                if reply(&output, within, &request, served, &buf).is_err() {
                     budget.gone.store(true, Ordering::Release);
                     stream.cut();
                 }
                 budget.give(request.charge());
             });
         }
-        let read = read_requests(&mut input, (&output, limits), export, &requests, &budget);
+        let read =
+            read_requests(&mut input, (&output, limits), (export, &session), &requests, &budget);
         drop(requests);
         if read.is_err() {
             // A request past its deadline (or malformed): the workers' replies stop too.
@@ -443,7 +446,7 @@ pub(super) fn connection(
     })
 }
 
-type Handshaken = (Stream, BufReader<Timed>, BufWriter<Timed>);
+type Handshaken = (Stream, BufReader<Timed>, BufWriter<Timed>, nbd::Session);
 
 /// The handshake, carried on over TLS if the client starts it (with TLS required, it must
 /// before anything else), every read and write of it by `deadline`: the stream the connection
@@ -458,9 +461,9 @@ fn handshake(
     let mut input = BufReader::new(timed(&stream)?);
     let mut output = BufWriter::new(timed(&stream)?);
     let required = if tls.is_some() { nbd::Tls::Required } else { nbd::Tls::Off };
-    let (ended, no_zeroes) = nbd::handshake(&mut input, &mut output, export, required)?;
+    let (ended, mut session) = nbd::handshake(&mut input, &mut output, export, required)?;
     match (ended, tls) {
-        (nbd::Handshake::Transmission, _) => Ok(Some((stream, input, output))),
+        (nbd::Handshake::Transmission, _) => Ok(Some((stream, input, output, session))),
         (nbd::Handshake::StartTls, Some(config)) if input.buffer().is_empty() => {
             drop((input, output));
             // The TLS handshake runs in the pump; until it is done no plain byte comes, so
@@ -468,8 +471,9 @@ fn handshake(
             let plain = Stream::Unix(crate::tls::start(stream, config)?);
             let mut input = BufReader::new(timed(&plain)?);
             let mut output = BufWriter::new(timed(&plain)?);
-            let ended = nbd::options(&mut input, &mut output, export, no_zeroes, nbd::Tls::On)?;
-            Ok((ended == nbd::Handshake::Transmission).then_some((plain, input, output)))
+            let ended = nbd::options(&mut input, &mut output, export, &mut session, nbd::Tls::On)?;
+            let went_on = ended == nbd::Handshake::Transmission;
+            Ok(went_on.then_some((plain, input, output, session)))
         }
         (nbd::Handshake::StartTls, _) => {
             eprintln!("tiercache serve: a client sent bytes before its TLS handshake; closed");
@@ -479,26 +483,62 @@ fn handshake(
     }
 }
 
-/// Sends a served request's reply, its header and a read's data, all of it written within
-/// `within` (a client that reads it too slowly is an error: the caller cuts it).
+/// What serving a request left in its buffer to send back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Nothing: the reply is its header.
+    Done,
+    /// A read's data.
+    Data,
+    /// A BLOCK_STATUS chunk's payload: the context's id and its extents.
+    Extents,
+}
+
+/// Sends a served request's reply, its header and a read's data (in one chunk where
+/// structured replies were negotiated, as they must be for reads and block status), all of it
+/// written within `within` (a client that reads it too slowly is an error: the caller cuts it).
 fn reply(
     output: &Mutex<BufWriter<Timed>>,
-    within: Duration,
+    (within, structured): (Duration, bool),
     request: &Request,
-    served: Result<bool, EngineError>,
+    served: Result<Outcome, EngineError>,
     buf: &[u8],
 ) -> io::Result<()> {
     let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
     output.get_mut().until(Some(Instant::now() + within));
+    let cookie = request.cookie;
     match served {
-        Ok(true) => {
-            output.write_all(&nbd::simple_reply(0, request.cookie))?;
+        Ok(Outcome::Data) if structured && request.length == 0 => {
+            output.write_all(&nbd::chunk(nbd::REPLY_FLAG_DONE, nbd::REPLY_TYPE_NONE, cookie, 0))?;
+        }
+        Ok(Outcome::Data) if structured => {
+            let (kind, length) = (nbd::REPLY_TYPE_OFFSET_DATA, 8 + request.length);
+            output.write_all(&nbd::chunk(nbd::REPLY_FLAG_DONE, kind, cookie, length))?;
+            output.write_all(&request.offset.to_be_bytes())?;
             output.write_all(&buf[..request.length as usize])?;
         }
-        Ok(false) => output.write_all(&nbd::simple_reply(0, request.cookie))?,
-        Err(_) => output.write_all(&nbd::simple_reply(nbd::EIO, request.cookie))?,
+        Ok(Outcome::Data) => {
+            output.write_all(&nbd::simple_reply(0, cookie))?;
+            output.write_all(&buf[..request.length as usize])?;
+        }
+        Ok(Outcome::Extents) => {
+            let kind = nbd::REPLY_TYPE_BLOCK_STATUS;
+            output.write_all(&nbd::chunk(nbd::REPLY_FLAG_DONE, kind, cookie, buf.len() as u32))?;
+            output.write_all(buf)?;
+        }
+        Ok(Outcome::Done) => output.write_all(&nbd::simple_reply(0, cookie))?,
+        Err(e) => output.write_all(&error_reply(request, nbd::EIO, structured, &e.to_string()))?,
     }
     output.flush()
+}
+
+/// A reply saying `error`: an error chunk for the commands structured replies answer, a
+/// simple reply otherwise.
+fn error_reply(request: &Request, error: u32, structured: bool, message: &str) -> Vec<u8> {
+    match structured && matches!(request.kind, nbd::CMD_READ | nbd::CMD_BLOCK_STATUS) {
+        true => nbd::error_chunk(error, request.cookie, message),
+        false => nbd::simple_reply(error, request.cookie).to_vec(),
+    }
 }
 
 /// Waits for the first byte of the next request, up to `idle` (for ever without); false if the
@@ -520,7 +560,7 @@ fn next_request(input: &mut BufReader<Timed>, idle: Option<Duration>) -> io::Res
 fn read_requests(
     input: &mut BufReader<Timed>,
     (output, limits): (&Mutex<BufWriter<Timed>>, Limits),
-    export: nbd::Offer,
+    (export, session): (nbd::Offer, &nbd::Session),
     requests: &std::sync::mpsc::SyncSender<(Request, Vec<u8>)>,
     budget: &Budget<'_>,
 ) -> io::Result<()> {
@@ -550,7 +590,10 @@ fn read_requests(
         let changes =
             matches!(request.kind, nbd::CMD_WRITE | nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES);
         let refused = (export.read_only && changes).then_some(nbd::EPERM);
-        if let Some(error) = refused.or_else(|| request.check(export.size)) {
+        if let Some(error) = refused
+            .or_else(|| request.check(export.size, session))
+            .or_else(|| slow_zeroes(&request))
+        {
             // A refused write's payload is read past, never held: a client cannot make the
             // server buffer what it will not write.
             if request.has_payload() {
@@ -562,7 +605,7 @@ fn read_requests(
             }
             let mut output = output.lock().unwrap_or_else(|p| p.into_inner());
             output.get_mut().until(Some(Instant::now() + limits.request));
-            output.write_all(&nbd::simple_reply(error, request.cookie))?;
+            output.write_all(&error_reply(&request, error, session.structured, "refused"))?;
             output.flush()?;
             continue;
         }
@@ -598,8 +641,16 @@ fn read_requests(
     }
 }
 
-/// Serves one checked request; true if `buf` holds data to send back (a read).
-fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<bool, EngineError> {
+/// ENOTSUP for a WRITE_ZEROES that must be fast (FAST_ZERO) but may not punch a hole
+/// (NO_HOLE): its zeros would be written, no faster than the client writing them.
+fn slow_zeroes(request: &Request) -> Option<u32> {
+    let flags = nbd::CMD_FLAG_FAST_ZERO | nbd::CMD_FLAG_NO_HOLE;
+    (request.kind == nbd::CMD_WRITE_ZEROES && request.flags & flags == flags)
+        .then_some(nbd::ENOTSUP)
+}
+
+/// Serves one checked request, leaving in `buf` what its reply sends back.
+fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<Outcome, EngineError> {
     let fua = request.flags & nbd::CMD_FLAG_FUA != 0;
     let (offset, length) = (request.offset, request.length as usize);
     match request.kind {
@@ -608,16 +659,16 @@ fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<bool
             let n = file.read_at(offset, buf)?;
             // Inside the export, so only a backing file that shrank reads short.
             buf[n..].fill(0);
-            Ok(true)
+            Ok(Outcome::Data)
         }
         nbd::CMD_WRITE => {
             file.write_at(offset, &buf[..length])?;
             if fua {
                 file.sync()?;
             }
-            Ok(false)
+            Ok(Outcome::Done)
         }
-        nbd::CMD_FLUSH => file.sync().map(|()| false),
+        nbd::CMD_FLUSH => file.sync().map(|()| Outcome::Done),
         nbd::CMD_TRIM | nbd::CMD_WRITE_ZEROES => {
             // A trimmed range may read as anything, and zeros are one such thing: both drop
             // the range's cached blocks and punch the backing file, unless the client asked
@@ -630,7 +681,34 @@ fn serve(file: &CachedFile, request: &Request, buf: &mut Vec<u8>) -> Result<bool
             if fua {
                 file.sync()?;
             }
-            Ok(false)
+            Ok(Outcome::Done)
+        }
+        nbd::CMD_CACHE => {
+            // Read through the cache, a chunk at a time (the request's charge), for the
+            // policy to admit as any read.
+            buf.resize((length as u64).min(request.charge()).max(1) as usize, 0);
+            let mut at = 0;
+            while at < length {
+                let n = buf.len().min(length - at);
+                file.read_at(offset + at as u64, &mut buf[..n])?;
+                at += n;
+            }
+            buf.clear();
+            Ok(Outcome::Done)
+        }
+        nbd::CMD_BLOCK_STATUS => {
+            let most =
+                if request.flags & nbd::CMD_FLAG_REQ_ONE != 0 { 1 } else { nbd::EXTENTS_MAX };
+            let extents = file.allocation(offset, length as u64, most)?;
+            buf.clear();
+            buf.extend_from_slice(&nbd::ALLOCATION_ID.to_be_bytes());
+            for extent in extents {
+                let flags = if extent.data { 0 } else { nbd::STATE_HOLE | nbd::STATE_ZERO };
+                // Inside the request, whose length is 32 bits.
+                buf.extend_from_slice(&(extent.len as u32).to_be_bytes());
+                buf.extend_from_slice(&flags.to_be_bytes());
+            }
+            Ok(Outcome::Extents)
         }
         _ => unreachable!("checked requests are of known commands"),
     }

@@ -126,6 +126,10 @@ impl Device for DirectFile {
         self.inner.set_len(len)
     }
 
+    fn next_data(&self, at: u64) -> std::io::Result<Option<std::ops::Range<u64>>> {
+        crate::device::next_data(self.inner.file(), at)
+    }
+
     fn discard(&self, at: u64, len: u64) -> std::io::Result<()> {
         crate::device::punch_hole(self.inner.file(), at, len).or_else(|e| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::ENODEV) => {

@@ -75,6 +75,12 @@ impl Shard {
         self.place(key).is_some()
     }
 
+    /// Whether `key` is resident and dirty: newer than the backing device's copy (a copy the
+    /// cleaner has in flight stays dirty until it is durable).
+    pub fn is_dirty(&self, key: Key) -> bool {
+        self.place(key).is_some_and(|place| place.dirty)
+    }
+
     /// Whether `key`'s set on placed tier `t` has a slot for a new copy of its block, other
     /// than `old`, the current one's; slots held for a sync are freed (the tier synced) if
     /// that makes one.
