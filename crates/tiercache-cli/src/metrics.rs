@@ -58,9 +58,10 @@ impl Metrics {
         c.buckets[bucket].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Every metric, in Prometheus' text exposition format.
-    pub fn render(&self, file: &CachedFile) -> String {
-        let cache = file.cache();
+    /// Every metric, in Prometheus' text exposition format: the cache's of the first export
+    /// (the default), and with several, a few of each export's labelled by its name.
+    pub fn render(&self, files: &[(String, Arc<CachedFile>)]) -> String {
+        let cache = files[0].1.cache();
         let mut text = cache.stats().to_prometheus();
         text += "# HELP tiercache_dirty_blocks Blocks held dirty in the cache now.\n";
         text += "# TYPE tiercache_dirty_blocks gauge\n";
@@ -69,6 +70,9 @@ impl Metrics {
         text += "# HELP tiercache_resident_blocks Blocks cached now, and the slots for them.\n";
         text += "# TYPE tiercache_resident_blocks gauge\n";
         text += &format!("tiercache_resident_blocks {used}\ntiercache_slots {slots}\n");
+        if files.len() > 1 {
+            text += &per_export(files);
+        }
         text += "# HELP tiercache_nbd_connections NBD connections open now.\n";
         text += "# TYPE tiercache_nbd_connections gauge\n";
         let connections = self.connections.load(Ordering::Relaxed);
@@ -107,14 +111,43 @@ impl Metrics {
     }
 }
 
+/// Each export's hits, misses, dirty and resident blocks, labelled by its name.
+fn per_export(files: &[(String, Arc<CachedFile>)]) -> String {
+    let mut text = String::new();
+    type Metric = (&'static str, &'static str, &'static str, fn(&CachedFile) -> u64);
+    let metrics: [Metric; 4] = [
+        ("tiercache_export_hits_total", "counter", "Reads served from the export's cache.", |f| {
+            f.cache().stats().hits
+        }),
+        ("tiercache_export_misses_total", "counter", "Reads the export's cache missed.", |f| {
+            f.cache().stats().misses
+        }),
+        ("tiercache_export_dirty_blocks", "gauge", "Blocks the export's cache holds dirty.", |f| {
+            f.cache().dirty_blocks() as u64
+        }),
+        ("tiercache_export_resident_blocks", "gauge", "Blocks the export's cache holds.", |f| {
+            f.cache().occupancy().0
+        }),
+    ];
+    for (name, kind, help, value) in metrics {
+        text += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n");
+        for (export, file) in files {
+            let label = export.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+            text += &format!("{name}{{export=\"{label}\"}} {}\n", value(file));
+        }
+    }
+    text
+}
+
 /// Serves `/metrics` on `listener` until the process ends, as Prometheus scrapes: each
 /// connection its own thread, so one slow client does not hold the others. Connections still
 /// sending their request line have a few slots (`crate::slots`); when they are all taken, the
 /// one that has been at it longest is closed, so clients that drip a request line a byte at a
 /// time cannot keep a scrape out. A request line must arrive whole within its deadline, and
 /// the reply be read within another.
-pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, file: Arc<CachedFile>) {
-    let reading = crate::slots::Slots::new(SCRAPES_AT_ONCE);
+pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, files: Vec<(String, Arc<CachedFile>)>) {
+    let reading = crate::slots::Slots::new(SCRAPES_AT_ONCE, SCRAPES_AT_ONCE);
+    let files = Arc::new(files);
     for stream in listener.incoming() {
         let stream = match stream.and_then(|s| Ok((s.try_clone()?, s))) {
             Ok(stream) => stream,
@@ -125,10 +158,11 @@ pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, file: Arc<CachedFile>
             }
         };
         let (handle, stream) = stream;
-        let (ticket, _) = crate::slots::Slots::enter(&reading, handle);
-        let (metrics, file) = (metrics.clone(), file.clone());
+        let from = stream.peer_addr().ok().map(|a| a.ip());
+        let (ticket, _) = crate::slots::Slots::enter(&reading, from, handle);
+        let (metrics, files) = (metrics.clone(), files.clone());
         let spawned =
-            std::thread::Builder::new().spawn(move || scrape(stream, ticket, &metrics, &file));
+            std::thread::Builder::new().spawn(move || scrape(stream, ticket, &metrics, &files));
         if spawned.is_err() {
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -148,7 +182,7 @@ fn scrape(
     mut stream: std::net::TcpStream,
     ticket: crate::slots::Ticket<std::net::TcpStream>,
     metrics: &Metrics,
-    file: &CachedFile,
+    files: &[(String, Arc<CachedFile>)],
 ) {
     let deadline = std::time::Instant::now() + SCRAPE_TIMEOUT;
     let mut line = Vec::with_capacity(256);
@@ -168,7 +202,7 @@ fn scrape(
     let line = String::from_utf8_lossy(&line);
     let response = match line.split_whitespace().nth(1) {
         Some("/metrics") => {
-            let body = metrics.render(file);
+            let body = metrics.render(files);
             format!(
                 "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
                  Content-Length: {}\r\n\r\n{body}",

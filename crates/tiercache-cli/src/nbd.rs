@@ -97,7 +97,7 @@ pub const EINVAL: u32 = 22;
 pub const EOVERFLOW: u32 = 75;
 pub const ENOTSUP: u32 = 95;
 
-/// The export's name in listings.
+/// The name of the export of `--backing`.
 pub const EXPORT: &str = "tiercache";
 
 /// The longest option a client may send (an export name and info requests fit easily).
@@ -294,7 +294,15 @@ pub enum Handshake {
     StartTls,
 }
 
-/// The export a handshake offers: its size, preferred block, and whether it is read-only.
+/// An export a handshake offers, by name.
+#[derive(Clone, Debug)]
+pub struct Export {
+    pub name: String,
+    pub offer: Offer,
+}
+
+/// What a handshake offers of an export: its size, preferred block, and whether it is
+/// read-only.
 #[derive(Clone, Copy, Debug)]
 pub struct Offer {
     pub size: u64,
@@ -310,20 +318,22 @@ pub struct Session {
     /// Structured replies (NBD_OPT_STRUCTURED_REPLY): reads are answered in chunks, and
     /// metadata contexts may be selected.
     pub structured: bool,
+    /// The export the client went on with: its index among those offered.
+    pub export: usize,
     /// `base:allocation` selected for the export the client went on with: BLOCK_STATUS works.
     pub allocation: bool,
     /// The export `base:allocation` was selected for (SET_META_CONTEXT names one).
-    allocation_for: Option<String>,
+    allocation_for: Option<usize>,
 }
 
-/// The fixed newstyle handshake, server side: the greeting, then the options ([`options`]).
-/// The export is named [`EXPORT`]; the empty name (what `nbd+unix:///` asks for) is taken too.
+/// The fixed newstyle handshake, server side: the greeting, then the options ([`options`]),
+/// offering `exports` by name; the empty name (what `nbd+unix:///` asks for) is the first.
 /// Returns how it ended and what the client negotiated (which options after a STARTTLS go on
 /// from).
 pub fn handshake(
     input: &mut impl Read,
     output: &mut impl Write,
-    offer: Offer,
+    exports: &[Export],
     tls: Tls,
 ) -> io::Result<(Handshake, Session)> {
     output.write_all(&NBDMAGIC.to_be_bytes())?;
@@ -339,13 +349,17 @@ pub fn handshake(
         return Ok((Handshake::Closed, session));
     }
     session.no_zeroes = client & CLIENT_NO_ZEROES != 0;
-    let ended = options(input, output, offer, &mut session, tls)?;
+    let ended = options(input, output, exports, &mut session, tls)?;
     Ok((ended, session))
 }
 
-/// The export `name` stands for, if it is this server's: the empty name is the default.
-fn export_named(name: &str) -> Option<&'static str> {
-    (name.is_empty() || name == EXPORT).then_some(EXPORT)
+/// The index of the export `name` stands for, if it is one of `exports`: the empty name is
+/// the first, the default.
+fn export_named(exports: &[Export], name: &str) -> Option<usize> {
+    match name {
+        "" => (!exports.is_empty()).then_some(0),
+        name => exports.iter().position(|e| e.name == name),
+    }
 }
 
 /// The transmission flags of `offer` for a connection that negotiated `session`.
@@ -364,7 +378,7 @@ fn transmission_flags(offer: &Offer, session: &Session) -> u16 {
 pub fn options(
     input: &mut impl Read,
     output: &mut impl Write,
-    offer: Offer,
+    exports: &[Export],
     session: &mut Session,
     tls: Tls,
 ) -> io::Result<Handshake> {
@@ -393,11 +407,14 @@ pub fn options(
         }
         match option {
             OPT_EXPORT_NAME => {
-                let Some(name) = std::str::from_utf8(&data).ok().and_then(export_named) else {
+                let named = std::str::from_utf8(&data).ok().and_then(|n| export_named(exports, n));
+                let Some(export) = named else {
                     eprintln!("tiercache serve: a client asked for an unknown export; closed");
                     return Ok(Handshake::Closed);
                 };
-                session.allocation = session.allocation_for.as_deref() == Some(name);
+                session.export = export;
+                session.allocation = session.allocation_for == Some(export);
+                let offer = exports[export].offer;
                 output.write_all(&offer.size.to_be_bytes())?;
                 output.write_all(&transmission_flags(&offer, session).to_be_bytes())?;
                 if !session.no_zeroes {
@@ -426,9 +443,11 @@ pub fn options(
                 }
             }
             OPT_LIST => {
-                let mut entry = (EXPORT.len() as u32).to_be_bytes().to_vec();
-                entry.extend_from_slice(EXPORT.as_bytes());
-                output.write_all(&option_reply(option, REP_SERVER, &entry))?;
+                for export in exports {
+                    let mut entry = (export.name.len() as u32).to_be_bytes().to_vec();
+                    entry.extend_from_slice(export.name.as_bytes());
+                    output.write_all(&option_reply(option, REP_SERVER, &entry))?;
+                }
                 output.write_all(&option_reply(option, REP_ACK, &[]))?;
             }
             OPT_STRUCTURED_REPLY => {
@@ -437,20 +456,22 @@ pub fn options(
                 output.write_all(&option_reply(option, reply, &[]))?;
             }
             OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => {
-                meta_contexts(output, option, &data, session)?;
+                meta_contexts(output, option, &data, (exports, session))?;
             }
             OPT_INFO | OPT_GO => match go_export_name(&data) {
                 None => output.write_all(&option_reply(option, REP_ERR_INVALID, &[]))?,
-                Some(name) => match export_named(name) {
+                Some(name) => match export_named(exports, name) {
                     None => output.write_all(&option_reply(option, REP_ERR_UNKNOWN, &[]))?,
-                    Some(name) => {
+                    Some(export) => {
+                        let offer = exports[export].offer;
                         let info = info_export(offer.size, transmission_flags(&offer, session));
                         output.write_all(&option_reply(option, REP_INFO, &info))?;
                         let sizes = info_block_size(offer.block);
                         output.write_all(&option_reply(option, REP_INFO, &sizes))?;
                         output.write_all(&option_reply(option, REP_ACK, &[]))?;
                         if option == OPT_GO {
-                            session.allocation = session.allocation_for.as_deref() == Some(name);
+                            session.export = export;
+                            session.allocation = session.allocation_for == Some(export);
                             output.flush()?;
                             return Ok(Handshake::Transmission);
                         }
@@ -499,21 +520,21 @@ fn meta_contexts(
     output: &mut impl Write,
     option: u32,
     data: &[u8],
-    session: &mut Session,
+    (exports, session): (&[Export], &mut Session),
 ) -> io::Result<()> {
     let set = option == OPT_SET_META_CONTEXT;
     let Some((name, queries)) = meta_context_query(data).filter(|_| session.structured) else {
         // Malformed, or before structured replies (which the spec requires first).
         return output.write_all(&option_reply(option, REP_ERR_INVALID, &[]));
     };
-    let Some(export) = export_named(name) else {
+    let Some(export) = export_named(exports, name) else {
         return output.write_all(&option_reply(option, REP_ERR_UNKNOWN, &[]));
     };
     // LIST takes a namespace alone ("base:") as every context in it; SET names contexts.
     let matches = |q: &&str| *q == BASE_ALLOCATION || (!set && *q == "base:");
     let found = (!set && queries.is_empty()) || queries.iter().any(matches);
     if set {
-        session.allocation_for = found.then(|| export.to_string());
+        session.allocation_for = found.then_some(export);
     }
     if found {
         let mut reply = (if set { ALLOCATION_ID } else { 0 }).to_be_bytes().to_vec();
@@ -530,9 +551,10 @@ pub fn fuzz(data: &[u8]) {
     let mut input = std::io::Cursor::new(data);
     let mut output = Vec::new();
     let offer = Offer { size: 1 << 30, block: 4096, read_only: false };
+    let exports = [Export { name: EXPORT.into(), offer }, Export { name: "b".into(), offer }];
     for tls in [Tls::Off, Tls::Required, Tls::On] {
         input.set_position(0);
-        let _ = handshake(&mut input, &mut output, offer, tls);
+        let _ = handshake(&mut input, &mut output, &exports, tls);
     }
     for chunk in data.chunks_exact(Request::BYTES) {
         if let Ok(request) = Request::parse(chunk.try_into().expect("28 bytes")) {
@@ -619,13 +641,14 @@ mod tests {
     #[test]
     fn tls_is_required_before_any_option_but_starttls() {
         let offer = Offer { size: 1 << 20, block: 4096, read_only: false };
+        let exports = [Export { name: EXPORT.into(), offer }];
         let mut input = CLIENT_FIXED_NEWSTYLE.to_be_bytes().to_vec();
         input.extend(option(OPT_LIST, &[]));
         input.extend(option(OPT_GO, &[0, 0, 0, 0, 0, 0]));
         input.extend(option(OPT_STARTTLS, &[]));
         let mut output = Vec::new();
         let (ended, _) =
-            handshake(&mut Cursor::new(input), &mut output, offer, Tls::Required).unwrap();
+            handshake(&mut Cursor::new(input), &mut output, &exports, Tls::Required).unwrap();
         assert_eq!(ended, Handshake::StartTls);
         let expected =
             [(OPT_LIST, REP_ERR_TLS_REQD), (OPT_GO, REP_ERR_TLS_REQD), (OPT_STARTTLS, REP_ACK)];
@@ -636,7 +659,7 @@ mod tests {
         let mut output = vec![0; 18];
         let mut session = Session { no_zeroes: true, ..Session::default() };
         let ended =
-            options(&mut Cursor::new(input), &mut output, offer, &mut session, Tls::On).unwrap();
+            options(&mut Cursor::new(input), &mut output, &exports, &mut session, Tls::On).unwrap();
         assert_eq!(ended, Handshake::Transmission);
         let found = replies(&output);
         assert_eq!(found[0], (OPT_STARTTLS, REP_ERR_INVALID));
@@ -645,12 +668,13 @@ mod tests {
         let input = [CLIENT_FIXED_NEWSTYLE.to_be_bytes().to_vec(), option(OPT_EXPORT_NAME, &[])];
         let mut output = Vec::new();
         let (ended, _) =
-            handshake(&mut Cursor::new(input.concat()), &mut output, offer, Tls::Required).unwrap();
+            handshake(&mut Cursor::new(input.concat()), &mut output, &exports, Tls::Required)
+                .unwrap();
         assert_eq!((ended, output.len()), (Handshake::Closed, 18), "nothing sent but the greeting");
         // A server without TLS says it does not support it.
         let input = [CLIENT_FIXED_NEWSTYLE.to_be_bytes().to_vec(), option(OPT_STARTTLS, &[])];
         let mut output = Vec::new();
-        let _ = handshake(&mut Cursor::new(input.concat()), &mut output, offer, Tls::Off);
+        let _ = handshake(&mut Cursor::new(input.concat()), &mut output, &exports, Tls::Off);
         assert_eq!(replies(&output), [(OPT_STARTTLS, REP_ERR_UNSUP)]);
     }
 
@@ -669,6 +693,7 @@ mod tests {
     #[test]
     fn block_status_needs_structured_replies_and_base_allocation_selected() {
         let offer = Offer { size: 1 << 20, block: 4096, read_only: false };
+        let exports = [Export { name: EXPORT.into(), offer }];
         let go = option(OPT_GO, &[0, 0, 0, 0, 0, 0]);
         // Before structured replies, metadata contexts are refused.
         let mut input = CLIENT_FIXED_NEWSTYLE.to_be_bytes().to_vec();
@@ -680,7 +705,7 @@ mod tests {
         input.extend(go.clone());
         let mut output = Vec::new();
         let (ended, session) =
-            handshake(&mut Cursor::new(input), &mut output, offer, Tls::Off).unwrap();
+            handshake(&mut Cursor::new(input), &mut output, &exports, Tls::Off).unwrap();
         assert_eq!(ended, Handshake::Transmission);
         assert!(session.structured && session.allocation, "{session:?}");
         let expected = [
@@ -711,9 +736,43 @@ mod tests {
         input.extend(option(OPT_SET_META_CONTEXT, &query("", &["base:"])));
         input.extend(go);
         let (_, session) =
-            handshake(&mut Cursor::new(input), &mut Vec::new(), offer, Tls::Off).unwrap();
+            handshake(&mut Cursor::new(input), &mut Vec::new(), &exports, Tls::Off).unwrap();
         assert!(session.structured && !session.allocation);
         assert_eq!(status(0).check(1 << 20, &session), Some(EINVAL));
         assert_eq!(meta_context_query(&query("a", &["b"])[..9]), None, "cut short");
+    }
+
+    #[test]
+    fn exports_are_listed_and_chosen_by_name_the_empty_name_the_first() {
+        let offer = |size| Offer { size, block: 4096, read_only: false };
+        let exports = [
+            Export { name: "a".into(), offer: offer(1 << 20) },
+            Export { name: "b".into(), offer: offer(2 << 20) },
+        ];
+        let go = |name: &str| {
+            let mut data = (name.len() as u32).to_be_bytes().to_vec();
+            data.extend_from_slice(name.as_bytes());
+            data.extend_from_slice(&0u16.to_be_bytes());
+            option(OPT_GO, &data)
+        };
+        let mut input = CLIENT_FIXED_NEWSTYLE.to_be_bytes().to_vec();
+        input.extend(option(OPT_LIST, &[]));
+        input.extend(go("c"));
+        input.extend(go("b"));
+        let mut output = Vec::new();
+        let (ended, session) =
+            handshake(&mut Cursor::new(input), &mut output, &exports, Tls::Off).unwrap();
+        assert_eq!((ended, session.export), (Handshake::Transmission, 1));
+        let found = replies(&output);
+        let expected = [(OPT_LIST, REP_SERVER), (OPT_LIST, REP_SERVER), (OPT_LIST, REP_ACK)];
+        assert_eq!(found[..3], expected);
+        assert_eq!(found[3], (OPT_GO, REP_ERR_UNKNOWN));
+        let info = &output[output.len() - 20 - 20 - 14 - 20 - 12..];
+        assert_eq!(u64::from_be_bytes(info[22..30].try_into().unwrap()), 2 << 20, "b's size");
+        let mut input = CLIENT_FIXED_NEWSTYLE.to_be_bytes().to_vec();
+        input.extend(go(""));
+        let (_, session) =
+            handshake(&mut Cursor::new(input), &mut Vec::new(), &exports, Tls::Off).unwrap();
+        assert_eq!(session.export, 0, "the empty name is the first");
     }
 }

@@ -1,6 +1,7 @@
-//! `tiercache serve`: a backing file behind the cache, exported as a block device over the
-//! Network Block Device protocol (`crate::nbd`), so QEMU, `nbd-client`, fio and anything else
-//! that speaks NBD can use it.
+//! `tiercache serve`: backing files behind caches, exported as block devices over the Network
+//! Block Device protocol (`crate::nbd`), so QEMU, `nbd-client`, fio and anything else that
+//! speaks NBD can use them. One server may have several exports, each its own backing file and
+//! cache, chosen by the name a client asks for (`config`).
 //!
 //! Threads, not an async runtime: the cache is thread-safe and every request is a blocking call
 //! into it (a read may wait on the backing device), so a thread per request in flight is what
@@ -30,17 +31,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use clap::{Args, Parser};
+use clap::Args;
 use tiercache_engine::{CacheConfig, CachedFile};
-use tiercache_policy::StackSpec;
 
-use crate::cache_args::Defaults;
 use crate::failures::Failures;
 use crate::nbd;
 
 mod addresses;
+mod config;
 mod connection;
 
+use crate::slots::Closed;
 use connection::{connection, Handshaking, How, Limits, Memory, Stream};
 
 /// `tiercache serve`'s options. Each may also come from `--config FILE.toml`: its `[serve]`
@@ -52,9 +53,16 @@ pub struct ServeArgs {
     /// A TOML file of options (`[serve]`) and the policy stack (`[cache]`).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// The file exported (read and written through the cache); its length is the export's size.
+    /// The file exported as `tiercache` (read and written through the cache); its length is
+    /// the export's size.
     #[arg(long)]
     pub backing: Option<PathBuf>,
+    /// Another export: NAME=PATH, or NAME=PATH,read-only, served through a cache of its own
+    /// (the cache options less the tier files, which are `--backing`'s; a config file's
+    /// `[[export]]` tables give an export its own). May be given several times; a client
+    /// chooses by name, and the empty name is the first export.
+    #[arg(long)]
+    pub export: Vec<String>,
     /// Read and write the backing file with direct I/O (O_DIRECT), so that the page cache
     /// holds none of it and the cache's tiers are the only cache (blocks and the file's length
     /// in whole 4 KiB pages).
@@ -137,6 +145,10 @@ pub struct ServeArgs {
     /// [default: 512].
     #[arg(long)]
     pub max_handshakes: Option<usize>,
+    /// Connections from one address in their handshake at once: a new one past it closes that
+    /// address's oldest, so one address cannot take the whole pool [default: 64].
+    #[arg(long)]
+    pub max_handshakes_per_address: Option<usize>,
     /// Seconds a request may take to arrive whole once its first byte has, and its reply to
     /// be read by the client once it starts going out; a client slower than that is cut
     /// [default: 10].
@@ -151,145 +163,11 @@ pub struct ServeArgs {
     pub shutdown_timeout: Option<f64>,
 }
 
-/// The options of a `[serve]` table, parsed by the command line's own parser.
-#[derive(clap::Parser)]
-#[command(name = "serve")]
-struct ServeTable {
-    #[command(flatten)]
-    args: ServeArgs,
-}
-
-impl ServeArgs {
-    /// These options, each missing one taken from `file`.
-    fn or(self, file: ServeArgs) -> ServeArgs {
-        ServeArgs {
-            config: self.config,
-            backing: self.backing.or(file.backing),
-            direct: self.direct || file.direct,
-            backing_profile: self.backing_profile.or(file.backing_profile),
-            cache: self.cache.or(file.cache),
-            listen: self.listen.or(file.listen),
-            max_connections: self.max_connections.or(file.max_connections),
-            metrics: self.metrics.or(file.metrics),
-            threads_per_connection: self.threads_per_connection.or(file.threads_per_connection),
-            read_only: self.read_only || file.read_only,
-            tls_cert: self.tls_cert.or(file.tls_cert),
-            tls_key: self.tls_key.or(file.tls_key),
-            tls_client_ca: self.tls_client_ca.or(file.tls_client_ca),
-            tls_crl: self.tls_crl.or(file.tls_crl),
-            tls_authz: if self.tls_authz.is_empty() { file.tls_authz } else { self.tls_authz },
-            insecure_no_tls: self.insecure_no_tls || file.insecure_no_tls,
-            socket_mode: self.socket_mode.or(file.socket_mode),
-            allow: self.allow.or(file.allow),
-            deny: self.deny.or(file.deny),
-            handshake_timeout: self.handshake_timeout.or(file.handshake_timeout),
-            max_handshakes: self.max_handshakes.or(file.max_handshakes),
-            memory_limit: self.memory_limit.or(file.memory_limit),
-            request_timeout: self.request_timeout.or(file.request_timeout),
-            idle_timeout: self.idle_timeout.or(file.idle_timeout),
-            shutdown_timeout: self.shutdown_timeout.or(file.shutdown_timeout),
-        }
-    }
-}
-
-/// The sections of a `--config` file.
-const SECTIONS: [&str; 2] = ["serve", "cache"];
-
-/// Reads `--config`: its `[serve]` options (paths made relative to the file) and its `[cache]`
-/// table, if any.
-fn read_config(path: &Path) -> anyhow::Result<(ServeArgs, Option<toml::Table>)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut file: toml::Table =
-        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
-    if let Some(other) = file.keys().find(|s| !SECTIONS.contains(&s.as_str())) {
-        bail!("{}: unknown section [{other}]; use [serve] and [cache]", path.display());
-    }
-    let mut table = |name: &str| match file.remove(name) {
-        Some(toml::Value::Table(table)) => Ok(Some(table)),
-        Some(_) => Err(anyhow::anyhow!("{}: '{name}' must be a table", path.display())),
-        None => Ok(None),
-    };
-    let (serve, cache) = (table("serve")?.unwrap_or_default(), table("cache")?);
-    if serve.contains_key("config") {
-        bail!("{}: [serve] cannot name another config file", path.display());
-    }
-    let mut argv = vec!["serve".to_string()];
-    tiercache_run::options::words(&serve, &[], &mut argv)
-        .with_context(|| format!("{}: [serve]", path.display()))?;
-    let mut args = ServeTable::try_parse_from(&argv)
-        .map_err(|e| anyhow::anyhow!("{}: [serve]: {e}", path.display()))?
-        .args;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let paths = [
-        &mut args.backing,
-        &mut args.cache.slow_path,
-        &mut args.cache.flash_path,
-        &mut args.tls_cert,
-        &mut args.tls_key,
-        &mut args.tls_client_ca,
-        &mut args.tls_crl,
-    ];
-    for path in paths.into_iter().flatten() {
-        *path = base.join(&*path);
-    }
-    for value in &mut args.tls_authz {
-        if let Some(file) = value.strip_prefix('@') {
-            *value = format!("@{}", base.join(file).display());
-        }
-    }
-    Ok((args, cache))
-}
-
 /// Set by SIGTERM and SIGINT.
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
-}
-
-/// The cache the options describe, and the options as resolved (the config file's under the
-/// command line's). A `[cache]` table in the config file is the stack; otherwise the options
-/// make it.
-pub fn cache(args: &ServeArgs) -> anyhow::Result<(CacheConfig, ServeArgs)> {
-    let (args, table) = match &args.config {
-        Some(path) => {
-            let (file, table) = read_config(path)?;
-            (args.clone().or(file), table.map(|t| (path, t)))
-        }
-        None => (args.clone(), None),
-    };
-    let from_file = table.as_ref().map(|(path, _)| format!("{}: [cache]", path.display()));
-    let stack: Option<StackSpec> = match table {
-        Some((path, mut table)) => {
-            let given = args.cache.stack_options();
-            if !given.is_empty() {
-                bail!(
-                    "{}: the [cache] table describes the stack, so {} cannot be given too",
-                    path.display(),
-                    given.join(", ")
-                );
-            }
-            // The engine has no sequential cutoff (each shard sees only its own keys).
-            if table.contains_key("mode") && !table.contains_key("seq_cutoff") {
-                table.insert("seq_cutoff".into(), toml::Value::String("never".into()));
-            }
-            let spec = table
-                .try_into()
-                .map_err(|e| anyhow::anyhow!("{}: [cache]: {e}", path.display()))?;
-            Some(spec)
-        }
-        None => None,
-    };
-    let config = args.cache.config(&Defaults::SERVE, stack)?;
-    // Errors of a stack read from the file name the file.
-    if let Err(e) = config.stack() {
-        return Err(match &from_file {
-            Some(place) => anyhow::Error::from(e).context(place.clone()),
-            None => e.into(),
-        });
-    }
-    Ok((config, args))
 }
 
 enum Listener {
@@ -387,7 +265,7 @@ impl Listener {
 }
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let (config, args) = cache(args)?;
+    let (args, planned) = config::resolve(args)?;
     let addresses = addresses::Addresses::new(args.allow.as_deref(), args.deny.as_deref())?;
     if addresses.is_set() && !args.listen.as_deref().is_some_and(|l| l.starts_with("tcp:")) {
         bail!(
@@ -395,13 +273,100 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
              permissions (--socket-mode) say who may connect to it"
         );
     }
-    let Some(backing) = args.backing.clone() else {
-        bail!("--backing: the file to export is missing")
-    };
     let Some(listen_at) = args.listen.clone() else {
         bail!("--listen: where to listen (unix:PATH or tcp:HOST:PORT) is missing")
     };
-    let tls = match (&args.tls_cert, &args.tls_key, &args.tls_client_ca) {
+    let tls = tls(&args)?;
+    let exports = planned.iter().map(open).collect::<anyhow::Result<Vec<_>>>()?;
+    let (limits, shutdown, ceiling) = limits(&args)?;
+    // Listening last: a bad option above leaves no socket behind.
+    let listener = listen(&listen_at, &args)?;
+    let metrics = Arc::new(crate::metrics::Metrics::default());
+    if let Some(address) = &args.metrics {
+        let http = std::net::TcpListener::bind(address)
+            .with_context(|| format!("--metrics {address}: cannot listen"))?;
+        let at = http.local_addr()?;
+        eprintln!("tiercache serve: metrics on http://{at}/metrics");
+        if !at.ip().is_loopback() {
+            eprintln!(
+                "warning: --metrics {address}: reachable from other machines, without TLS or \
+                 authentication: anyone who reaches it reads the cache's counters (listen on \
+                 127.0.0.1 and scrape through a proxy you trust)"
+            );
+        }
+        let files = exports.iter().map(|e| (e.name.clone(), e.file.clone())).collect();
+        let metrics = metrics.clone();
+        std::thread::spawn(move || crate::metrics::serve(http, metrics, files));
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+    let names: Vec<String> = exports.iter().map(|e| format!("'{}'", e.name)).collect();
+    eprintln!(
+        "tiercache serve: listening on {}{} (export{} {})",
+        listener.address(),
+        match (&tls, &args.tls_client_ca) {
+            (None, _) => "",
+            (Some(_), None) => " with TLS",
+            (Some(_), Some(_)) if !args.tls_authz.is_empty() => {
+                " with TLS and client certificates named in --tls-authz"
+            }
+            (Some(_), Some(_)) => " with TLS and client certificates",
+        },
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    );
+    let served = connection::Exports {
+        offers: exports
+            .iter()
+            .map(|e| -> anyhow::Result<nbd::Export> {
+                let (size, block) = (e.file.len()?, e.file.cache().block_size() as u32);
+                let offer = nbd::Offer { size, block, read_only: e.read_only };
+                Ok(nbd::Export { name: e.name.clone(), offer })
+            })
+            .collect::<anyhow::Result<_>>()?,
+        files: exports.iter().map(|e| e.file.clone()).collect(),
+    };
+    let serving = Serving {
+        exports: Arc::new(served),
+        metrics,
+        how: How {
+            workers: args.threads_per_connection.unwrap_or(4),
+            limits,
+            tls,
+            served: Arc::new(AtomicUsize::new(0)),
+            max_served: args.max_connections.unwrap_or(64),
+            memory: Memory::new(ceiling),
+        },
+        handshaking: Handshaking::new(
+            args.max_handshakes.unwrap_or(512),
+            args.max_handshakes_per_address.unwrap_or(64),
+        ),
+        addresses,
+    };
+    let connections = serving.accept_until_stopped(&listener);
+    finish(connections, shutdown);
+    if let Listener::Unix(_, path) = &listener {
+        let _ = std::fs::remove_file(path);
+    }
+    for export in &exports {
+        let dirty = export.file.cache().dirty_blocks();
+        export.file.flush_backing()?;
+        eprintln!(
+            "tiercache serve: export '{}': wrote back {dirty} dirty blocks and synced the backing \
+             file",
+            export.name
+        );
+    }
+    Ok(())
+}
+
+/// The server's TLS configuration, if the options ask for TLS (an error names the option that
+/// does not go with the others).
+fn tls(args: &ServeArgs) -> anyhow::Result<Option<Arc<rustls::ServerConfig>>> {
+    Ok(match (&args.tls_cert, &args.tls_key, &args.tls_client_ca) {
         (Some(cert), Some(key), ca) => {
             let clients = match ca {
                 Some(ca) => Some(crate::tls::Clients {
@@ -423,52 +388,44 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             bail!("--tls-client-ca: client certificates need TLS (--tls-cert and --tls-key)")
         }
         (None, None, None) => None,
-    };
-    check_backing(&backing)?;
-    // One server per backing file: two writing back to it would overwrite each other.
-    let _held = lock_backing(&backing)?;
-    if args.read_only && args.direct {
-        bail!("--read-only with --direct: not supported together yet (serve read-only buffered)");
-    }
-    let file = export(&config, &args, &backing)?;
-    let size = file.len()?;
-    let (limits, shutdown, ceiling) = limits(&args)?;
-    // Listening last: a bad option above leaves no socket behind.
-    let listener = listen(&listen_at, &args)?;
-    let metrics = Arc::new(crate::metrics::Metrics::default());
-    if let Some(address) = &args.metrics {
-        let http = std::net::TcpListener::bind(address)
-            .with_context(|| format!("--metrics {address}: cannot listen"))?;
-        let at = http.local_addr()?;
-        eprintln!("tiercache serve: metrics on http://{at}/metrics");
-        if !at.ip().is_loopback() {
-            eprintln!(
-                "warning: --metrics {address}: reachable from other machines, without TLS or \
-                 authentication: anyone who reaches it reads the cache's counters (listen on \
-                 127.0.0.1 and scrape through a proxy you trust)"
+    })
+}
+
+/// An export being served: its name, the file it serves through its cache, whether it is
+/// read-only, and the lock on its backing file (one server per backing file: two writing back
+/// to it would overwrite each other).
+struct Exported {
+    name: String,
+    file: Arc<CachedFile>,
+    read_only: bool,
+    _lock: std::fs::File,
+}
+
+/// Opens the export `plan` describes: its backing file checked and locked, its cache built.
+fn open(plan: &config::Planned) -> anyhow::Result<Exported> {
+    let args = &plan.args;
+    let backing = args.backing.clone().expect("every export planned has a backing file");
+    let opened = (|| {
+        check_backing(&backing)?;
+        let lock = lock_backing(&backing)?;
+        if args.read_only && args.direct {
+            bail!(
+                "--read-only with --direct: not supported together yet (serve read-only \
+                 buffered)"
             );
         }
-        let (metrics, file) = (metrics.clone(), file.clone());
-        std::thread::spawn(move || crate::metrics::serve(http, metrics, file));
-    }
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-    }
+        Ok((lock, export(&plan.config, args, &backing)?))
+    })();
+    let (lock, file) = match opened {
+        Ok(opened) => opened,
+        Err(e) if plan.name == nbd::EXPORT => return Err(e),
+        Err(e) => return Err(e.context(format!("export '{}'", plan.name))),
+    };
     eprintln!(
-        "tiercache serve: listening on {}{} (export '{}'{} of {size} bytes from {}{}{}, mode {})",
-        listener.address(),
-        match (&tls, &args.tls_client_ca) {
-            (None, _) => "",
-            (Some(_), None) => " with TLS",
-            (Some(_), Some(_)) if !args.tls_authz.is_empty() => {
-                " with TLS and client certificates named in --tls-authz"
-            }
-            (Some(_), Some(_)) => " with TLS and client certificates",
-        },
-        nbd::EXPORT,
+        "tiercache serve: export '{}'{} of {} bytes from {}{}{}, mode {}",
+        plan.name,
         if args.read_only { ", read-only," } else { "" },
+        file.len()?,
         backing.display(),
         if args.direct { " with direct I/O" } else { "" },
         match &args.backing_profile {
@@ -477,35 +434,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         },
         file.mode().short()
     );
-    let block = file.cache().block_size() as u32;
-    let serving = Serving {
-        file: file.clone(),
-        metrics,
-        offer: nbd::Offer { size, block, read_only: args.read_only },
-        how: How {
-            workers: args.threads_per_connection.unwrap_or(4),
-            limits,
-            tls,
-            served: Arc::new(AtomicUsize::new(0)),
-            max_served: args.max_connections.unwrap_or(64),
-            memory: Memory::new(ceiling),
-        },
-        handshaking: Handshaking::new(args.max_handshakes.unwrap_or(512)),
-        addresses,
-    };
-    let connections = serving.accept_until_stopped(&listener);
-    finish(connections, shutdown);
-    if let Listener::Unix(_, path) = &listener {
-        let _ = std::fs::remove_file(path);
-    }
-    let dirty = file.cache().dirty_blocks();
-    file.flush_backing()?;
-    eprintln!("tiercache serve: wrote back {dirty} dirty blocks and synced the backing file");
-    Ok(())
+    Ok(Exported { name: plan.name.clone(), file, read_only: args.read_only, _lock: lock })
 }
 
-/// The export: the cache `config` describes, built (recovering what its tier files hold) and
-/// put in front of `backing` as `args` say.
+/// The export's file: the cache `config` describes, built (recovering what its tier files
+/// hold) and put in front of `backing` as `args` say.
 fn export(
     config: &CacheConfig,
     args: &ServeArgs,
@@ -575,9 +508,8 @@ fn limits(args: &ServeArgs) -> anyhow::Result<(Limits, Duration, u64)> {
 
 /// What every connection is served with, and the slots and addresses it is admitted by.
 struct Serving {
-    file: Arc<CachedFile>,
+    exports: Arc<connection::Exports>,
     metrics: Arc<crate::metrics::Metrics>,
-    offer: nbd::Offer,
     /// Cloned for each connection (the counts and the memory shared).
     how: How,
     handshaking: Arc<Handshaking>,
@@ -599,13 +531,13 @@ impl Serving {
         let ended = Arc::new(std::sync::Mutex::new(Failures::new("a connection ended")));
         let mut refused = Failures::new("a client refused by its address");
         while !STOP.load(Ordering::SeqCst) {
-            let stream = match listener.accept() {
+            let (stream, from) = match listener.accept() {
                 Ok((stream, Some(at))) if !self.addresses.admit(at) => {
                     refused.note(&format!("{at} (--allow, --deny)"));
                     drop(stream);
                     continue;
                 }
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(20));
                     connections.retain(|(handle, _)| !handle.is_finished());
@@ -631,16 +563,23 @@ impl Serving {
                     continue;
                 }
             };
-            let (ticket, closed) = crate::slots::Slots::enter(&self.handshaking, held);
-            if closed {
-                let open = self.handshaking.len();
-                evictions.note(&format!("{open} in their handshake (--max-handshakes)"));
+            let (ticket, closed) = crate::slots::Slots::enter(&self.handshaking, from, held);
+            match closed {
+                Closed::Nothing => {}
+                Closed::Oldest => {
+                    let open = self.handshaking.len();
+                    evictions.note(&format!("{open} in their handshake (--max-handshakes)"));
+                }
+                Closed::SameAddress => {
+                    let at = from.map_or("?".into(), |a| a.to_string());
+                    evictions.note(&format!("from {at} (--max-handshakes-per-address)"));
+                }
             }
-            let (file, metrics, offer) = (self.file.clone(), self.metrics.clone(), self.offer);
+            let (exports, metrics) = (self.exports.clone(), self.metrics.clone());
             let (how, ended) = (self.how.clone(), ended.clone());
             let spawned = std::thread::Builder::new().spawn(move || {
                 let at = (accepted, Some(ticket));
-                if let Err(e) = connection(stream, at, &file, &metrics, offer, how) {
+                if let Err(e) = connection(stream, at, &exports, &metrics, how) {
                     ended.lock().unwrap_or_else(|p| p.into_inner()).note(&e);
                 }
             });
@@ -741,9 +680,9 @@ fn lock_backing(path: &Path) -> anyhow::Result<std::fs::File> {
 pub fn fuzz(data: &[u8]) {
     use std::os::unix::net::UnixStream;
     const SIZE: u64 = 1 << 20;
-    static SERVED: std::sync::OnceLock<(CachedFile, crate::metrics::Metrics)> =
+    static SERVED: std::sync::OnceLock<(connection::Exports, crate::metrics::Metrics)> =
         std::sync::OnceLock::new();
-    let (file, metrics) = SERVED.get_or_init(|| {
+    let (exports, metrics) = SERVED.get_or_init(|| {
         // A client gone mid-reply must be an error, not the end of the process.
         // SAFETY: setting a signal's disposition to ignore, before any thread of this target.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
@@ -757,7 +696,12 @@ pub fn fuzz(data: &[u8]) {
             .expect("a DRAM cache");
         let file = CachedFile::open(&path, cache).expect("the scratch backing file");
         let _ = std::fs::remove_file(&path); // Open, it lives on; nothing is left behind.
-        (file, crate::metrics::Metrics::default())
+        let offer = nbd::Offer { size: SIZE, block: 4096, read_only: false };
+        let exports = connection::Exports {
+            offers: vec![nbd::Export { name: nbd::EXPORT.into(), offer }],
+            files: vec![Arc::new(file)],
+        };
+        (exports, crate::metrics::Metrics::default())
     });
     let (client, server) = UnixStream::pair().expect("a socket pair");
     let mut sent = 3u32.to_be_bytes().to_vec(); // Fixed newstyle, no zeroes.
@@ -777,9 +721,8 @@ pub fn fuzz(data: &[u8]) {
     let served = Arc::new(AtomicUsize::new(0));
     let memory = Memory::new(64 << 20);
     let how = How { workers: 2, limits, tls: None, served, max_served: 1, memory };
-    let offer = nbd::Offer { size: SIZE, block: 4096, read_only: false };
     let at = (Instant::now(), None);
-    let _ = connection(Stream::Unix(server), at, file, metrics, offer, how);
+    let _ = connection(Stream::Unix(server), at, exports, metrics, how);
     writer.join().expect("the writer does not panic");
     let _ = reader.join().expect("the reader does not panic");
 }

@@ -1550,3 +1550,91 @@ fn tls_authz_and_crl_choose_clients_by_certificate() {
     let error = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && error.contains("--tls-client-ca"), "{error}");
 }
+
+/// Several exports from one server, each its own backing file and cache, chosen by name: from
+/// the command line (`--backing` and `--export NAME=PATH,read-only`) and from a config file's
+/// `[[export]]` tables (each with its own tier file); nbdinfo lists them with their sizes and
+/// modes, qemu-io writes one and reads the other, a write to the read-only one is refused, and
+/// the empty name is the first export. Exports that would share a name, a backing file or a
+/// tier file are refused, and so is a server option in an export's table.
+#[test]
+fn several_exports_from_one_server_each_with_its_cache() {
+    let (dir, backing, tier, socket) = fresh("exports", 0);
+    let second = dir.join("b.img");
+    std::fs::write(&second, vec![0x42u8; SIZE / 2]).unwrap();
+    let more = format!("b={},read-only", second.display());
+    let server = serve_with(&backing, &socket, &tier, "wb", &["--export", &more]);
+    assert!(server.log.contains("exports 'tiercache', 'b'"), "{}", server.log);
+    let (ok, list) = client("nbdinfo", &["--list".into(), server.uri()]);
+    assert!(ok, "{list}");
+    let b = list.split("export=\"b\"").nth(1).unwrap_or_else(|| panic!("{list}"));
+    assert!(b.contains(&format!("export-size: {}", SIZE / 2)), "{list}");
+    assert!(b.contains("is_read_only: true"), "{list}");
+    let a = list.split("export=\"b\"").next().unwrap();
+    assert!(a.contains("export=\"tiercache\"") && a.contains("is_read_only: false"), "{list}");
+    let uri_b = format!("nbd+unix:///b?socket={}", socket.display());
+    let read_b = ["-r", "-f", "raw", &uri_b, "-c", "read -P 0x42 0 64k"].map(String::from);
+    let (ok, text) = client("qemu-io", &read_b);
+    assert!(ok && !text.contains("fail"), "{text}");
+    let write_b = ["-f", "raw", &uri_b, "-c", "write -P 0x11 0 4k"].map(String::from);
+    let (ok, text) = client("qemu-io", &write_b);
+    assert!(!ok || text.contains("failed"), "a write to the read-only export: {text}");
+    // The default export (the empty name) and the one named tiercache are --backing's.
+    qemu_io(&server, &["write -P 0x77 0 64k"]);
+    let uri_a = format!("nbd+unix:///tiercache?socket={}", socket.display());
+    let (ok, text) =
+        client("qemu-io", &["-f", "raw", &uri_a, "-c", "read -P 0x77 0 64k"].map(String::from));
+    assert!(ok && !text.contains("fail"), "{text}");
+    let (ok, text) = client("nbdinfo", &[format!("nbd+unix:///nope?socket={}", socket.display())]);
+    assert!(!ok, "an export no one serves: {text}");
+    assert!(server.stop().success());
+    assert!(std::fs::read(&backing).unwrap()[..65536].iter().all(|&x| x == 0x77), "written back");
+    assert!(std::fs::read(&second).unwrap().iter().all(|&x| x == 0x42), "b untouched");
+
+    // From a config file: two [[export]] tables, one with its own tier file, no --backing.
+    let config = dir.join("exports.toml");
+    let write = |text: &str| std::fs::write(&config, text).unwrap();
+    let head = format!("[serve]\nlisten = \"unix:{}\"\nshards = 2\n", socket.display());
+    let x = "[[export]]\nname = \"x\"\nbacking = \"backing.img\"\nslow_path = \"x.tier\"\n\
+             slow_size = \"2MiB\"\ndram = \"0\"\nmode = \"wb\"\n";
+    let y = "[[export]]\nname = \"y\"\nbacking = \"b.img\"\nread_only = true\n";
+    write(&format!("{head}{x}{y}"));
+    let server = start(&["--config", config.to_str().unwrap()], &socket);
+    assert!(
+        server.log.contains("exports 'x', 'y'") && server.log.contains("mode wb"),
+        "{}",
+        server.log
+    );
+    qemu_io(&server, &["write -P 0x55 4096 8k", "read -P 0x55 4096 8k"]);
+    let uri_y = format!("nbd+unix:///y?socket={}", socket.display());
+    let (ok, text) = client(
+        "qemu-io",
+        &["-r", "-f", "raw", &uri_y, "-c", "read -P 0x42 0 4k"].map(String::from),
+    );
+    assert!(ok && !text.contains("fail"), "{text}");
+    assert!(server.stop().success());
+    assert!(std::fs::read(&backing).unwrap()[4096..12288].iter().all(|&x| x == 0x55));
+    assert!(dir.join("x.tier").exists(), "x's own tier file");
+
+    // Refused, each naming what is wrong.
+    let refused = |text: &str| {
+        write(text);
+        let out = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+            .args(["serve", "--config", config.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let error = refused(&format!("{head}{x}{x}"));
+    assert!(error.contains("'x' is named twice"), "{error}");
+    let error = refused(&format!("{head}{y}{}", y.replace("\"y\"", "\"z\"")));
+    assert!(error.contains("one backing file"), "{error}");
+    let error = refused(&format!(
+        "{head}{x}{}",
+        x.replace("\"x\"", "\"w\"").replace("backing.img", "b.img")
+    ));
+    assert!(error.contains("one tier file"), "{error}");
+    let error = refused(&format!("{head}{y}listen = \"unix:/tmp/elsewhere\"\n"));
+    assert!(error.contains("listen is the server's"), "{error}");
+}

@@ -214,6 +214,13 @@ pub(super) type Handshaking = crate::slots::Slots<Stream>;
 /// A connection's slot among those in their handshake.
 pub(super) type Ticket = crate::slots::Ticket<Stream>;
 
+/// The exports connections choose from: each one's offer (for the handshake) and its file,
+/// in the same order.
+pub(super) struct Exports {
+    pub offers: Vec<nbd::Export>,
+    pub files: Vec<Arc<CachedFile>>,
+}
+
 /// How a connection is served: by how many workers, within which deadlines, with TLS required
 /// if the server has it, admitted to the served connections if one of `max_served` is free,
 /// and its buffers counted in the server's `memory`.
@@ -368,9 +375,8 @@ impl Drop for Served<'_> {
 pub(super) fn connection(
     stream: Stream,
     (accepted, ticket): (Instant, Option<Ticket>),
-    file: &CachedFile,
+    exports: &Exports,
     metrics: &crate::metrics::Metrics,
-    export: nbd::Offer,
     how: How,
 ) -> io::Result<()> {
     let late = |e: io::Error| match e.kind() {
@@ -386,11 +392,12 @@ pub(super) fn connection(
     };
     let deadline = accepted + how.limits.handshake;
     let Some((stream, mut input, output, session)) =
-        handshake(stream, export, deadline, how.tls.clone()).map_err(late)?
+        handshake(stream, &exports.offers, deadline, how.tls.clone()).map_err(late)?
     else {
         return Ok(());
     };
     drop(ticket);
+    let (file, export) = (&*exports.files[session.export], exports.offers[session.export].offer);
     if how.served.fetch_add(1, Ordering::SeqCst) >= how.max_served {
         how.served.fetch_sub(1, Ordering::SeqCst);
         return Err(io::Error::other(format!(
@@ -453,7 +460,7 @@ type Handshaken = (Stream, BufReader<Timed>, BufWriter<Timed>, nbd::Session);
 /// then goes on with, its reader and its writer; `None` if the client left or was refused.
 fn handshake(
     stream: Stream,
-    export: nbd::Offer,
+    exports: &[nbd::Export],
     deadline: Instant,
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> io::Result<Option<Handshaken>> {
@@ -461,7 +468,7 @@ fn handshake(
     let mut input = BufReader::new(timed(&stream)?);
     let mut output = BufWriter::new(timed(&stream)?);
     let required = if tls.is_some() { nbd::Tls::Required } else { nbd::Tls::Off };
-    let (ended, mut session) = nbd::handshake(&mut input, &mut output, export, required)?;
+    let (ended, mut session) = nbd::handshake(&mut input, &mut output, exports, required)?;
     match (ended, tls) {
         (nbd::Handshake::Transmission, _) => Ok(Some((stream, input, output, session))),
         (nbd::Handshake::StartTls, Some(config)) if input.buffer().is_empty() => {
@@ -471,7 +478,7 @@ fn handshake(
             let plain = Stream::Unix(crate::tls::start(stream, config)?);
             let mut input = BufReader::new(timed(&plain)?);
             let mut output = BufWriter::new(timed(&plain)?);
-            let ended = nbd::options(&mut input, &mut output, export, &mut session, nbd::Tls::On)?;
+            let ended = nbd::options(&mut input, &mut output, exports, &mut session, nbd::Tls::On)?;
             let went_on = ended == nbd::Handshake::Transmission;
             Ok(went_on.then_some((plain, input, output, session)))
         }
