@@ -24,7 +24,6 @@
 //! slots of their own, apart from the served ones (`connection`).
 
 use std::io::{self, Write};
-use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -40,9 +39,11 @@ use crate::nbd;
 mod addresses;
 mod config;
 mod connection;
+mod listener;
 
 use crate::slots::Closed;
 use connection::{connection, Handshaking, How, Limits, Memory, Stream};
+use listener::Listener;
 
 /// `tiercache serve`'s options. Each may also come from `--config FILE.toml`: its `[serve]`
 /// table holds these options by name (underscores for dashes; paths relative to the file), and
@@ -170,102 +171,9 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-enum Listener {
-    Unix(UnixListener, PathBuf),
-    Tcp(std::net::TcpListener),
-}
-
-fn listen(spec: &str, args: &ServeArgs) -> anyhow::Result<Listener> {
-    if let Some(path) = spec.strip_prefix("unix:") {
-        let path = PathBuf::from(path);
-        if path.exists() {
-            // A socket no server answers on is left from a stop that could not remove it.
-            use std::os::unix::fs::FileTypeExt;
-            let socket = std::fs::metadata(&path)?.file_type().is_socket();
-            if !socket || std::os::unix::net::UnixStream::connect(&path).is_ok() {
-                bail!(
-                    "--listen {spec}: {} exists (another server, or not a socket)",
-                    path.display()
-                );
-            }
-            std::fs::remove_file(&path)?;
-        }
-        let mode = match &args.socket_mode {
-            Some(text) => u32::from_str_radix(text, 8)
-                .ok()
-                .filter(|m| *m <= 0o777)
-                .with_context(|| format!("--socket-mode {text}: permissions in octal, as 660"))?,
-            None => 0o600,
-        };
-        if mode & 0o600 != 0o600 {
-            bail!(
-                "--socket-mode {:o}: the socket's owner must be able to read and write it (a \
-                 client connects with both), as 600 or 660",
-                mode
-            );
-        }
-        // Created with no permission for others at all (the umask), then given its mode: no
-        // moment where another user could connect.
-        // SAFETY: umask only sets this process's file-creation mask; it is restored at once.
-        let umask = unsafe { libc::umask(0o177) };
-        let bound = UnixListener::bind(&path);
-        // SAFETY: as above.
-        unsafe { libc::umask(umask) };
-        let listener = bound
-            .with_context(|| format!("--listen {spec}: cannot listen on {}", path.display()))?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).with_context(
-            || format!("--socket-mode: cannot set {}'s permissions", path.display()),
-        )?;
-        listener.set_nonblocking(true)?;
-        return Ok(Listener::Unix(listener, path));
-    }
-    if let Some(address) = spec.strip_prefix("tcp:") {
-        let listener = std::net::TcpListener::bind(address)
-            .with_context(|| format!("--listen {spec}: cannot listen on {address}"))?;
-        let bound = listener.local_addr()?;
-        if !bound.ip().is_loopback() && args.tls_cert.is_none() && !args.insecure_no_tls {
-            bail!(
-                "--listen {spec}: {} is reachable from other machines, and TLS is off: anyone \
-                 who reaches it could read and write the export. Give --tls-cert and --tls-key \
-                 (and --tls-client-ca to admit only clients with a certificate it signed), \
-                 listen on 127.0.0.1 or a unix socket, or pass --insecure-no-tls to serve it \
-                 without TLS on a network you trust",
-                bound.ip()
-            );
-        }
-        listener.set_nonblocking(true)?;
-        return Ok(Listener::Tcp(listener));
-    }
-    bail!("--listen {spec}: use unix:PATH or tcp:HOST:PORT")
-}
-
-impl Listener {
-    /// Where clients connect, as `--listen` takes it (a TCP port 0 resolved to the one bound).
-    fn address(&self) -> String {
-        match self {
-            Listener::Unix(_, path) => format!("unix:{}", path.display()),
-            Listener::Tcp(l) => match l.local_addr() {
-                Ok(address) => format!("tcp:{address}"),
-                Err(_) => "tcp:?".to_string(),
-            },
-        }
-    }
-
-    /// The next connection, and the client's address over TCP.
-    fn accept(&self) -> io::Result<(Stream, Option<std::net::IpAddr>)> {
-        match self {
-            Listener::Unix(l, _) => l.accept().map(|(s, _)| (Stream::Unix(s), None)),
-            Listener::Tcp(l) => l.accept().map(|(s, at)| {
-                let _ = s.set_nodelay(true);
-                (Stream::Tcp(s), Some(at.ip()))
-            }),
-        }
-    }
-}
-
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let (args, planned) = config::resolve(args)?;
+    let activated = listener::activated(&args)?;
     let addresses = addresses::Addresses::new(args.allow.as_deref(), args.deny.as_deref())?;
     if addresses.is_set() && !args.listen.as_deref().is_some_and(|l| l.starts_with("tcp:")) {
         bail!(
@@ -273,14 +181,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
              permissions (--socket-mode) say who may connect to it"
         );
     }
-    let Some(listen_at) = args.listen.clone() else {
-        bail!("--listen: where to listen (unix:PATH or tcp:HOST:PORT) is missing")
-    };
     let tls = tls(&args)?;
     let exports = planned.iter().map(open).collect::<anyhow::Result<Vec<_>>>()?;
     let (limits, shutdown, ceiling) = limits(&args)?;
     // Listening last: a bad option above leaves no socket behind.
-    let listener = listen(&listen_at, &args)?;
+    let listener = Listener::new(&args, activated)?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
     if let Some(address) = &args.metrics {
         let http = std::net::TcpListener::bind(address)
@@ -348,9 +253,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     let connections = serving.accept_until_stopped(&listener);
     finish(connections, shutdown);
-    if let Listener::Unix(_, path) = &listener {
-        let _ = std::fs::remove_file(path);
-    }
+    listener.remove();
     for export in &exports {
         let dirty = export.file.cache().dirty_blocks();
         export.file.flush_backing()?;

@@ -1638,3 +1638,82 @@ fn several_exports_from_one_server_each_with_its_cache() {
     let error = refused(&format!("{head}{y}listen = \"unix:/tmp/elsewhere\"\n"));
     assert!(error.contains("listen is the server's"), "{error}");
 }
+
+/// systemd socket activation: started with a listening socket as descriptor 3 and
+/// `LISTEN_PID` and `LISTEN_FDS` saying so (as systemd starts a service of a `.socket` unit),
+/// the server serves on it without `--listen`, and leaves the socket file, the unit's, when it
+/// stops. Variables meant for another process are not taken; two sockets are refused.
+#[test]
+fn socket_activation_serves_on_the_socket_systemd_passes() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let (_, backing, _, socket) = fresh("activation", 0x21);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let fd = listener.as_raw_fd();
+    let activated = |fds: &str| {
+        let mut command = Command::new("sh");
+        // The shell's pid is the server's once it execs: LISTEN_PID names it.
+        command.args(["-c", &format!("LISTEN_PID=$$ LISTEN_FDS={fds} exec \"$0\" \"$@\"")]);
+        command.arg(env!("CARGO_BIN_EXE_tiercache"));
+        command.args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "4MiB"]);
+        // SAFETY: dup2 and fcntl are async-signal-safe; the child makes no other call before
+        // exec. Descriptor 3 kept open across exec: a copy of the listener, or the listener
+        // itself (if it is 3) with its close-on-exec flag cleared.
+        unsafe {
+            command.pre_exec(move || {
+                let done = match fd {
+                    3 => libc::fcntl(3, libc::F_SETFD, 0),
+                    _ => libc::dup2(fd, 3),
+                };
+                match done {
+                    -1 => Err(std::io::Error::last_os_error()),
+                    _ => Ok(()),
+                }
+            })
+        };
+        command
+    };
+    let server = start_command(activated("1"), &socket);
+    assert!(
+        server.log.contains(&format!("listening on unix:{}", socket.display())),
+        "{}",
+        server.log
+    );
+    qemu_io(&server, &["read -P 0x21 0 64k", "write -P 0x22 0 4k", "read -P 0x22 0 4k"]);
+    assert!(server.stop().success());
+    assert!(socket.exists(), "the socket is the unit's: left in place");
+    assert!(std::fs::read(&backing).unwrap()[..4096].iter().all(|&b| b == 0x22));
+    let out = activated("2").stderr(Stdio::piped()).output().unwrap();
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && error.contains("LISTEN_FDS=2"), "{error}");
+    // LISTEN_PID of another process: the variables are not this one's, and --listen is needed.
+    let out = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+        .args(["serve", "--backing", backing.to_str().unwrap()])
+        .env("LISTEN_PID", "1")
+        .env("LISTEN_FDS", "1")
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && error.contains("--listen"), "{error}");
+    drop(listener);
+
+    // systemd's own tool: it listens, and on the first connection execs the server with the
+    // socket (scripts/test installs it with systemd).
+    let _ = std::fs::remove_file(&socket);
+    let activator = Command::new("systemd-socket-activate")
+        .arg("-l")
+        .arg(&socket)
+        .arg(env!("CARGO_BIN_EXE_tiercache"))
+        .args(["serve", "--backing", backing.to_str().unwrap(), "--dram", "4MiB"])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("systemd-socket-activate (scripts/test installs systemd)");
+    let started = std::time::Instant::now();
+    while !socket.exists() && started.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let server = Server { child: activator, socket: socket.clone(), log: String::new() };
+    qemu_io(&server, &["read -P 0x22 0 4k", "read -P 0x21 4k 60k"]);
+    // The server took the activator's pid (it execs): stopping it stops the server.
+    assert!(server.stop().success());
+}
