@@ -667,9 +667,10 @@ fn an_overwrite_leaves_one_copy_the_newest() {
     assert_eq!(slots().filter(|slot| slot[..4] == [0; 4]).count(), slots().count() - 2);
 }
 
-/// A tier path that is a symbolic link is refused, whatever it points to: a link planted
-/// where a tier file will be would otherwise turn its target into a tier (overwritten, its
-/// mode kept). The target is left as it was; the error names the path and says why.
+/// A tier path that is, or goes through, a symbolic link is refused, whatever it points to: a
+/// link planted where a tier file will be, or in a directory above it, would otherwise turn
+/// its target into a tier (overwritten, its mode kept). The target is left as it was; the
+/// error names the path and says why.
 #[test]
 fn a_tier_path_that_is_a_symbolic_link_is_refused() {
     use std::os::unix::fs::PermissionsExt;
@@ -694,6 +695,30 @@ fn a_tier_path_that_is_a_symbolic_link_is_refused() {
         assert_eq!(std::fs::read(&target).unwrap(), b"someone's data", "{kind}");
         let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644, "{kind}");
+        // A link anywhere in the path: a directory that is one (openat2's
+        // RESOLVE_NO_SYMLINKS), over an existing file and where a new one would be made.
+        let real = scratch(&format!("real-dir-{kind}"));
+        let linked = scratch(&format!("linked-dir-{kind}"));
+        let _ = std::fs::remove_file(&linked);
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::write(real.join("existing.tier"), b"someone's data").unwrap();
+        std::os::unix::fs::symlink(&real, &linked).unwrap();
+        for name in ["existing.tier", "new.tier"] {
+            let path = linked.join(name);
+            let tier = match kind {
+                "mapped" => TierKind::Mapped { path: path.clone() },
+                "file" => TierKind::File { path: path.clone() },
+                _ => TierKind::Flash { path: path.clone() },
+            };
+            let builder = CacheBuilder::new(PolicyConfig::Lru)
+                .tier(tier)
+                .block_size(4096)
+                .capacity_bytes(1 << 20);
+            let e = build_err(builder);
+            assert!(e.contains("symbolic link") && e.contains(path.to_str().unwrap()), "{e}");
+        }
+        assert_eq!(std::fs::read(real.join("existing.tier")).unwrap(), b"someone's data");
+        assert!(!real.join("new.tier").exists(), "{kind}: nothing made through the link");
     }
 }
 

@@ -5,8 +5,7 @@
 //! file system refuses `O_DIRECT` (tmpfs on older kernels, some overlay file systems), the tier
 //! falls back to buffered I/O and the cache reports it once in its warnings.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
 use std::path::Path;
 
 use crate::aligned::{AlignedBuf, DIRECT_ALIGN};
@@ -22,18 +21,14 @@ use crate::tier::superblock::{record_pages, RECORD_BYTES};
 /// to report.
 pub fn open_direct(path: &Path) -> Result<(File, Option<String>), EngineError> {
     let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
-    let no_follow = crate::tier::superblock::no_follow(path);
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).custom_flags(no_follow);
-    let mut direct = options.clone();
-    direct.custom_flags(libc::O_DIRECT | no_follow);
-    let (file, warning) = match direct.open(path) {
+    let open = crate::tier::superblock::open_tier_path;
+    let (file, warning) = match open(path, libc::O_RDWR | libc::O_DIRECT) {
         Ok(file) => (file, None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
             return Err(io(crate::tier::superblock::SYMLINK, e))
         }
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            let file = options.open(path).map_err(|e| io("cannot open the tier file", e))?;
+            let file = open(path, libc::O_RDWR).map_err(|e| io("cannot open the tier file", e))?;
             let note = format!(
                 "{}: the file system refuses direct I/O; the flash tier uses buffered I/O",
                 path.display()

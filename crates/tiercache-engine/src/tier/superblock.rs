@@ -327,9 +327,57 @@ pub fn read_superblock(path: &Path) -> std::io::Result<Option<Superblock>> {
     }
 }
 
-/// Why a tier path that is a symbolic link is refused.
-pub(crate) const SYMLINK: &str = "is a symbolic link, and a tier file is not opened through \
-     one (a link put there would turn any file it points to into a tier): give the file's own path";
+/// Why a tier path with a symbolic link in it is refused.
+pub(crate) const SYMLINK: &str = "is, or goes through, a symbolic link, and a tier file is not \
+     opened through one (a link put there would turn any file it points to into a tier): give \
+     the file's own path (`realpath` prints it)";
+
+/// Opens the tier file at `path` with `flags` (an access mode, maybe `O_DIRECT`, maybe
+/// `O_CREAT | O_EXCL` and then made 0600), following no symbolic link anywhere in the path:
+/// openat2's `RESOLVE_NO_SYMLINKS` (Linux 5.6); where the kernel (or a sandbox) has no openat2,
+/// `O_NOFOLLOW`, which checks the last component alone. A symbolic link to a block device is
+/// followed ([`no_follow`]). A link in the way fails with `ELOOP`.
+pub(crate) fn open_tier_path(path: &Path, flags: i32) -> std::io::Result<File> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let no_follow = no_follow(path);
+    if no_follow != 0 {
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        // SAFETY: open_how is plain integers, for which all zeros is a valid value.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (flags | libc::O_CLOEXEC) as u64;
+        how.mode = if flags & libc::O_CREAT != 0 { 0o600 } else { 0 };
+        how.resolve = libc::RESOLVE_NO_SYMLINKS;
+        // SAFETY: the path is a NUL-terminated string and `how` an open_how of the size given,
+        // both alive for the call; the descriptor returned is owned by the File made of it.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                libc::AT_FDCWD,
+                c_path.as_ptr(),
+                &raw const how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: a descriptor openat2 just opened, owned by no one else.
+            return Ok(unsafe { File::from_raw_fd(fd as i32) });
+        }
+        let e = std::io::Error::last_os_error();
+        // No openat2: an older kernel, or a sandbox that refuses system calls it does not know.
+        if !matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
+            return Err(e);
+        }
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).write(flags & libc::O_ACCMODE == libc::O_RDWR);
+    if flags & libc::O_CREAT != 0 {
+        options.create_new(true).mode(0o600);
+    }
+    options.custom_flags((flags & !(libc::O_ACCMODE | libc::O_CREAT | libc::O_EXCL)) | no_follow);
+    options.open(path)
+}
 
 /// The flag that keeps an open from following a symbolic link at `path`: tier files are
 /// opened only by their own path. A link to a block device (`/dev/disk/by-id/...`, the usual
@@ -409,17 +457,16 @@ pub fn open(
     recover: Recover,
 ) -> Result<Opened, EngineError> {
     let io = |action, source| EngineError::Io { path: path.to_path_buf(), action, source };
-    let opened = OpenOptions::new().read(true).write(true).custom_flags(no_follow(path)).open(path);
-    let mut file = match opened {
+    let mut file = match open_tier_path(path, libc::O_RDWR) {
         Ok(file) => file,
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(io(SYMLINK, e)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| io("cannot create the tier file", e))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match open_tier_path(path, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL) {
+                Ok(file) => file,
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(io(SYMLINK, e)),
+                Err(e) => return Err(io("cannot create the tier file", e)),
+            }
+        }
         Err(e) => return Err(io("cannot open the tier file", e)),
     };
     lock(&file, path)?;
