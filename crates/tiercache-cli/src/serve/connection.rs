@@ -313,7 +313,34 @@ impl Memory {
         self.used.fetch_sub(bytes, Ordering::AcqRel);
         self.freed.notify_all();
     }
+
+    /// Counts `bytes` for as long as the guard lives, whatever the ceiling: memory a
+    /// connection holds beside its requests' buffers (its threads, its fixed buffers), which
+    /// exists already; requests find that much less room under the ceiling.
+    fn hold(&self, bytes: u64) -> Held<'_> {
+        self.used.fetch_add(bytes, Ordering::AcqRel);
+        Held(self, bytes)
+    }
 }
+
+/// Bytes counted under the ceiling until it drops (`Memory::hold`).
+struct Held<'a>(&'a Memory, u64);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.give(self.1);
+    }
+}
+
+/// What a connection costs beside its requests' buffers, counted under the memory ceiling:
+/// its thread's stack as touched and its reader's and writer's buffers (measured: 384 idle
+/// connections add 12.4 MiB to the server's RSS, 33 KiB each).
+const CONNECTION_BYTES: u64 = 48 << 10;
+/// A worker thread's stack as touched.
+const WORKER_BYTES: u64 = 32 << 10;
+/// A TLS connection's pump (`crate::tls`): the decrypted bytes it holds (up to 256 KiB), its
+/// read buffer and the session's records.
+const TLS_BYTES: u64 = 384 << 10;
 
 /// The largest request a connection holding nothing may always make (see `Memory::take`).
 const RESERVE: u64 = 64 << 10;
@@ -390,6 +417,10 @@ pub(super) fn connection(
         }
         _ => e,
     };
+    // Counted from the start, its handshake's included: clients that never finish one take
+    // room under the ceiling too (at most --max-handshakes of them).
+    let _connection = how.memory.hold(CONNECTION_BYTES);
+    let _pump = how.tls.is_some().then(|| how.memory.hold(TLS_BYTES));
     let deadline = accepted + how.limits.handshake;
     let Some((stream, mut input, output, session)) =
         handshake(stream, &exports.offers, deadline, how.tls.clone()).map_err(late)?
@@ -417,33 +448,47 @@ pub(super) fn connection(
     let (requests, queue) = std::sync::mpsc::sync_channel::<(Request, Vec<u8>)>(IN_FLIGHT);
     let queue = Mutex::new(queue);
     let limits = how.limits;
-    std::thread::scope(|scope| {
-        for _ in 0..how.workers.max(1) {
-            scope.spawn(|| loop {
-                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                let Ok((request, mut buf)) = next else { return };
-                let started = Instant::now();
-                let served = serve(file, &request, &mut buf);
-                let moved = match request.kind {
-                    nbd::CMD_READ | nbd::CMD_WRITE => request.length as u64,
-                    _ => 0,
-                };
-                metrics.record(request.kind, moved, started.elapsed(), served.is_err());
-                if let Err(e) = &served {
-                    eprintln!("tiercache serve: request {request:?} failed: {e}");
-                }
-                // A client gone before its reply, or not reading it by its deadline: the
-                // connection is cut, and the reading thread stops.
-                let within = (limits.request, session.structured);
-                if reply(&output, within, &request, served, &buf).is_err() {
-                    budget.gone.store(true, Ordering::Release);
-                    stream.cut();
-                }
-                budget.give(request.charge());
-            });
+    let crew = Crew { idle: AtomicUsize::new(0), pending: AtomicUsize::new(0) };
+    let work = || loop {
+        crew.idle.fetch_add(1, Ordering::AcqRel);
+        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        crew.idle.fetch_sub(1, Ordering::AcqRel);
+        let Ok((request, mut buf)) = next else { return };
+        crew.pending.fetch_sub(1, Ordering::AcqRel);
+        let started = Instant::now();
+        let served = serve(file, &request, &mut buf);
+        let moved = match request.kind {
+            nbd::CMD_READ | nbd::CMD_WRITE => request.length as u64,
+            _ => 0,
+        };
+        metrics.record(request.kind, moved, started.elapsed(), served.is_err());
+        if let Err(e) = &served {
+            eprintln!("tiercache serve: request {request:?} failed: {e}");
         }
+        // A client gone before its reply, or not reading it by its deadline: the
+        // connection is cut, and the reading thread stops.
+        let within = (limits.request, session.structured);
+        if reply(&output, within, &request, served, &buf).is_err() {
+            budget.gone.store(true, Ordering::Release);
+            stream.cut();
+        }
+        budget.give(request.charge());
+    };
+    // Each worker's stack, counted until the scope has joined them all.
+    let hired = std::cell::RefCell::new(Vec::new());
+    std::thread::scope(|scope| {
+        // A worker more only when those hired are all busy, up to the connection's share: a
+        // client that sends one request at a time (or idles) costs one thread, not them all.
+        let hire = || {
+            let busy = crew.pending.load(Ordering::Acquire) >= crew.idle.load(Ordering::Acquire);
+            if busy && hired.borrow().len() < how.workers.max(1) {
+                hired.borrow_mut().push(how.memory.hold(WORKER_BYTES));
+                scope.spawn(work);
+            }
+        };
+        let to_workers = (&requests, &hire as &dyn Fn(), &crew.pending);
         let read =
-            read_requests(&mut input, (&output, limits), (export, &session), &requests, &budget);
+            read_requests(&mut input, (&output, limits), (export, &session), to_workers, &budget);
         drop(requests);
         if read.is_err() {
             // A request past its deadline (or malformed): the workers' replies stop too.
@@ -454,6 +499,17 @@ pub(super) fn connection(
 }
 
 type Handshaken = (Stream, BufReader<Timed>, BufWriter<Timed>, nbd::Session);
+
+/// A connection's workers: how many wait for a request, and how many requests wait for one.
+struct Crew {
+    idle: AtomicUsize,
+    pending: AtomicUsize,
+}
+
+/// Where the reading thread hands requests: the queue, a call that hires a worker if all are
+/// busy, and the count of requests waiting.
+type ToWorkers<'a> =
+    (&'a std::sync::mpsc::SyncSender<(Request, Vec<u8>)>, &'a dyn Fn(), &'a AtomicUsize);
 
 /// The handshake, carried on over TLS if the client starts it (with TLS required, it must
 /// before anything else), every read and write of it by `deadline`: the stream the connection
@@ -568,7 +624,7 @@ fn read_requests(
     input: &mut BufReader<Timed>,
     (output, limits): (&Mutex<BufWriter<Timed>>, Limits),
     (export, session): (nbd::Offer, &nbd::Session),
-    requests: &std::sync::mpsc::SyncSender<(Request, Vec<u8>)>,
+    (requests, hire, pending): ToWorkers<'_>,
     budget: &Budget<'_>,
 ) -> io::Result<()> {
     let mut header = [0u8; Request::BYTES];
@@ -642,6 +698,8 @@ fn read_requests(
             budget.give(charge);
             return Ok(());
         }
+        hire();
+        pending.fetch_add(1, Ordering::AcqRel);
         if requests.send((request, buf)).is_err() {
             return Ok(());
         }
