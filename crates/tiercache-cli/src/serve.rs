@@ -103,6 +103,12 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM).
     #[arg(long)]
     pub tls_key: Option<PathBuf>,
+    /// TLS with pre-shared keys instead of certificates: a file of `identity:key` lines (the
+    /// key in hex, as GnuTLS's psktool writes them; qemu's tls-creds-psk and nbdkit's
+    /// --tls-psk read the same). Every client must start TLS with one of them. Needs GnuTLS
+    /// (libgnutls30) at run time.
+    #[arg(long)]
+    pub tls_psk: Option<PathBuf>,
     /// A certificate authority (PEM): every client must present a certificate it signed.
     #[arg(long)]
     pub tls_client_ca: Option<PathBuf>,
@@ -214,6 +220,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         listener.address(),
         match (&tls, &args.tls_client_ca) {
             (None, _) => "",
+            (Some(crate::tls::ServerTls::Psk(_)), _) => " with TLS-PSK",
             (Some(_), None) => " with TLS",
             (Some(_), Some(_)) if !args.tls_authz.is_empty() => {
                 " with TLS and client certificates named in --tls-authz"
@@ -268,7 +275,20 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
 
 /// The server's TLS configuration, if the options ask for TLS (an error names the option that
 /// does not go with the others).
-fn tls(args: &ServeArgs) -> anyhow::Result<Option<Arc<rustls::ServerConfig>>> {
+fn tls(args: &ServeArgs) -> anyhow::Result<Option<crate::tls::ServerTls>> {
+    if let Some(keys) = &args.tls_psk {
+        let certificates = [
+            ("--tls-cert", args.tls_cert.is_some()),
+            ("--tls-key", args.tls_key.is_some()),
+            ("--tls-client-ca", args.tls_client_ca.is_some()),
+            ("--tls-crl", args.tls_crl.is_some()),
+            ("--tls-authz", !args.tls_authz.is_empty()),
+        ];
+        if let Some((option, _)) = certificates.iter().find(|(_, given)| *given) {
+            bail!("--tls-psk with {option}: pre-shared keys or certificates, one or the other");
+        }
+        return Ok(Some(crate::tls::ServerTls::psk(keys)?));
+    }
     Ok(match (&args.tls_cert, &args.tls_key, &args.tls_client_ca) {
         (Some(cert), Some(key), ca) => {
             let clients = match ca {
@@ -283,7 +303,8 @@ fn tls(args: &ServeArgs) -> anyhow::Result<Option<Arc<rustls::ServerConfig>>> {
                 ),
                 None => None,
             };
-            Some(crate::tls::server_config(cert, key, clients)?)
+            let config = crate::tls::server_config(cert, key, clients)?;
+            Some(crate::tls::ServerTls::Certificates(config))
         }
         (Some(_), None, _) => bail!("--tls-cert: give its private key with --tls-key"),
         (None, Some(_), _) => bail!("--tls-key: give its certificate with --tls-cert"),

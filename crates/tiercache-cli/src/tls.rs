@@ -27,7 +27,34 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig};
 use rustls::{ServerConnection, SignatureScheme};
 
+mod psk;
 mod subject;
+
+/// The server's TLS: certificates (rustls), or pre-shared keys (GnuTLS, `psk`).
+#[derive(Clone)]
+pub enum ServerTls {
+    Certificates(Arc<ServerConfig>),
+    Psk(Arc<psk::Keys>),
+}
+
+impl ServerTls {
+    /// The keys of `--tls-psk FILE`.
+    pub fn psk(path: &Path) -> anyhow::Result<ServerTls> {
+        Ok(ServerTls::Psk(psk::Keys::load(path)?))
+    }
+
+    /// Starts TLS on `socket` (the client has just been told to go ahead), its handshake to
+    /// end by `deadline`, and returns the plain end of the connection.
+    pub fn start<S>(&self, socket: S, deadline: Instant) -> io::Result<UnixStream>
+    where
+        S: Read + Write + AsRawFd + Send + 'static,
+    {
+        match self {
+            ServerTls::Certificates(config) => start(socket, config.clone()),
+            ServerTls::Psk(keys) => psk::start(socket, keys.clone(), deadline),
+        }
+    }
+}
 
 /// Decrypted bytes the pump holds for a connection that has not read them yet.
 const PLAIN_MAX: usize = 256 << 10;

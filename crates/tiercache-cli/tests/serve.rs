@@ -1717,3 +1717,74 @@ fn socket_activation_serves_on_the_socket_systemd_passes() {
     // The server took the activator's pid (it execs): stopping it stops the server.
     assert!(server.stop().success());
 }
+
+/// TLS with pre-shared keys (`--tls-psk`, psktool's `identity:hex key` file), with real
+/// clients: qemu-io through `tls-creds-psk` writes and reads, nbdinfo through `tls-psk-file`
+/// reads; a client with the wrong key, an identity not in the file, and a plain client are
+/// refused. A keys file that is not one is an error naming its line; keys with certificates,
+/// an error naming both.
+#[test]
+fn tls_psk_admits_only_clients_with_a_key() {
+    let (dir, backing, tier, socket) = fresh("psk", 0);
+    let key = |seed: u8| {
+        (0..32u8).map(|i| format!("{:02x}", i.wrapping_mul(7) ^ seed)).collect::<String>()
+    };
+    for (sub, seed) in [("right", 1u8), ("wrong", 2)] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::write(dir.join(sub).join("keys.psk"), format!("alice:{}\n", key(seed))).unwrap();
+    }
+    let keys = dir.join("right").join("keys.psk");
+    let server = serve_with(&backing, &socket, &tier, "wt", &["--tls-psk", keys.to_str().unwrap()]);
+    assert!(server.log.contains("with TLS-PSK"), "{}", server.log);
+    let qemu = |creds: &str, commands: &[&str]| {
+        let mut args = vec![
+            "--object".to_string(),
+            format!(
+                "tls-creds-psk,id=tls0,endpoint=client,dir={},username=alice",
+                dir.join(creds).display()
+            ),
+            "--image-opts".into(),
+            format!("driver=nbd,server.type=unix,server.path={},tls-creds=tls0", socket.display()),
+        ];
+        for c in commands {
+            args.extend(["-c".to_string(), c.to_string()]);
+        }
+        client("qemu-io", &args)
+    };
+    let (ok, text) = qemu("right", &["write -P 0x6b 0 64k", "read -P 0x6b 0 64k"]);
+    assert!(ok && !text.contains("fail"), "qemu-io with the key: {text}");
+    let uri = |user: &str, keys: &Path| {
+        format!("nbds+unix://{user}@/?socket={}&tls-psk-file={}", socket.display(), keys.display())
+    };
+    let (ok, text) = client("nbdinfo", &[uri("alice", &keys)]);
+    assert!(ok && text.contains("with TLS") && text.contains(&SIZE.to_string()), "nbdinfo: {text}");
+    let (ok, text) = qemu("wrong", &["read 0 4k"]);
+    assert!(!ok, "the wrong key: {text}");
+    let (ok, text) = client("nbdinfo", &[uri("alice", &dir.join("wrong").join("keys.psk"))]);
+    assert!(!ok, "the wrong key: {text}");
+    std::fs::write(dir.join("bob.psk"), format!("bob:{}\n", key(1))).unwrap();
+    let (ok, text) = client("nbdinfo", &[uri("bob", &dir.join("bob.psk"))]);
+    assert!(!ok, "an identity not in the file: {text}");
+    let plain = ["-f", "raw", &server.uri(), "-c", "read 0 4k"].map(String::from);
+    let (ok, text) = client("qemu-io", &plain);
+    assert!(!ok && text.contains("TLS"), "a plain client: {text}");
+    assert!(server.stop().success());
+    assert!(std::fs::read(&backing).unwrap()[..65536].iter().all(|&b| b == 0x6b));
+
+    let refused = |more: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tiercache"))
+            .args(["serve", "--backing", backing.to_str().unwrap(), "--listen"])
+            .arg(format!("unix:{}", socket.display()))
+            .args(more)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let bad = dir.join("bad.psk");
+    std::fs::write(&bad, format!("alice:{}\nbob=0011\n", key(1))).unwrap();
+    let error = refused(&["--tls-psk", bad.to_str().unwrap()]);
+    assert!(error.contains("line 2") && error.contains("identity:key"), "{error}");
+    let error = refused(&["--tls-psk", keys.to_str().unwrap(), "--tls-cert", "x.pem"]);
+    assert!(error.contains("--tls-psk with --tls-cert"), "{error}");
+}

@@ -46,6 +46,7 @@ impl ServeArgs {
             read_only: self.read_only || file.read_only,
             tls_cert: self.tls_cert.or(file.tls_cert),
             tls_key: self.tls_key.or(file.tls_key),
+            tls_psk: self.tls_psk.or(file.tls_psk),
             tls_client_ca: self.tls_client_ca.or(file.tls_client_ca),
             tls_crl: self.tls_crl.or(file.tls_crl),
             tls_authz: if self.tls_authz.is_empty() { file.tls_authz } else { self.tls_authz },
@@ -239,7 +240,7 @@ fn stack(table: Option<(PathBuf, toml::Table)>) -> anyhow::Result<Option<StackSp
 const SECTIONS: [&str; 3] = ["serve", "cache", "export"];
 
 /// The options that are the server's, never one export's.
-const SERVER_WIDE: [&str; 22] = [
+const SERVER_WIDE: [&str; 23] = [
     "config",
     "export",
     "listen",
@@ -248,6 +249,7 @@ const SERVER_WIDE: [&str; 22] = [
     "threads_per_connection",
     "tls_cert",
     "tls_key",
+    "tls_psk",
     "tls_client_ca",
     "tls_crl",
     "tls_authz",
@@ -325,6 +327,7 @@ fn options(table: &toml::Table, base: &Path) -> anyhow::Result<ServeArgs> {
         &mut args.tls_key,
         &mut args.tls_client_ca,
         &mut args.tls_crl,
+        &mut args.tls_psk,
     ];
     for path in paths.into_iter().flatten() {
         *path = base.join(&*path);

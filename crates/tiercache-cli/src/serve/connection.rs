@@ -228,7 +228,7 @@ pub(super) struct Exports {
 pub(super) struct How {
     pub workers: usize,
     pub limits: Limits,
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub tls: Option<crate::tls::ServerTls>,
     pub served: Arc<AtomicUsize>,
     pub max_served: usize,
     /// The server's request buffers, under one ceiling.
@@ -518,7 +518,7 @@ fn handshake(
     stream: Stream,
     exports: &[nbd::Export],
     deadline: Instant,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    tls: Option<crate::tls::ServerTls>,
 ) -> io::Result<Option<Handshaken>> {
     let timed = |stream: &Stream| stream.try_clone().map(|s| Timed::new(s, Some(deadline)));
     let mut input = BufReader::new(timed(&stream)?);
@@ -531,7 +531,7 @@ fn handshake(
             drop((input, output));
             // The TLS handshake runs in the pump; until it is done no plain byte comes, so
             // the deadline covers it too.
-            let plain = Stream::Unix(crate::tls::start(stream, config)?);
+            let plain = Stream::Unix(config.start(stream, deadline)?);
             let mut input = BufReader::new(timed(&plain)?);
             let mut output = BufWriter::new(timed(&plain)?);
             let ended = nbd::options(&mut input, &mut output, exports, &mut session, nbd::Tls::On)?;

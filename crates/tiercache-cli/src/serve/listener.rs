@@ -199,7 +199,8 @@ pub(super) fn activated(args: &ServeArgs) -> anyhow::Result<Option<Listener>> {
 /// says so: anyone who reaches it could read and write the exports.
 fn exposed(listener: &std::net::TcpListener, args: &ServeArgs, what: &str) -> anyhow::Result<()> {
     let bound = listener.local_addr()?;
-    if !bound.ip().is_loopback() && args.tls_cert.is_none() && !args.insecure_no_tls {
+    let tls = args.tls_cert.is_some() || args.tls_psk.is_some();
+    if !bound.ip().is_loopback() && !tls && !args.insecure_no_tls {
         bail!(
             "{what}: {} is reachable from other machines, and TLS is off: anyone who reaches \
              it could read and write the export. Give --tls-cert and --tls-key (and \
