@@ -30,6 +30,7 @@ use crate::tier::medium::Medium;
 use crate::tier::optimistic::{Hit, HitLog, Landing, Recorded, SlotTable};
 
 mod durability;
+mod fetch;
 mod report;
 #[cfg(test)]
 mod tests;
@@ -234,6 +235,8 @@ pub struct CacheCore {
     /// below it: a sync moves their dirty blocks down there or writes them back, as the
     /// policy says (`Policy::persist`).
     volatile: Vec<(tiercache_core::TierId, Option<tiercache_core::TierId>)>,
+    /// The loads `fetch` has under way, by key.
+    loads: fetch::Loads,
     /// Calls into the shards, counted for the tests of how many times a request crosses into
     /// its shard (see [`Locked`]).
     #[cfg(test)]
@@ -372,6 +375,7 @@ impl CacheCore {
             keeps_dirty,
             attached: Default::default(),
             volatile,
+            loads: Default::default(),
             #[cfg(test)]
             calls: Default::default(),
         }

@@ -12,6 +12,9 @@ pub enum EngineError {
     Io { path: PathBuf, action: &'static str, source: std::io::Error },
     #[error("value of {len} bytes is larger than the block size of {block_size} bytes")]
     TooLarge { len: usize, block_size: usize },
+    /// A fetch waited for another thread's load of the same key, and that load failed.
+    #[error("key {key}: the load this fetch waited for (another thread's) failed: {reason}")]
+    SharedLoad { key: u64, reason: String },
     /// A block whose only copy was dirty in the cache and is gone: it failed its checksum, or
     /// could not be written back before it was dropped. Reads of it fail (EIO to a block
     /// device's client) until it is written again; the backing device's older data is never

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tiercache_core::SeededRng;
@@ -843,4 +843,81 @@ fn a_log_flash_tier_is_written_in_runs_and_reads_back_the_latest_versions() {
     );
     drop(cache);
     std::fs::remove_file(&path).unwrap();
+}
+
+/// `fetch`: 64 threads that miss one cold key at once run its loader once, and every one gets
+/// the value; a loader that fails fails every thread that waited for it (with the error's
+/// words), and the next fetch loads again. Threads fetching other keys are not held.
+#[test]
+fn concurrent_misses_of_one_key_load_it_once() {
+    let cache = lru_on(TierKind::Dram, 4, 64);
+    let loads = AtomicU64::new(0);
+    let start = std::sync::Barrier::new(64);
+    let loader = |buf: &mut [u8]| {
+        loads.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        buf.copy_from_slice(&value(7, 3));
+        Ok(BLOCK)
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..64 {
+            scope.spawn(|| {
+                let mut buf = vec![0u8; BLOCK];
+                start.wait();
+                let outcome = cache.fetch(7, &mut buf, loader).unwrap();
+                assert_eq!(outcome.len, BLOCK);
+                assert_eq!(version_of(7, &buf), 3);
+            });
+        }
+    });
+    assert_eq!(loads.load(Ordering::SeqCst), 1, "one load for 64 misses");
+    let mut buf = vec![0u8; BLOCK];
+    assert!(cache.fetch(7, &mut buf, |_| unreachable!("cached")).unwrap().hit);
+
+    // A failed load: every waiting thread gets its error; the next fetch loads again. It
+    // fails only once another key has been fetched: a fetch of another key is not held by it.
+    let (other_done, saw_it) = (AtomicBool::new(false), AtomicBool::new(false));
+    let failing = |buf: &mut [u8]| {
+        let _ = buf;
+        loads.fetch_add(1, Ordering::SeqCst);
+        let waited = std::time::Instant::now();
+        while !other_done.load(Ordering::SeqCst) && waited.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        saw_it.store(other_done.load(Ordering::SeqCst), Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        Err(std::io::Error::other("the backing store is down"))
+    };
+    let start = std::sync::Barrier::new(17);
+    std::thread::scope(|scope| {
+        for _ in 0..16 {
+            scope.spawn(|| {
+                let mut buf = vec![0u8; BLOCK];
+                start.wait();
+                let e = cache.fetch(9, &mut buf, failing).unwrap_err().to_string();
+                assert!(e.contains("the backing store is down"), "{e}");
+            });
+        }
+        start.wait();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut buf = vec![0u8; BLOCK];
+        cache
+            .fetch(10, &mut buf, |b| {
+                b.copy_from_slice(&value(10, 1));
+                Ok(BLOCK)
+            })
+            .unwrap();
+        other_done.store(true, Ordering::SeqCst);
+    });
+    assert_eq!(loads.load(Ordering::SeqCst), 2, "one load for 16 misses");
+    assert!(saw_it.load(Ordering::SeqCst), "key 10 was fetched while key 9 loaded");
+    let outcome = cache
+        .fetch(9, &mut buf, |b| {
+            loads.fetch_add(1, Ordering::SeqCst);
+            b.copy_from_slice(&value(9, 4));
+            Ok(BLOCK)
+        })
+        .unwrap();
+    assert!(!outcome.hit && version_of(9, &buf) == 4);
+    assert_eq!(loads.load(Ordering::SeqCst), 3, "a miss after a failed load loads again");
 }
