@@ -63,6 +63,7 @@ pub mod error;
 pub mod file;
 #[cfg(not(loom))]
 pub mod footprint;
+pub mod keyed;
 #[cfg(not(loom))]
 pub mod latency;
 #[cfg(not(loom))]
@@ -82,6 +83,7 @@ pub use {
     config::{CacheConfig, EngineOptions, MediumKind, MediumSpec},
     error::EngineError,
     file::{CachedFile, Extent},
+    keyed::{KeyHash, KeyedCache},
     latency::{LatencySnapshot, Percentiles},
     recovery::Recovery,
     shard::{PutOutcome, ReadOutcome},

@@ -921,3 +921,115 @@ fn concurrent_misses_of_one_key_load_it_once() {
     assert!(!outcome.hit && version_of(9, &buf) == 4);
     assert_eq!(loads.load(Ordering::SeqCst), 3, "a miss after a failed load loads again");
 }
+
+/// Keys of any bytes (`KeyedCache`): objects under paths and binary keys read back as written,
+/// removed and replaced; the limits are errors naming them.
+#[test]
+fn keys_of_any_bytes_read_back_their_own_values() {
+    use tiercache_engine::KeyedCache;
+    let cache = KeyedCache::new(lru_on(TierKind::Dram, 4, 256)).unwrap();
+    let keys: Vec<Vec<u8>> = vec![
+        b"sst/000123.sst@4096".to_vec(),
+        b"s3://bucket/table/part-0001.parquet".to_vec(),
+        vec![0, 1, 2, 255, 0],
+        vec![7; 200],
+    ];
+    for (i, key) in keys.iter().enumerate() {
+        let value: Vec<u8> = (0..i * 60 + 1).map(|b| (b * 31 + i) as u8).collect();
+        cache.insert(key, &value).unwrap();
+        assert_eq!(cache.get(key).as_deref(), Some(&value[..]), "key {i}");
+        assert!(cache.contains(key));
+    }
+    cache.insert(&keys[0], b"newer").unwrap();
+    assert_eq!(cache.get(&keys[0]).as_deref(), Some(&b"newer"[..]));
+    cache.remove(&keys[1]);
+    assert_eq!(cache.get(&keys[1]), None);
+    assert!(!cache.contains(&keys[1]));
+    assert_eq!(cache.get(b"never written"), None);
+    let most = cache.max_value(keys[0].len());
+    assert_eq!(most, BLOCK - 4 - keys[0].len());
+    cache.insert(&keys[0], &vec![1; most]).unwrap();
+    let e = cache.insert(&keys[0], &vec![1; most + 1]).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("{} bytes", most + 1)) && e.contains(&(BLOCK - 4).to_string()),
+        "{e}"
+    );
+    let e = cache.insert(b"", b"v").unwrap_err().to_string();
+    assert!(e.contains("empty key"), "{e}");
+    let fetched = cache.fetch(b"loaded", || Ok(b"from the store".to_vec())).unwrap();
+    assert_eq!(fetched, b"from the store");
+    assert_eq!(cache.get(b"loaded").as_deref(), Some(&b"from the store"[..]));
+    let big = cache.fetch(b"big", || Ok(vec![9; BLOCK * 2])).unwrap();
+    assert_eq!(big.len(), BLOCK * 2, "too large to cache: handed back");
+    assert_eq!(cache.get(b"big"), None);
+    // A cache that keeps dirty data has nowhere to write it back: refused.
+    let write_back = CacheBuilder::new(PolicyConfig::Lru)
+        .tier(TierKind::Mapped { path: scratch("keyed-wb.mem") })
+        .block_size(BLOCK)
+        .capacity_bytes(64 * BLOCK as u64)
+        .mode(tiercache_policy::cas::CasConfig {
+            seq_cutoff: tiercache_policy::cas::SeqCutoffPolicy::Never,
+            ..tiercache_policy::cas::CasConfig::new(tiercache_policy::cas::CacheMode::WriteBack)
+        })
+        .build()
+        .unwrap();
+    let e = KeyedCache::new(write_back).err().expect("refused").to_string();
+    assert!(e.contains("dirty"), "{e}");
+}
+
+/// Two keys whose hashes collide never see each other's value: with a hash that sends every
+/// key to one number, each read finds the last key written there or misses (counted), and a
+/// fetch of the other key loads its own value.
+#[test]
+fn colliding_keys_never_see_each_others_values() {
+    use tiercache_engine::{KeyHash, KeyedCache};
+    struct Weak;
+    impl KeyHash for Weak {
+        fn hash(&self, _: &[u8]) -> u64 {
+            42
+        }
+    }
+    let cache = KeyedCache::with_hasher(lru_on(TierKind::Dram, 2, 64), Weak).unwrap();
+    cache.insert(b"alpha", b"alpha's value").unwrap();
+    cache.insert(b"beta", b"beta's value").unwrap();
+    assert_eq!(cache.get(b"alpha"), None, "beta's object, not alpha's");
+    assert!(!cache.contains(b"alpha"));
+    assert_eq!(cache.get(b"beta").as_deref(), Some(&b"beta's value"[..]));
+    assert!(cache.collisions() >= 2);
+    cache.remove(b"alpha"); // Leaves beta's object.
+    assert_eq!(cache.get(b"beta").as_deref(), Some(&b"beta's value"[..]));
+    let alpha = cache.fetch(b"alpha", || Ok(b"alpha, loaded".to_vec())).unwrap();
+    assert_eq!(alpha, b"alpha, loaded");
+    assert_eq!(cache.get(b"alpha").as_deref(), Some(&b"alpha, loaded"[..]));
+    assert_eq!(cache.get(b"beta"), None);
+}
+
+/// Objects on a persistent tier are found again by their keys after a restart: the hash is the
+/// same in every process.
+#[test]
+fn keyed_objects_on_a_mapped_tier_survive_a_restart() {
+    use tiercache_engine::KeyedCache;
+    let path = scratch("keyed-restart.mem");
+    let _ = std::fs::remove_file(&path);
+    let build = || {
+        let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .tier(TierKind::Mapped { path: path.clone() })
+            .block_size(BLOCK)
+            .shards(2)
+            .capacity_bytes(256 * BLOCK as u64)
+            .build()
+            .unwrap();
+        KeyedCache::new(cache).unwrap()
+    };
+    let key = |i: u32| format!("table/{i:05}.sst").into_bytes();
+    let cache = build();
+    for i in 0..100 {
+        cache.insert(&key(i), format!("block {i} of the table").as_bytes()).unwrap();
+    }
+    drop(cache);
+    let cache = build();
+    for i in 0..100 {
+        let value = cache.get(&key(i));
+        assert_eq!(value.as_deref(), Some(format!("block {i} of the table").as_bytes()), "{i}");
+    }
+}
