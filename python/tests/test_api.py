@@ -234,6 +234,23 @@ def test_the_engine_from_python(tmp_path):
     assert len(by_tier) == 3 and by_tier[2] > 0 and sum(by_tier) == 100
     with pytest.raises(tiercache.ConfigError, match="unit"):
         tiercache.Cache(capacity=100, unit="objects")
+    # Bytes keys: stored whole with their values; the other kind of key is a TypeError.
+    named = tiercache.Cache(capacity="1MiB", keys="bytes", block_size="4KiB")
+    assert named.put(b"sst/000123.sst@4096", b"a data block")
+    assert named.put(b"s3://bucket/part-1.parquet", bytes(4000))
+    assert named.get(b"sst/000123.sst@4096") == b"a data block"
+    assert named.get(b"s3://bucket/part-1.parquet") == bytes(4000)
+    assert named.get(b"never") is None
+    named.delete(b"sst/000123.sst@4096")
+    assert named.get(b"sst/000123.sst@4096") is None
+    with pytest.raises(TypeError, match="bytes"):
+        named.get(7)
+    with pytest.raises(TypeError, match="integers"):
+        cache.get(b"seven")
+    with pytest.raises(tiercache.TiercacheError, match="do not fit"):
+        named.put(b"k", bytes(4096))
+    with pytest.raises(tiercache.TiercacheError, match="int"):
+        tiercache.Cache(capacity="1MiB", keys="strings")
 
 
 # The ARC paper's Table VII (Megiddo and Modha, FAST'03): LRU and ARC hit ratios in percent,

@@ -347,8 +347,11 @@ class Cache:
     The stack's tiers lie on the paths given from the bottom up, with DRAM on top when the
     stack has a tier more: ``lower_capacity`` alone puts DRAM of ``capacity`` over the slow or
     flash tier; ``lower_capacity`` and ``tier=["1GiB"]`` put DRAM over the slow tier over the
-    flash tier. A single tier lives on the path given (or in DRAM). Keys are integers, values
-    bytes of at most ``block_size``; ``stats()["tier_hits"]`` counts reads per tier.
+    flash tier. A single tier lives on the path given (or in DRAM). Keys are integers, or with
+    ``keys="bytes"`` bytes (stored whole with the value and compared on every read, so keys
+    whose hashes collide never see each other's value); values bytes of at most
+    ``block_size`` (less a bytes key and 4 bytes); ``stats()["tier_hits"]`` counts reads per
+    tier.
     """
 
     def __init__(
@@ -361,6 +364,7 @@ class Cache:
         flash_path: Optional[PathLike] = None,
         shards: int = 16,
         stack: Optional[Dict[str, Any]] = None,
+        keys: str = "int",
         **options: Any,
     ) -> None:
         if stack and "policy" in stack:
@@ -372,6 +376,7 @@ class Cache:
             None if slow_path is None else os.fspath(slow_path),
             None if flash_path is None else os.fspath(flash_path),
             shards,
+            keys,
         )
 
     @property
@@ -379,15 +384,15 @@ class Cache:
         """The largest value, in bytes."""
         return self._cache.block_size
 
-    def get(self, key: int) -> Optional[bytes]:
+    def get(self, key: Union[int, bytes]) -> Optional[bytes]:
         """The value of ``key``, or None on a miss (a miss admits nothing)."""
         return self._cache.get(key)
 
-    def put(self, key: int, value: bytes) -> bool:
+    def put(self, key: Union[int, bytes], value: bytes) -> bool:
         """Writes ``value`` for ``key``; returns whether the cache holds it now."""
         return self._cache.put(key, value)
 
-    def delete(self, key: int) -> None:
+    def delete(self, key: Union[int, bytes]) -> None:
         """Drops ``key`` if it is cached."""
         self._cache.delete(key)
 

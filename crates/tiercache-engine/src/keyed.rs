@@ -99,11 +99,11 @@ impl<H: KeyHash> KeyedCache<H> {
     }
 
     /// Caches `value` under `key` if the policy admits it (an object of another key under the
-    /// same hash is replaced). An empty key, or a key and value that do not fit in a block,
-    /// is an error naming the limit.
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<(), EngineError> {
+    /// same hash is replaced); whether the cache holds it now. An empty key, or a key and value
+    /// that do not fit in a block, is an error naming the limit.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool, EngineError> {
         let stored = self.encode(key, value)?;
-        self.cache.put(self.hasher.hash(key), &stored).map(drop)
+        Ok(self.cache.put(self.hasher.hash(key), &stored)?.cached)
     }
 
     /// Drops `key`'s object if cached (another key's under the same hash is left alone).

@@ -5,11 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
 use tiercache_core::{parse_size, Op, Request};
-use tiercache_engine::{Cache as EngineCache, CacheConfig, EngineError, MediumKind, MediumSpec};
+use tiercache_engine::MediumSpec;
+use tiercache_engine::{Cache as EngineCache, CacheConfig, EngineError, KeyedCache, MediumKind};
 use tiercache_policy::stack::Amount;
 use tiercache_policy::{PolicyError, StackSpec};
 use tiercache_sim::RunError;
@@ -287,17 +288,48 @@ fn write_trace(
 }
 
 /// The engine over DRAM and optionally a mapped (slow memory) or flash tier, its stack as
-/// `sim`'s: keys are integers, values bytes of at most the block size.
+/// `sim`'s: keys are integers, or bytes (`keys="bytes"`: stored whole with the value and
+/// compared on every read, `KeyedCache`); values bytes of at most the block size (less a bytes
+/// key and its 4-byte length).
 #[pyclass(module = "tiercache._tiercache")]
 struct Cache {
-    cache: EngineCache,
+    keys: Keys,
     block_size: usize,
+}
+
+/// The keys a Python cache takes: one kind a cache, so that an integer key never reads an
+/// object stored under a bytes key.
+enum Keys {
+    Integers(EngineCache),
+    Bytes(KeyedCache),
+}
+
+impl Cache {
+    fn engine(&self) -> &EngineCache {
+        match &self.keys {
+            Keys::Integers(cache) => cache,
+            Keys::Bytes(keyed) => keyed.cache(),
+        }
+    }
+}
+
+/// The integer key of a cache of integer keys.
+fn integer(key: &Bound<'_, PyAny>) -> PyResult<u64> {
+    key.extract().map_err(|_| {
+        PyTypeError::new_err("this cache's keys are integers (from 0 to 2**64 - 1); keys=\"bytes\" makes one of bytes keys")
+    })
+}
+
+/// The bytes key of a cache of bytes keys.
+fn bytes_key(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    key.extract::<Vec<u8>>()
+        .map_err(|_| PyTypeError::new_err("this cache's keys are bytes (keys=\"bytes\")"))
 }
 
 #[pymethods]
 impl Cache {
     #[new]
-    #[pyo3(signature = (options_json, block_size="4KiB", slow_path=None, flash_path=None, shards=16))]
+    #[pyo3(signature = (options_json, block_size="4KiB", slow_path=None, flash_path=None, shards=16, keys="int"))]
     fn new(
         py: Python<'_>,
         options_json: &str,
@@ -305,6 +337,7 @@ impl Cache {
         slow_path: Option<PathBuf>,
         flash_path: Option<PathBuf>,
         shards: usize,
+        keys: &str,
     ) -> PyResult<Cache> {
         let table = options_table(options_json).map_err(to_py)?;
         let build = || -> anyhow::Result<Cache> {
@@ -322,32 +355,69 @@ impl Cache {
             config.engine.block_size = Amount::Count(block);
             config.engine.shards = shards;
             let cache = config.builder()?.build()?;
-            Ok(Cache { cache, block_size: block as usize })
+            let keys = match keys {
+                "int" => Keys::Integers(cache),
+                "bytes" => Keys::Bytes(KeyedCache::new(cache)?),
+                other => anyhow::bail!("keys {other:?}: \"int\" or \"bytes\""),
+            };
+            Ok(Cache { keys, block_size: block as usize })
         };
         py.detach(build).map_err(to_py)
     }
 
     /// The value of `key`, or None on a miss (a miss admits nothing).
-    fn get<'py>(&self, py: Python<'py>, key: u64) -> Option<Bound<'py, PyBytes>> {
-        let mut buf = vec![0u8; self.block_size];
-        let len = py.detach(|| self.cache.get(key, &mut buf))?;
-        Some(PyBytes::new(py, &buf[..len]))
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let value = match &self.keys {
+            Keys::Integers(cache) => {
+                let key = integer(key)?;
+                let mut buf = vec![0u8; self.block_size];
+                py.detach(|| cache.get(key, &mut buf).map(|len| buf[..len].to_vec()))
+            }
+            Keys::Bytes(keyed) => {
+                let key = bytes_key(key)?;
+                py.detach(|| keyed.get(&key))
+            }
+        };
+        Ok(value.map(|value| PyBytes::new(py, &value)))
     }
 
     /// Writes `value` for `key`; returns whether it is cached (the policy may not admit it).
-    fn put(&self, py: Python<'_>, key: u64, value: &[u8]) -> PyResult<bool> {
-        let outcome = py.detach(|| self.cache.put(key, value)).map_err(|e| to_py(e.into()))?;
-        Ok(outcome.cached)
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &[u8]) -> PyResult<bool> {
+        let put = match &self.keys {
+            Keys::Integers(cache) => {
+                let key = integer(key)?;
+                py.detach(|| cache.put(key, value).map(|outcome| outcome.cached))
+            }
+            Keys::Bytes(keyed) => {
+                let key = bytes_key(key)?;
+                py.detach(|| keyed.insert(&key, value))
+            }
+        };
+        put.map_err(|e| to_py(e.into()))
     }
 
     /// Drops `key` if cached.
-    fn delete(&self, py: Python<'_>, key: u64) {
-        py.detach(|| self.cache.invalidate(key));
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        match &self.keys {
+            Keys::Integers(cache) => {
+                let key = integer(key)?;
+                py.detach(|| cache.invalidate(key));
+            }
+            Keys::Bytes(keyed) => {
+                let key = bytes_key(key)?;
+                py.detach(|| keyed.remove(&key));
+            }
+        }
+        Ok(())
     }
 
     /// The engine's counters as JSON.
     fn stats_json(&self) -> PyResult<String> {
-        serde_json::to_string(&self.cache.stats())
+        serde_json::to_string(&self.engine().stats())
             .map_err(|e| TiercacheError::new_err(e.to_string()))
     }
 
