@@ -473,6 +473,13 @@ impl CacheCore {
         Some(len)
     }
 
+    /// Copies `key`'s value into `buf` if it is a hit served from memory without the shard's
+    /// lock (a DRAM or mapped upper tier, a quiet policy): a call that never waits on a device
+    /// or a lock. `None` says nothing of whether the key is cached (`get` finds out).
+    pub fn get_in_memory(&self, key: Key, buf: &mut [u8]) -> Option<usize> {
+        self.get_unlocked(key, buf, Landing::Direct)
+    }
+
     /// Records a hit served without the lock (`len` with `Hit::HELD` for a read handle's) in
     /// the calling thread's ring for shard `index`, timed from `started`, to tell the policy
     /// (`told`) or only to count it. An untold hit whose latency is not recorded is counted in

@@ -66,6 +66,7 @@ pub mod footprint;
 pub mod keyed;
 #[cfg(not(loom))]
 pub mod latency;
+pub mod nonblocking;
 #[cfg(not(loom))]
 pub mod recovery;
 #[cfg(not(loom))]
@@ -85,6 +86,7 @@ pub use {
     file::{CachedFile, Extent},
     keyed::{KeyHash, KeyedCache},
     latency::{LatencySnapshot, Percentiles},
+    nonblocking::{AsyncCache, Pending},
     recovery::Recovery,
     shard::{PutOutcome, ReadOutcome},
     stats::StatsSnapshot,

@@ -1033,3 +1033,60 @@ fn keyed_objects_on_a_mapped_tier_survive_a_restart() {
         assert_eq!(value.as_deref(), Some(format!("block {i} of the table").as_bytes()), "{i}");
     }
 }
+
+/// The async face (`AsyncCache`) on tokio's one-thread runtime: a fetch whose load takes
+/// 300 ms (a slow device) does not hold the runtime: a ticker task runs all the while; values
+/// written and read through futures, over a flash tier, come back; a thousand concurrent gets
+/// all complete.
+#[test]
+fn async_calls_never_block_the_runtime() {
+    use tiercache_engine::AsyncCache;
+    const B: usize = 4096; // Flash tiers take whole pages.
+    let value = |key: u64, version: u64| common::value(key, version, B);
+    let version_of = common::version_of;
+    let flash = scratch("async.flash");
+    let _ = std::fs::remove_file(&flash);
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .capacity_bytes(16 * B as u64)
+        .lower_tier(TierKind::Flash { path: flash }, 256 * B as u64, PolicyConfig::Lru)
+        .block_size(B)
+        .shards(2)
+        .build()
+        .unwrap();
+    let cache = Arc::new(AsyncCache::new(cache, 4).unwrap());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    runtime.block_on(async {
+        let ticks = Arc::new(AtomicU64::new(0));
+        let ticker = {
+            let ticks = ticks.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    ticks.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        let fetched = cache
+            .fetch(5, move |buf| {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                buf.copy_from_slice(&value(5, 1));
+                Ok(B)
+            })
+            .await
+            .unwrap();
+        assert_eq!(version_of(5, &fetched), 1);
+        let ticked = ticks.load(Ordering::SeqCst);
+        assert!(ticked >= 10, "the runtime ran {ticked} ticks of 10 ms during a 300 ms load");
+        ticker.abort();
+        // Writes spill from 16 blocks of DRAM to the flash tier; every value reads back.
+        for key in 0..64 {
+            cache.put(key, value(key, 2)).await.unwrap();
+        }
+        let gets: Vec<_> = (0..1000u64).map(|i| cache.get(i % 64)).collect();
+        for (i, get) in gets.into_iter().enumerate() {
+            let found = get.await.unwrap_or_else(|| panic!("key {} missing", i % 64));
+            assert_eq!(version_of(i as u64 % 64, &found), 2);
+        }
+        assert!(cache.cache().stats().tier_hits.get(1).is_some_and(|&h| h > 0), "flash hits");
+    });
+}
