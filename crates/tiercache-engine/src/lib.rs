@@ -63,9 +63,11 @@ pub mod error;
 pub mod file;
 #[cfg(not(loom))]
 pub mod footprint;
+#[cfg(not(loom))]
 pub mod keyed;
 #[cfg(not(loom))]
 pub mod latency;
+#[cfg(not(loom))]
 pub mod nonblocking;
 #[cfg(not(loom))]
 pub mod recovery;
