@@ -115,7 +115,8 @@ impl<H: KeyHash> KeyedCache<H> {
 
     /// `key`'s value: cached, or loaded by `load` (and cached if the policy admits it), with
     /// concurrent misses of one key loading it once ([`Cache::fetch`]). A value too large to
-    /// cache is returned, and not cached.
+    /// cache is returned to the thread that loaded it, and not cached; threads that waited for
+    /// that load get [`EngineError::SharedLoad`] saying it did not fit.
     pub fn fetch(
         &self,
         key: &[u8],
