@@ -628,11 +628,32 @@ pub fn fuzz(data: &[u8]) {
         (exports, crate::metrics::Metrics::default())
     });
     let (client, server) = UnixStream::pair().expect("a socket pair");
-    let mut sent = 3u32.to_be_bytes().to_vec(); // Fixed newstyle, no zeroes.
-    sent.extend_from_slice(&nbd::IHAVEOPT.to_be_bytes());
-    sent.extend_from_slice(&nbd::OPT_EXPORT_NAME.to_be_bytes());
-    sent.extend_from_slice(&0u32.to_be_bytes());
-    sent.extend_from_slice(data);
+    let option = |sent: &mut Vec<u8>, option: u32, data: &[u8]| {
+        sent.extend_from_slice(&nbd::IHAVEOPT.to_be_bytes());
+        sent.extend_from_slice(&option.to_be_bytes());
+        sent.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        sent.extend_from_slice(data);
+    };
+    // Fixed newstyle, no zeroes. Data that starts with 'S' goes on with structured replies
+    // and `base:allocation` (so block status and structured read replies are fuzzed too);
+    // other data, as EXPORT_NAME.
+    let mut sent = 3u32.to_be_bytes().to_vec();
+    match data.split_first() {
+        Some((b'S', rest)) => {
+            option(&mut sent, nbd::OPT_STRUCTURED_REPLY, &[]);
+            let mut query = 0u32.to_be_bytes().to_vec(); // The default export.
+            query.extend_from_slice(&1u32.to_be_bytes());
+            query.extend_from_slice(&(nbd::BASE_ALLOCATION.len() as u32).to_be_bytes());
+            query.extend_from_slice(nbd::BASE_ALLOCATION.as_bytes());
+            option(&mut sent, nbd::OPT_SET_META_CONTEXT, &query);
+            option(&mut sent, nbd::OPT_GO, &[0; 6]);
+            sent.extend_from_slice(rest);
+        }
+        _ => {
+            option(&mut sent, nbd::OPT_EXPORT_NAME, &[]);
+            sent.extend_from_slice(data);
+        }
+    }
     let mut writing = client.try_clone().expect("a clone");
     let mut reading = client;
     let writer = std::thread::spawn(move || {
