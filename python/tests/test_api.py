@@ -251,6 +251,32 @@ def test_the_engine_from_python(tmp_path):
         named.put(b"k", bytes(4096))
     with pytest.raises(tiercache.TiercacheError, match="int"):
         tiercache.Cache(capacity="1MiB", keys="strings")
+    # fetch: a miss calls the loader once, a hit does not; what the loader raises comes back.
+    calls = []
+    def load():
+        calls.append(1)
+        return b"loaded"
+    assert named.fetch(b"key", load) == b"loaded" and named.fetch(b"key", load) == b"loaded"
+    assert cache.fetch(11, load) == b"loaded" and cache.get(11) == b"loaded"
+    assert len(calls) == 2
+    def broken():
+        raise ValueError("the store is down")
+    with pytest.raises(ValueError, match="the store is down"):
+        named.fetch(b"other", broken)
+    import threading
+    slow_calls = []
+    def slow():
+        slow_calls.append(1)
+        import time
+        time.sleep(0.3)
+        return b"slow"
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(named.fetch(b"cold", slow))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [b"slow"] * 8 and len(slow_calls) == 1
 
 
 # The ARC paper's Table VII (Megiddo and Modha, FAST'03): LRU and ARC hit ratios in percent,

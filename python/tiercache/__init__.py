@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
@@ -391,6 +391,12 @@ class Cache:
     def put(self, key: Union[int, bytes], value: bytes) -> bool:
         """Writes ``value`` for ``key``; returns whether the cache holds it now."""
         return self._cache.put(key, value)
+
+    def fetch(self, key: Union[int, bytes], load: Callable[[], bytes]) -> bytes:
+        """The value of ``key``: a hit, or ``load()`` called and its bytes cached if the
+        policy admits them. Threads that miss one key at once call one ``load`` between them;
+        what ``load`` raises is raised again."""
+        return self._cache.fetch(key, load)
 
     def delete(self, key: Union[int, bytes]) -> None:
         """Drops ``key`` if it is cached."""

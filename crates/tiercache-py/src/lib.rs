@@ -400,6 +400,62 @@ impl Cache {
         put.map_err(|e| to_py(e.into()))
     }
 
+    /// The value of `key`: a hit, or `load()` called (its bytes cached if the policy admits
+    /// them); threads that miss one key at once call one `load` between them. An exception
+    /// `load` raises is raised again, to each.
+    fn fetch<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        load: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let load = load.unbind();
+        // Runs the Python loader (the GIL taken again for it) and keeps what it raised.
+        let raised: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+        let call = || -> std::io::Result<Vec<u8>> {
+            Python::attach(|py| {
+                let value = load.call0(py).and_then(|v| v.extract::<Vec<u8>>(py));
+                value.map_err(|e| {
+                    let text = e.to_string();
+                    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    std::io::Error::other(text)
+                })
+            })
+        };
+        let fetched = match &self.keys {
+            Keys::Integers(cache) => {
+                let key = integer(key)?;
+                let size = self.block_size;
+                py.detach(|| {
+                    let mut buf = vec![0u8; size];
+                    let outcome = cache.fetch(key, &mut buf, |b| {
+                        let value = call()?;
+                        if value.len() > b.len() {
+                            return Err(std::io::Error::other(format!(
+                                "a value of {} bytes is larger than the block size of {} bytes",
+                                value.len(),
+                                b.len()
+                            )));
+                        }
+                        b[..value.len()].copy_from_slice(&value);
+                        Ok(value.len())
+                    })?;
+                    buf.truncate(outcome.len);
+                    Ok::<_, EngineError>(buf)
+                })
+            }
+            Keys::Bytes(keyed) => {
+                let key = bytes_key(key)?;
+                py.detach(|| keyed.fetch(&key, call))
+            }
+        };
+        if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(e);
+        }
+        let value = fetched.map_err(|e| to_py(e.into()))?;
+        Ok(PyBytes::new(py, &value))
+    }
+
     /// Drops `key` if cached.
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         match &self.keys {
