@@ -258,7 +258,9 @@ pub struct SlotTable {
     headers_at: Option<usize>,
     /// A block's check is marked in its way and not repeated while the way is unchanged.
     mark: bool,
-    /// The pins of the table's slots, for read handles taken without the lock (`hold`).
+    /// The pins of the table's slots, for read handles taken without the lock (`hold`, which
+    /// the loom models do not build).
+    #[cfg_attr(loom, allow(dead_code))]
     pins: Option<Arc<crate::pins::Pins>>,
     /// The bits of a way's state that hold its slot (plus one).
     slot_bits: u64,
