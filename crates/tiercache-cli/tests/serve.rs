@@ -1193,6 +1193,20 @@ fn certificates(dir: &Path) {
     }
 }
 
+/// The server's options for TLS with the certificates of `certificates(dir)`: its certificate
+/// and key, and the CA that signs its clients'.
+fn tls_options(dir: &Path) -> [String; 6] {
+    let pem = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    [
+        "--tls-cert".to_string(),
+        pem("server-cert.pem"),
+        "--tls-key".into(),
+        pem("server-key.pem"),
+        "--tls-client-ca".into(),
+        pem("ca-cert.pem"),
+    ]
+}
+
 /// QEMU's options for a TLS export on `socket` with the client credentials in `creds`.
 fn tls_image(socket: &Path, creds: &Path) -> [String; 4] {
     [
@@ -1227,14 +1241,7 @@ fn tls_exports_admit_only_clients_with_a_certificate() {
     let (dir, backing, tier, socket) = fresh("tls", 0);
     certificates(&dir);
     let pem = |name: &str| dir.join(name).to_str().unwrap().to_string();
-    let tls = [
-        "--tls-cert".to_string(),
-        pem("server-cert.pem"),
-        "--tls-key".into(),
-        pem("server-key.pem"),
-        "--tls-client-ca".into(),
-        pem("ca-cert.pem"),
-    ];
+    let tls = tls_options(&dir);
     let more: Vec<&str> = tls.iter().map(String::as_str).collect();
     let server = serve_with(&backing, &socket, &tier, "wb", &more);
     assert!(server.log.contains("with TLS and client certificates"), "{}", server.log);
@@ -1493,14 +1500,7 @@ fn tls_authz_and_crl_choose_clients_by_certificate() {
     let (dir, backing, tier, socket) = fresh("authz", 0);
     certificates(&dir);
     let pem = |name: &str| dir.join(name).to_str().unwrap().to_string();
-    let tls = [
-        "--tls-cert".to_string(),
-        pem("server-cert.pem"),
-        "--tls-key".into(),
-        pem("server-key.pem"),
-        "--tls-client-ca".into(),
-        pem("ca-cert.pem"),
-    ];
+    let tls = tls_options(&dir);
     let io = |creds: &str| {
         let image = tls_image(&socket, &dir.join(creds));
         client("qemu-io", &[&image[..], &["-c".into(), "write -P 0x3c 0 64k".into()]].concat())

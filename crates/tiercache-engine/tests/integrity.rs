@@ -674,6 +674,20 @@ fn an_overwrite_leaves_one_copy_the_newest() {
 #[test]
 fn a_tier_path_that_is_a_symbolic_link_is_refused() {
     use std::os::unix::fs::PermissionsExt;
+    // The error of building a one-tier cache of `kind` at `path`.
+    let refused = |kind: &str, path: &PathBuf| {
+        let tier = match kind {
+            "mapped" => TierKind::Mapped { path: path.clone() },
+            "file" => TierKind::File { path: path.clone() },
+            _ => TierKind::Flash { path: path.clone() },
+        };
+        build_err(
+            CacheBuilder::new(PolicyConfig::Lru)
+                .tier(tier)
+                .block_size(4096)
+                .capacity_bytes(1 << 20),
+        )
+    };
     for kind in ["mapped", "file", "flash"] {
         let target = scratch(&format!("link-target-{kind}"));
         let link = scratch(&format!("link-{kind}.tier"));
@@ -681,16 +695,7 @@ fn a_tier_path_that_is_a_symbolic_link_is_refused() {
         std::fs::write(&target, b"someone's data").unwrap();
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        let tier = match kind {
-            "mapped" => TierKind::Mapped { path: link.clone() },
-            "file" => TierKind::File { path: link.clone() },
-            _ => TierKind::Flash { path: link.clone() },
-        };
-        let builder = CacheBuilder::new(PolicyConfig::Lru)
-            .tier(tier)
-            .block_size(4096)
-            .capacity_bytes(1 << 20);
-        let e = build_err(builder);
+        let e = refused(kind, &link);
         assert!(e.contains("symbolic link") && e.contains(link.to_str().unwrap()), "{kind}: {e}");
         assert_eq!(std::fs::read(&target).unwrap(), b"someone's data", "{kind}");
         let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
@@ -705,16 +710,7 @@ fn a_tier_path_that_is_a_symbolic_link_is_refused() {
         std::os::unix::fs::symlink(&real, &linked).unwrap();
         for name in ["existing.tier", "new.tier"] {
             let path = linked.join(name);
-            let tier = match kind {
-                "mapped" => TierKind::Mapped { path: path.clone() },
-                "file" => TierKind::File { path: path.clone() },
-                _ => TierKind::Flash { path: path.clone() },
-            };
-            let builder = CacheBuilder::new(PolicyConfig::Lru)
-                .tier(tier)
-                .block_size(4096)
-                .capacity_bytes(1 << 20);
-            let e = build_err(builder);
+            let e = refused(kind, &path);
             assert!(e.contains("symbolic link") && e.contains(path.to_str().unwrap()), "{e}");
         }
         assert_eq!(std::fs::read(real.join("existing.tier")).unwrap(), b"someone's data");

@@ -256,7 +256,7 @@ fn pump(
             return Err(error(done));
         }
     }
-    nonblocking(shared.socket)?;
+    super::nonblocking(shared.socket)?;
     let sending = {
         let (shared, plain) = (shared.clone(), plain.try_clone()?);
         std::thread::Builder::new()
@@ -373,13 +373,4 @@ fn wait(socket: RawFd, events: i16, plain: &UnixStream) -> io::Result<bool> {
 fn cut(socket: RawFd) {
     // SAFETY: shutdown on a descriptor the pump keeps open; no memory involved.
     unsafe { libc::shutdown(socket, libc::SHUT_RDWR) };
-}
-
-fn nonblocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor this process holds open, with no pointer arguments.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }

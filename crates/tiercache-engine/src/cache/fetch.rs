@@ -6,7 +6,10 @@
 //! A thread that waited then reads the key through the cache as a look-up, so the policy is
 //! told of its access as of any other (a hit if the value was admitted); where the policy did
 //! not admit it, the thread gets the value the loader read. A one-thread engine never waits,
-//! and decides exactly as `read_through` does.
+//! and decides exactly as `read_through` does: a fetch tries only the lock-free hit first
+//! (`read_through`'s own first step, which tells the policy nothing on a miss), and its first
+//! thread then reads through once. The loads under way are kept in stripes by key, so fetches
+//! of different keys rarely meet on a lock.
 
 use std::collections::HashMap;
 use std::io;
@@ -18,10 +21,29 @@ use super::CacheCore;
 use crate::error::EngineError;
 use crate::shard::ReadOutcome;
 
-/// The loads under way, by key.
-#[derive(Default)]
+/// Stripes of the loads under way (a power of two).
+const STRIPES_BITS: u32 = 6;
+
+/// The loads under way, by key, in stripes.
 pub(crate) struct Loads {
-    under_way: Mutex<HashMap<Key, Arc<Load>>>,
+    under_way: Box<[Stripe]>,
+}
+
+/// One stripe's loads under way.
+type Stripe = Mutex<HashMap<Key, Arc<Load>>>;
+
+impl Default for Loads {
+    fn default() -> Loads {
+        Loads { under_way: (0..1 << STRIPES_BITS).map(|_| Mutex::default()).collect() }
+    }
+}
+
+impl Loads {
+    /// The loads under way in `key`'s stripe.
+    fn stripe(&self, key: Key) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Load>>> {
+        let stripe = &self.under_way[tiercache_core::shard_index(key, STRIPES_BITS)];
+        stripe.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// One load, and what the threads waiting for it get once it ends: the value (only if some
@@ -43,11 +65,11 @@ impl CacheCore {
         buf: &mut [u8],
         load: impl FnOnce(&mut [u8]) -> io::Result<usize>,
     ) -> Result<ReadOutcome, EngineError> {
-        if let Some(len) = self.get(key, buf) {
+        if let Some(len) = self.get_in_memory(key, buf) {
             return Ok(ReadOutcome { hit: true, len });
         }
         let (flight, first) = {
-            let mut under_way = self.loads.under_way.lock().unwrap_or_else(|p| p.into_inner());
+            let mut under_way = self.loads.stripe(key);
             match under_way.get(&key) {
                 Some(flight) => (flight.clone(), false),
                 None => {
@@ -62,7 +84,7 @@ impl CacheCore {
             // Out of the map first: no thread joins a load that has ended. Whoever holds the
             // load now waits for it; the value is copied only for them.
             let waiting = {
-                let mut under_way = self.loads.under_way.lock().unwrap_or_else(|p| p.into_inner());
+                let mut under_way = self.loads.stripe(key);
                 under_way.remove(&key);
                 Arc::strong_count(&flight) > 1
             };
