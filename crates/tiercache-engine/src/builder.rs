@@ -66,6 +66,8 @@ pub struct CacheBuilder {
     measure_every: std::time::Duration,
     write_behind: Option<usize>,
     size_classes: u8,
+    /// The largest value (0: a block).
+    max_value: usize,
     unlocked_hits: bool,
     hit_rule: HitRule,
     faults: Option<(usize, Faults)>,
@@ -124,6 +126,7 @@ impl CacheBuilder {
             measure_every: DEFAULT_MEASURE,
             write_behind: None,
             size_classes: 1,
+            max_value: 0,
             unlocked_hits: true,
             hit_rule: HitRule::ENGINE,
             faults: None,
@@ -414,6 +417,26 @@ impl CacheBuilder {
         self
     }
 
+    /// Values of up to `bytes` (objects of any size, see [`crate::keyed`]): a value larger than
+    /// a block spans as many pages of its tier as it needs, each written with a header of its
+    /// own, and is one entry of the policy, sized as its pages. Policies then count capacity in
+    /// bytes. The default, and anything up to the block size, keeps values within a block.
+    /// Objects spanning pages are kept only in a cache that keeps nothing dirty.
+    pub fn max_value(mut self, bytes: usize) -> Self {
+        self.max_value = bytes;
+        self
+    }
+
+    /// Whether values may span pages.
+    fn spans(&self) -> bool {
+        self.max_value > self.block_size
+    }
+
+    /// The largest value, in bytes.
+    fn largest_value(&self) -> usize {
+        self.max_value.max(self.block_size)
+    }
+
     /// Chunks a page may split into.
     fn chunks(&self) -> u32 {
         1 << self.size_classes.saturating_sub(1).min(15)
@@ -511,9 +534,9 @@ impl CacheBuilder {
         let (block, shards) = (self.block_size as u64, self.shards as u64);
         let capacities: Vec<Capacity> = per_shard
             .iter()
-            .map(|n| match self.size_classes {
-                1 => Capacity::objects(n * shards),
-                _ => Capacity::bytes(n * shards * block),
+            .map(|n| match self.size_classes == 1 && !self.spans() {
+                true => Capacity::objects(n * shards),
+                false => Capacity::bytes(n * shards * block),
             })
             .collect();
         let stack = StackConfig {
@@ -572,6 +595,7 @@ impl CacheBuilder {
             behind,
             keeps_dirty: self.writes_dirty(),
             unlocked,
+            max_value: self.largest_value(),
         };
         let tick_every = self.worker_interval();
         let mut core = CacheCore::new(shards, media, settings);
@@ -632,7 +656,8 @@ impl CacheBuilder {
             && !self.measured()
             && self.tiers[0].profile.is_none()
             && !self.tiers[0].kind.is_io()
-            && self.size_classes == 1;
+            && self.size_classes == 1
+            && !self.spans();
         let mut sets = None;
         let mut tables = Vec::new();
         let mut shards = Vec::with_capacity(self.shards);
@@ -646,6 +671,7 @@ impl CacheBuilder {
                 })
                 .collect::<Result<_, _>>()?;
             let mut shard = Shard::new(self.policy(per_shard, i)?, regions, self.block_size);
+            shard.allow_spans(self.spans());
             if unlocked_hits && shard.quiet_hits() {
                 if sets.is_none() {
                     let slots = (per_shard[0] + self.tiers[0].kind.slack_slots()) as usize;

@@ -203,6 +203,8 @@ pub struct CacheCore {
     pins: Box<[Arc<crate::pins::Pins>]>,
     shard_bits: u32,
     block_size: usize,
+    /// The largest value a put takes (`CacheBuilder::max_value`).
+    max_value: usize,
     clock: Arc<dyn Clock>,
     /// Holds the tiers' files and mappings open for the shards' regions; locked to sync them
     /// and to rewrite their superblocks.
@@ -304,6 +306,8 @@ pub(crate) struct Settings {
     /// Whether the policy keeps written data dirty (write-back modes, Hibachi).
     pub keeps_dirty: bool,
     pub unlocked: Option<Unlocked>,
+    /// The largest value a put takes (`CacheBuilder::max_value`).
+    pub max_value: usize,
 }
 
 /// What the engine had done at the end of the last interval, to take the next one's
@@ -361,6 +365,7 @@ impl CacheCore {
             pins,
             shard_bits,
             block_size: settings.block_size,
+            max_value: settings.max_value,
             clock: settings.clock,
             tiers: media.len(),
             media: Mutex::new(media),
@@ -421,6 +426,12 @@ impl CacheCore {
 
     pub fn block_size(&self) -> usize {
         self.block_size
+    }
+
+    /// The largest value a put takes: the block size, unless values may span pages
+    /// (`CacheBuilder::max_value`).
+    pub fn max_value(&self) -> usize {
+        self.max_value
     }
 
     fn shard_of(&self, key: Key) -> usize {
@@ -644,10 +655,59 @@ impl CacheCore {
     }
 
     fn check_len(&self, value: &[u8]) -> Result<(), EngineError> {
-        if value.len() > self.block_size {
+        if value.len() > self.max_value {
+            if self.max_value > self.block_size {
+                return Err(EngineError::OverMaximum { len: value.len(), max: self.max_value });
+            }
             return Err(EngineError::TooLarge { len: value.len(), block_size: self.block_size });
         }
         Ok(())
+    }
+
+    /// Looks `key` up (look-aside) and returns its whole value on a hit, however long (a value
+    /// spanning pages included); a miss admits nothing.
+    pub fn get_object(&self, key: Key) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; self.block_size];
+        if let Some(len) = self.get_unlocked(key, &mut buf, Landing::Checked) {
+            buf.truncate(len);
+            return Some(buf);
+        }
+        let started = self.started();
+        let req = self.request(key, Op::Lookup);
+        let step = {
+            let mut shard = self.shard(key);
+            let step = shard.read(&req, &mut buf, started);
+            if let Ok(Read::Done(Some(len))) = &step {
+                if *len > buf.len() {
+                    return Some(shard.take_spill());
+                }
+            }
+            step
+        };
+        match self.read_tier(
+            key,
+            step.expect("a lookup's decision does no tier I/O"),
+            &mut buf,
+            started,
+        ) {
+            Read::Done(Some(len)) => {
+                buf.truncate(len);
+                Some(buf)
+            }
+            Read::Done(None) => None,
+            Read::Tier(_) | Read::Load(_) | Read::Lost => unreachable!("a lookup ends done"),
+        }
+    }
+
+    /// Reads `value`, loaded by the caller after a look-up of `key` missed, through the cache:
+    /// decided as the read a read-through would have made (`Op::Lookup`), and cached if the
+    /// policy admits it. Whether the cache holds it now.
+    pub fn admit(&self, key: Key, value: &[u8]) -> Result<bool, EngineError> {
+        self.check_len(value)?;
+        self.check_attached()?;
+        let started = self.started();
+        let req = self.request(key, Op::Read);
+        self.shard(key).admit(&req, value, started)
     }
 
     /// Writes `value` for `key` (write-allocate: a missed key is cached if the policy admits it).

@@ -12,9 +12,12 @@ pub enum EngineError {
     Io { path: PathBuf, action: &'static str, source: std::io::Error },
     #[error("value of {len} bytes is larger than the block size of {block_size} bytes")]
     TooLarge { len: usize, block_size: usize },
-    /// A key and its value that do not fit in a block with the key's 4-byte length
-    /// (`KeyedCache`).
-    #[error("a key of {key} bytes and a value of {value} bytes do not fit: a key and its value share {room} bytes (a block less the key's 4-byte length)")]
+    /// A value larger than the largest the cache takes (`CacheBuilder::max_value`).
+    #[error("value of {len} bytes is larger than the largest value this cache takes (max_value = {max} bytes)")]
+    OverMaximum { len: usize, max: usize },
+    /// A key and its value that do not fit in the cache's largest value with the key's 4-byte
+    /// length (`KeyedCache`).
+    #[error("a key of {key} bytes and a value of {value} bytes do not fit: a key and its value share {room} bytes (the cache's largest value, max_value, less the key's 4-byte length)")]
     ObjectTooLarge { key: usize, value: usize, room: usize },
     /// A fetch waited for another thread's load of the same key, and that load failed.
     #[error("key {key}: the load this fetch waited for (another thread's) failed: {reason}")]

@@ -5,9 +5,12 @@
 //! The hash is CRC-64/NVME of the key's bytes, fixed across processes and builds, so objects
 //! on a persistent tier are found again after a restart, with their keys.
 //!
-//! What is stored, in one block: the key's length (4 bytes, little-endian), the key, the value.
-//! So a key and its value fit in a block less 4 bytes (a larger one is an error naming the
-//! room); values of any size, spanning blocks, are the next part of the objects issue.
+//! What is stored: the key's length (4 bytes, little-endian), the key, the value. So a key and
+//! its value fit in the cache's largest value less 4 bytes (`CacheBuilder::max_value`; a larger
+//! one is an error naming the room). Within a block an object takes the smallest size class
+//! that holds it; beyond, it spans pages (`crate::shard` and its `spans`), one entry of the
+//! policy sized as its pages, written with a header on each page, and kept by recovery only
+//! whole.
 //!
 //! The cache under it must keep nothing dirty (no backing device stands behind these keys):
 //! a write-back cache is refused. Its policies decide on the objects' hashes exactly as on
@@ -23,6 +26,9 @@ use crate::error::EngineError;
 
 /// The bytes in front of a stored key: its length.
 const HEADER: usize = 4;
+
+/// The longest key, in bytes.
+pub const MAX_KEY: usize = 1 << 16;
 
 /// How a key's bytes become the engine's 64-bit key. Any function will do for correctness
 /// (keys are compared on every read); a good one spreads keys over the shards, and a fixed one
@@ -82,14 +88,13 @@ impl<H: KeyHash> KeyedCache<H> {
 
     /// The largest value a key of `key_len` bytes can have.
     pub fn max_value(&self, key_len: usize) -> usize {
-        self.cache.block_size().saturating_sub(HEADER + key_len)
+        self.cache.max_value().saturating_sub(HEADER + key_len)
     }
 
     /// `key`'s value, if cached.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let mut block = vec![0u8; self.cache.block_size()];
-        let len = self.cache.get(self.hasher.hash(key), &mut block)?;
-        self.value_of(key, &block[..len]).map(<[u8]>::to_vec)
+        let stored = self.cache.get_object(self.hasher.hash(key))?;
+        self.value_of(key, &stored).map(<[u8]>::to_vec)
     }
 
     /// Whether `key` is cached (its own object, not another key's under its hash).
@@ -99,8 +104,9 @@ impl<H: KeyHash> KeyedCache<H> {
     }
 
     /// Caches `value` under `key` if the policy admits it (an object of another key under the
-    /// same hash is replaced); whether the cache holds it now. An empty key, or a key and value
-    /// that do not fit in a block, is an error naming the limit.
+    /// same hash is replaced); whether the cache holds it now. An empty key, a key over
+    /// [`MAX_KEY`], or a key and value larger than the cache's largest value, is an error
+    /// naming the limit.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool, EngineError> {
         let stored = self.encode(key, value)?;
         Ok(self.cache.put(self.hasher.hash(key), &stored)?.cached)
@@ -124,16 +130,12 @@ impl<H: KeyHash> KeyedCache<H> {
     ) -> Result<Vec<u8>, EngineError> {
         self.check_key(key)?;
         let hash = self.hasher.hash(key);
-        let mut block = vec![0u8; self.cache.block_size()];
         let mut load = Some(load);
         let mut too_large = None;
-        let outcome = self.cache.fetch(hash, &mut block, |buf| {
+        let outcome = self.cache.fetch_object(hash, || {
             let value = (load.take().expect("one load"))()?;
             match self.encode(key, &value) {
-                Ok(stored) => {
-                    buf[..stored.len()].copy_from_slice(&stored);
-                    Ok(stored.len())
-                }
+                Ok(stored) => Ok(stored),
                 Err(e) => {
                     // Handed back, not cached: to the cache the load failed.
                     let refused = io::Error::other(e.to_string());
@@ -145,8 +147,8 @@ impl<H: KeyHash> KeyedCache<H> {
         if let Some(value) = too_large {
             return Ok(value);
         }
-        let outcome = outcome?;
-        if let Some(value) = self.value_of(key, &block[..outcome.len]) {
+        let (stored, _) = outcome?;
+        if let Some(value) = self.value_of(key, &stored) {
             return Ok(value.to_vec());
         }
         // Another key's object under this hash (found, or loaded by a fetch of that key this
@@ -168,7 +170,7 @@ impl<H: KeyHash> KeyedCache<H> {
     /// `key` and `value` as stored: the key's length, the key, the value.
     fn encode(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>, EngineError> {
         self.check_key(key)?;
-        let room = self.cache.block_size();
+        let room = self.cache.max_value();
         if HEADER + key.len() + value.len() > room {
             return Err(EngineError::ObjectTooLarge {
                 key: key.len(),
@@ -186,6 +188,10 @@ impl<H: KeyHash> KeyedCache<H> {
     fn check_key(&self, key: &[u8]) -> Result<(), EngineError> {
         if key.is_empty() {
             return Err(EngineError::config("key", "an empty key: a key has at least one byte"));
+        }
+        if key.len() > MAX_KEY {
+            let reason = format!("a key of {} bytes: a key has at most {MAX_KEY}", key.len());
+            return Err(EngineError::config("key", reason));
         }
         Ok(())
     }

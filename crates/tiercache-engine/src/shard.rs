@@ -40,6 +40,7 @@ mod durable;
 mod handles;
 mod moves;
 mod places;
+mod spans;
 
 use places::sets_mut;
 
@@ -115,6 +116,15 @@ pub struct Shard {
     fills: KeyMap<u64>,
     tiers: Vec<TierStore>,
     classes: bool,
+    /// Values may span pages (`spans`).
+    span_pages: bool,
+    /// Per value spanning pages, its pages after the first (its place's slot).
+    spans: KeyMap<Box<[u32]>>,
+    /// The pages being taken for a value spanning pages, which no page emptied for a size
+    /// class may be.
+    gathering: Vec<u32>,
+    /// The whole value of the last read whose value was longer than its buffer.
+    spill: Vec<u8>,
     block_size: u32,
     loads: u64,
     /// The sequence number of the shard's last block write (`crate::tier::block::Stamp`).
@@ -183,6 +193,10 @@ impl Shard {
             fills: KeyMap::default(),
             tiers,
             classes,
+            span_pages: false,
+            spans: KeyMap::default(),
+            gathering: Vec::new(),
+            spill: Vec::new(),
             block_size: block_size as u32,
             loads: 0,
             seq: 0,
@@ -257,7 +271,7 @@ impl Shard {
         started: Option<Instant>,
     ) -> Result<PutOutcome, EngineError> {
         let key = req.key;
-        if self.has_classes() {
+        if self.sized() {
             req.size = value.len() as u32;
             self.drop_if_reclassed(key, value.len());
         }
@@ -273,6 +287,22 @@ impl Shard {
         }
         self.record(Operation::Write, started);
         Ok(PutOutcome { hit, cached, absorbed })
+    }
+
+    /// Reads `value`, just loaded after a lookup of `req.key` missed, through the cache
+    /// (`req` a read): decided as the read that a read-through would have made (the policy
+    /// sized by the value), and cached if the policy admits it. Whether the cache holds it now.
+    pub fn admit(
+        &mut self,
+        req: &Request,
+        value: &[u8],
+        started: Option<Instant>,
+    ) -> Result<bool, EngineError> {
+        let size = if self.sized() { self.size_of_value(value.len() as u32) } else { req.size };
+        self.decide_sized(&Request { size, ..*req });
+        self.apply(req.key, Some(value))?;
+        self.record(Operation::Read, started);
+        Ok(self.place(req.key).is_some_and(|p| !p.filling))
     }
 
     /// The write-behind's step: `job`'s write ended as `written` says. The slot is unpinned
@@ -380,7 +410,7 @@ impl Shard {
         let tier = place.tier as usize;
         // Keep one slack slot for an overwrite's copy; past that, read under the lock.
         let io = self.tiers[tier].region.is_io() && self.tiers[tier].can_pin(place.slot);
-        if place.filling || place.staged || !io {
+        if place.filling || place.staged || !io || self.spans_pages(key) {
             return Served::Now(self.copy_out(key, buf));
         }
         match self.tiers[tier].begin_read(place.slot, key) {
@@ -411,7 +441,11 @@ impl Shard {
             self.stats.staged_reads += 1;
             return Some(len);
         }
-        match self.tiers[place.tier as usize].region.read(place.slot, key, buf) {
+        let read = match self.spans_pages(key) {
+            true => self.copy_span(key, place, buf),
+            false => self.tiers[place.tier as usize].region.read(place.slot, key, buf),
+        };
+        match read {
             Ok(len) => {
                 self.stats.bytes_read += len as u64;
                 // A key whose set was full when it was written may find room now.
@@ -463,8 +497,8 @@ impl Shard {
     /// other request is sized as the key's stored block, or a whole block if not resident.
     fn decide(&mut self, req: &Request) {
         let size = match req.op {
-            _ if !self.has_classes() => req.size,
-            Op::Write => self.class_size(req.size),
+            _ if !self.sized() => req.size,
+            Op::Write => self.size_of_value(req.size),
             _ => self.stored_size(req.key).unwrap_or(self.block_size),
         };
         self.decide_sized(&Request { size, ..*req });
@@ -661,6 +695,9 @@ impl Shard {
     ) -> Option<u64> {
         let class = self.class_of(size);
         let slot = self.allocate(tier, class, key);
+        if size > self.block_size {
+            self.take_pages(tier, key, slot, size);
+        }
         self.stats.inserts += 1;
         let mut place = Place::new(tier.0, slot);
         // Only written data is dirty: a read's insert is the backing's own.
@@ -693,6 +730,7 @@ impl Shard {
             self.fills.remove(&key);
         }
         self.free_slot(place.tier as usize, place.slot, key);
+        self.free_pages(place.tier as usize, key);
     }
 
     /// Writes a block into `place` and records it as `key`'s. False if the write failed (an
@@ -726,9 +764,12 @@ impl Shard {
     /// overwrite's copy must still find a slot); at once otherwise. Returns the place, marked
     /// staged if the write is behind.
     fn write_block(&mut self, place: Place, key: Key, data: &[u8]) -> Result<Place, EngineError> {
+        if self.spans_pages(key) {
+            return self.write_span(place, key, data);
+        }
         let store = &mut self.tiers[place.tier as usize];
         self.seq += 1;
-        let stamp = Stamp { seq: self.seq, dirty: place.dirty };
+        let stamp = Stamp { seq: self.seq, dirty: place.dirty, ..Stamp::default() };
         if self.staging.is_on() {
             if let Some(staged) = store.begin_write(place.slot, key, data, stamp) {
                 let place = Place { staged: true, ..place };

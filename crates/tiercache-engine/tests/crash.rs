@@ -16,7 +16,7 @@ use tiercache_engine::{CacheBuilder, CachedFile, Recover, TierKind};
 use tiercache_policy::cas::{AlruConfig, CacheMode, CasConfig, SeqCutoffPolicy};
 use tiercache_policy::PolicyConfig;
 
-use common::{value, version_of};
+use common::{value, version_of, Killed};
 
 const BLOCK: usize = 4096;
 const BLOCKS: u64 = 48;
@@ -409,52 +409,6 @@ fn a_block_written_back_then_overwritten_survives_a_torn_crash() {
         file.read_at(BLOCK as u64, &mut buf).unwrap();
         let read = version_of(1, &buf);
         assert!(read >= 1, "{kind}: block 1 reads version {read}, synced 1");
-    }
-}
-
-/// A process killed after its `budget`-th device write: every write before it reached the
-/// file (a killed process's writes are in the page cache), the one at the budget only its
-/// first sector if `tear`, and nothing after. Shared by the tier and the backing file, so the
-/// kill lands at one point of the process's whole sequence of writes.
-struct Killed {
-    inner: Arc<dyn Device>,
-    budget: Arc<std::sync::atomic::AtomicI64>,
-    tear: bool,
-}
-
-impl Killed {
-    fn dead(budget: &std::sync::atomic::AtomicI64) -> bool {
-        budget.load(std::sync::atomic::Ordering::SeqCst) <= 0
-    }
-}
-
-impl Device for Killed {
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-
-    fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-        self.inner.read_at(buf, at)
-    }
-
-    fn write_at(&self, data: &[u8], at: u64) -> std::io::Result<()> {
-        match self.budget.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) {
-            left if left > 1 => self.inner.write_at(data, at),
-            1 if self.tear => self.inner.write_at(&data[..data.len().min(512)], at),
-            1 => self.inner.write_at(data, at),
-            _ => Ok(()),
-        }
-    }
-
-    fn sync(&self) -> std::io::Result<()> {
-        match Killed::dead(&self.budget) {
-            true => Ok(()),
-            false => self.inner.sync(),
-        }
-    }
-
-    fn len(&self) -> std::io::Result<u64> {
-        self.inner.len()
     }
 }
 

@@ -23,10 +23,53 @@ impl CacheBuilder {
         self.check_modes()?;
         self.check_controllers()?;
         self.check_size_classes()?;
+        self.check_objects()?;
         self.check_test_seams()?;
         let per_shard = self.slots_per_shard()?;
+        self.check_largest_value(&per_shard)?;
         self.check_footprint(&per_shard)?;
         Ok(per_shard)
+    }
+
+    /// Values larger than a block: the tiers and mode that can keep them.
+    fn check_objects(&self) -> Result<(), EngineError> {
+        if !self.spans() {
+            return Ok(());
+        }
+        let pages = self.max_value.div_ceil(self.block_size);
+        if pages > crate::tier::block::MAX_PAGES as usize {
+            let reason = format!(
+                "{} bytes span {pages} blocks of {}; a value spans at most {} (a larger \
+                 block_size raises the limit)",
+                self.max_value,
+                self.block_size,
+                crate::tier::block::MAX_PAGES
+            );
+            return Err(EngineError::config("max_value", reason));
+        }
+        if self.writes_dirty() {
+            let reason = format!(
+                "{} bytes is larger than a block, and values larger than a block are kept \
+                 clean only: use a mode that keeps nothing dirty (write-through, the default)",
+                self.max_value
+            );
+            return Err(EngineError::config("max_value", reason));
+        }
+        Ok(())
+    }
+
+    /// The largest value fits in a shard's largest tier.
+    fn check_largest_value(&self, per_shard: &[u64]) -> Result<(), EngineError> {
+        let room = per_shard.iter().max().copied().unwrap_or(0) * self.block_size as u64;
+        if self.spans() && self.max_value as u64 > room {
+            let reason = format!(
+                "{} bytes is more than a shard's largest tier holds ({room} bytes of {} \
+                 shards): a smaller max_value, fewer shards or a larger tier",
+                self.max_value, self.shards
+            );
+            return Err(EngineError::config("max_value", reason));
+        }
+        Ok(())
     }
 
     /// The block size and the shards.

@@ -22,7 +22,7 @@ use super::Shard;
 use crate::cleaner::{Batch, Flight};
 use crate::device::Device;
 use crate::error::EngineError;
-use crate::tier::block::ReadFault;
+use crate::tier::block::{Part, ReadFault};
 use crate::tier::store::TierStore;
 use crate::tier::Place;
 
@@ -34,6 +34,10 @@ struct Copy {
     slot: u32,
     len: u32,
     dirty: bool,
+    /// Which part of its value the block is; for an object's first page once its pages are
+    /// gathered, the pages after it, in order.
+    part: Part,
+    pages: Vec<u32>,
 }
 
 /// What a recovery scan found on a shard's tiers ([`Shard::scan`]).
@@ -548,6 +552,8 @@ impl Shard {
                     slot,
                     len,
                     dirty: stamp.dirty,
+                    part: stamp.part,
+                    pages: Vec::new(),
                 }),
                 Found::Block { key, .. } => scanned.damaged.push((
                     t,
@@ -579,6 +585,7 @@ impl Shard {
             self.tiers[t].mark_free(slot, &mut self.stats);
         }
         self.seq = copies.iter().map(|c| c.seq).max().unwrap_or(0);
+        self.gather_objects(&mut copies);
         // The newest copy of each key wins; older ones are freed.
         copies.sort_unstable_by_key(|c| std::cmp::Reverse(c.seq));
         let mut newest = KeyMap::default();
@@ -586,7 +593,9 @@ impl Shard {
             let first = newest.insert(c.key, ()).is_none();
             if !first {
                 self.stats.recovery_stale += 1;
-                self.tiers[c.tier].mark_free(c.slot, &mut self.stats);
+                for &slot in std::iter::once(&c.slot).chain(&c.pages) {
+                    self.tiers[c.tier].mark_free(slot, &mut self.stats);
+                }
             }
             first
         });
@@ -595,13 +604,17 @@ impl Shard {
             if self.tiers[t].placed.is_some() {
                 continue;
             }
-            let held: Vec<u32> = copies.iter().filter(|c| c.tier == t).map(|c| c.slot).collect();
+            let held: Vec<u32> = copies
+                .iter()
+                .filter(|c| c.tier == t)
+                .flat_map(|c| std::iter::once(c.slot).chain(c.pages.iter().copied()))
+                .collect();
             self.tiers[t].space.claim(&held);
         }
-        let size = self.block_size;
         for copy in copies {
             self.decision.clear();
             let tier = TierId(copy.tier as u8);
+            let size = (copy.pages.len() as u32 + 1) * self.block_size;
             if !self.policy.restore(copy.key, size, tier, copy.dirty, &mut self.decision) {
                 // Dirty data is never dropped: the builder checked the policy keeps it.
                 if copy.dirty {
@@ -616,7 +629,9 @@ impl Shard {
                     ));
                 }
                 self.stats.recovery_declined += 1;
-                self.tiers[copy.tier].give_back(copy.slot, &mut self.stats);
+                for &slot in std::iter::once(&copy.slot).chain(&copy.pages) {
+                    self.tiers[copy.tier].give_back(slot, &mut self.stats);
+                }
                 continue;
             }
             if self.tiers[copy.tier].placed.is_some() {
@@ -645,6 +660,9 @@ impl Shard {
             }
             let place = Place { dirty: copy.dirty, ..Place::new(copy.tier as u8, copy.slot) };
             self.set_place(copy.key, place);
+            if !copy.pages.is_empty() {
+                self.spans.insert(copy.key, copy.pages.into());
+            }
             self.tiers[copy.tier].region.republish(copy.slot, copy.key, copy.len as usize);
             // Room the policy made (a policy whose capacity is less than its tier's slots):
             // earlier blocks go.
@@ -655,6 +673,55 @@ impl Shard {
         self.stats.recovered = self.resident_count();
         self.stats.recovery_declined += std::mem::take(&mut self.stats.evictions);
         Ok(())
+    }
+
+    /// Gathers the pages of objects spanning pages among `copies` into one copy each, their
+    /// first page's with the others in order, as the object is kept or dropped whole. An
+    /// object missing a page of its sequence number (a crash in the middle of its write, a
+    /// page overwritten since), and every object of a cache that does not let values span
+    /// pages, is dropped: its pages are marked free, counted as damaged.
+    fn gather_objects(&mut self, copies: &mut Vec<Copy>) {
+        if copies.iter().all(|c| c.part == Part::Whole) {
+            return;
+        }
+        let (mut parts, whole): (Vec<Copy>, Vec<Copy>) =
+            std::mem::take(copies).into_iter().partition(|c| c.part != Part::Whole);
+        *copies = whole;
+        // Each object's pages side by side, its first page first, the others by index.
+        let order = |c: &Copy| match c.part {
+            Part::First { .. } => 0,
+            Part::Page { index } => index,
+            Part::Whole => unreachable!("whole blocks are apart"),
+        };
+        parts.sort_unstable_by_key(|c| (c.key, c.seq, c.tier, order(c)));
+        let mut rest = &parts[..];
+        while let Some(first) = rest.first() {
+            let same = rest
+                .iter()
+                .take_while(|c| (c.key, c.seq, c.tier) == (first.key, first.seq, first.tier))
+                .count();
+            let (object, after) = rest.split_at(same);
+            rest = after;
+            let whole = match object[0].part {
+                Part::First { count } => {
+                    self.span_pages
+                        && object.len() == count as usize
+                        && object.iter().enumerate().all(|(i, c)| order(c) == i as u32)
+                }
+                _ => false,
+            };
+            if whole {
+                let pages = object[1..].iter().map(|c| c.slot).collect();
+                let len = object.iter().map(|c| c.len).sum();
+                let head = &object[0];
+                copies.push(Copy { pages, len, part: head.part, ..*head });
+                continue;
+            }
+            for c in object {
+                self.stats.recovery_damaged += 1;
+                self.tiers[c.tier].mark_free(c.slot, &mut self.stats);
+            }
+        }
     }
 
     /// Writes back a dirty block recovery found and does not keep (its set has no room for

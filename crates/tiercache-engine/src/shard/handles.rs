@@ -42,7 +42,7 @@ impl Shard {
         self.decide(req);
         self.apply(key, None).expect("a lookup's decision does no tier I/O");
         if self.decision.hit.is_some() && !self.holds_in_place(key) {
-            let mut copy = vec![0; self.block_size as usize];
+            let mut copy = vec![0; self.stored_size(key).unwrap_or(self.block_size) as usize];
             return match self.serve(key, Op::Lookup, &mut copy, None, started) {
                 Read::Done(Some(len)) => {
                     copy.truncate(len);
@@ -70,7 +70,7 @@ impl Shard {
         self.place(key).is_some_and(|place| {
             let tier = &self.tiers[place.tier as usize];
             !place.filling && !place.staged && tier.region.in_place() && tier.can_pin(place.slot)
-        })
+        }) && !self.spans_pages(key)
     }
 
     /// Holds a hit for a read handle in place, when `holds_in_place` says it can: the slot is

@@ -20,6 +20,9 @@ impl Shard {
     /// the slot or the value changed size class.
     /// False if the write failed (see `store_or_fail`): the caller drops the key.
     pub(super) fn overwrite(&mut self, key: Key, data: &[u8], dirty: bool) -> bool {
+        if self.spans_pages(key) {
+            return self.overwrite_span(key, data);
+        }
         self.written_in_flight(key);
         // On a placed tier, a block whose set has no slot for a new copy (the spare ones busy,
         // or taken by a block this decision moved in while it let this one go) is written in
@@ -113,6 +116,9 @@ impl Shard {
         to: TierId,
         size: u32,
     ) -> Result<bool, EngineError> {
+        if self.spans_pages(key) {
+            return Ok(self.relocate_span(key, from, to));
+        }
         let old = self.take_place(key).expect("a move of a resident key");
         debug_assert_eq!(old.tier, from.0);
         // The block keeps its class (the policy's size is that class's).
@@ -135,16 +141,7 @@ impl Shard {
                 }
                 Ok((len, Ok(written))) => {
                     new = written;
-                    if to > from {
-                        self.stats.demotions += 1;
-                        self.stats.bytes_demoted += len as u64;
-                    } else {
-                        self.stats.promotions += 1;
-                        self.stats.bytes_promoted += len as u64;
-                    }
-                    if self.tiers[to.index()].region.persistent() {
-                        self.stats.persistent_bytes_written += len as u64;
-                    }
+                    self.count_move(from, to, len);
                 }
                 Err(fault) => {
                     self.count_fault(&fault);
@@ -163,6 +160,20 @@ impl Shard {
         Ok(good)
     }
 
+    /// Counts a block of `len` bytes moved from tier `from` to `to`.
+    pub(super) fn count_move(&mut self, from: TierId, to: TierId, len: usize) {
+        if to > from {
+            self.stats.demotions += 1;
+            self.stats.bytes_demoted += len as u64;
+        } else {
+            self.stats.promotions += 1;
+            self.stats.bytes_promoted += len as u64;
+        }
+        if self.tiers[to.index()].region.persistent() {
+            self.stats.persistent_bytes_written += len as u64;
+        }
+    }
+
     /// The keys to drop to empty the page with the fewest live blocks on tier `t` (skipping
     /// pages with pinned slots and pages holding a key the current decision names).
     pub(super) fn page_to_empty(&self, t: usize, requested: Key) -> Option<Vec<Key>> {
@@ -176,12 +187,12 @@ impl Shard {
                 continue;
             }
             let slots = page * chunks..page * chunks + (1 << region.page_class(page));
-            if slots.clone().any(|s| self.tiers[t].pins.held(s)) {
+            if slots.clone().any(|s| self.tiers[t].pins.held(s) || self.gathering.contains(&s)) {
                 continue;
             }
             let holds_named = slots.clone().any(|s| {
                 let k = self.tiers[t].owners[s as usize];
-                self.places.get(&k).is_some_and(|p| p.tier as usize == t && p.slot == s) && named(k)
+                self.holds_slot(t, k, s) && named(k)
             });
             if !holds_named {
                 best = Some((live, page));
@@ -189,24 +200,20 @@ impl Shard {
         }
         let (_, page) = best?;
         let slots = page * chunks..page * chunks + (1 << region.page_class(page));
-        Some(
-            slots
-                .map(|s| self.tiers[t].owners[s as usize])
-                .filter(|k| {
-                    self.places
-                        .get(k)
-                        .is_some_and(|p| p.tier as usize == t && p.slot / chunks == page)
-                })
-                .collect(),
-        )
+        let mut victims: Vec<Key> = slots
+            .filter(|&s| self.holds_slot(t, self.tiers[t].owners[s as usize], s))
+            .map(|s| self.tiers[t].owners[s as usize])
+            .collect();
+        victims.dedup();
+        Some(victims)
     }
 
     /// With size classes, drops `key` if resident in another class than a value of `len`
     /// bytes takes, so the write that follows places it anew: a block keeps its class while
     /// resident (hierarchies keep the size a block was admitted with).
     pub(super) fn drop_if_reclassed(&mut self, key: Key, len: usize) {
-        let new = self.class_size(len as u32);
-        if self.classes && self.stored_size(key).is_some_and(|stored| stored != new) {
+        let new = self.size_of_value(len as u32);
+        if self.sized() && self.stored_size(key).is_some_and(|stored| stored != new) {
             self.drop_key(key);
         }
     }
@@ -231,7 +238,7 @@ impl Shard {
         started: Option<Instant>,
     ) -> Result<bool, EngineError> {
         let key = req.key;
-        if self.has_classes() {
+        if self.sized() {
             // A value that changes class is dropped rather than updated (write-around admits
             // nothing): the backing store has it.
             self.drop_if_reclassed(key, value.len());

@@ -146,6 +146,9 @@ impl Shard {
     /// The size a policy counts for a resident key (its class's size), if resident.
     pub fn stored_size(&self, key: Key) -> Option<u32> {
         let place = self.place(key)?;
+        if let Some(pages) = self.pages_after(key) {
+            return Some((pages.len() as u32 + 1) * self.block_size);
+        }
         Some(self.block_size >> self.class_at(place.tier as usize, place.slot))
     }
 

@@ -344,7 +344,7 @@ mod tests {
             value_at: 0,
             len: BLOCK as u32,
             crc: 0,
-            stamp: Stamp { seq: 0, dirty: false },
+            stamp: Stamp::default(),
         };
         Job { shard: 0, key: slot as u64, place: Place::new(1, slot), staged: Arc::new(staged) }
     }

@@ -7,9 +7,15 @@
 //! 4   u32 CRC32C of bytes 8.. (key, length, flags, sequence number, value)
 //! 8   u64 key
 //! 16  u32 value length
-//! 20  u32 flags (bit 0: dirty)
+//! 20  u32 flags (bit 0: dirty; bit 1: a page of an object spanning pages, bit 2: its first,
+//!         bits 8..32: the first page's count of pages, any other's index among them)
 //! 24  u64 sequence number
 //! ```
+//!
+//! A value larger than a block (an object, `crate::keyed`) spans pages, each a block with its
+//! own header, all with its key and one sequence number; the first says how many there are.
+//! Recovery keeps an object only if every page of that number checks out: a crash in the middle
+//! of writing one leaves pages of two numbers, or too few, and the object is dropped whole.
 //!
 //! The checksum covers bytes 8..32 of the header and then the value.
 //!
@@ -31,6 +37,74 @@ pub const FREE: [u8; 4] = *b"TCB0";
 
 /// Flag bit: the block is dirty (newer than the backing device's copy).
 const DIRTY: u32 = 1;
+/// Flag bits: the block is a page of an object spanning pages; the first of them.
+const SPAN: u32 = 2;
+const FIRST: u32 = 4;
+/// Where a page's count or index starts in the flags.
+const PART_SHIFT: u32 = 8;
+
+/// The most pages one object spans: what the flash tier's records have room to count
+/// (`crate::tier::flash`, 15 bits), 128 MiB in 4 KiB blocks.
+pub const MAX_PAGES: u32 = (1 << 15) - 1;
+
+/// The flash record's bit of a first page's count.
+const SHORT_FIRST: u16 = 1 << 15;
+
+/// Which part of a value a block is: the whole of it, or a page of an object spanning pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Part {
+    #[default]
+    Whole,
+    /// The first page, of `count` in all.
+    First { count: u32 },
+    /// Page `index` (1 or more).
+    Page { index: u32 },
+}
+
+impl Part {
+    /// Page `index` of an object of `count` pages.
+    pub fn of(index: u32, count: u32) -> Part {
+        match index {
+            0 => Part::First { count },
+            index => Part::Page { index },
+        }
+    }
+
+    fn flags(self) -> u32 {
+        match self {
+            Part::Whole => 0,
+            Part::First { count } => SPAN | FIRST | count << PART_SHIFT,
+            Part::Page { index } => SPAN | index << PART_SHIFT,
+        }
+    }
+
+    /// The part in 16 bits, as a flash tier's record keeps it: 0 for a whole block, a first
+    /// page's count with bit 15 set, another page's index.
+    pub fn short(self) -> u16 {
+        match self {
+            Part::Whole => 0,
+            Part::First { count } => SHORT_FIRST | count as u16,
+            Part::Page { index } => index as u16,
+        }
+    }
+
+    /// The part a flash record's 16 bits say (see [`short`](Self::short)).
+    pub fn from_short(bits: u16) -> Part {
+        match (bits, bits & SHORT_FIRST != 0) {
+            (0, _) => Part::Whole,
+            (_, true) => Part::First { count: (bits & !SHORT_FIRST) as u32 },
+            (index, false) => Part::Page { index: index as u32 },
+        }
+    }
+
+    fn from_flags(flags: u32) -> Part {
+        match (flags & SPAN != 0, flags & FIRST != 0) {
+            (false, _) => Part::Whole,
+            (true, true) => Part::First { count: flags >> PART_SHIFT },
+            (true, false) => Part::Page { index: flags >> PART_SHIFT },
+        }
+    }
+}
 
 /// What a block's header records of its write: when (the shard's sequence number) and whether
 /// its data is dirty.
@@ -38,6 +112,8 @@ const DIRTY: u32 = 1;
 pub struct Stamp {
     pub seq: u64,
     pub dirty: bool,
+    /// Which part of its value the block is (written on mapped and file tiers only).
+    pub part: Part,
 }
 
 /// Why a stored block was refused.
@@ -78,7 +154,7 @@ pub fn header(key: u64, value: &[u8], stamp: Stamp) -> [u8; HEADER_BYTES] {
     let mut header = [0u8; HEADER_BYTES];
     header[8..16].copy_from_slice(&key.to_le_bytes());
     header[16..20].copy_from_slice(&(value.len() as u32).to_le_bytes());
-    let flags = if stamp.dirty { DIRTY } else { 0 };
+    let flags = if stamp.dirty { DIRTY } else { 0 } | stamp.part.flags();
     header[20..24].copy_from_slice(&flags.to_le_bytes());
     header[24..32].copy_from_slice(&stamp.seq.to_le_bytes());
     let crc = crc32c_parts(&header[8..], value);
@@ -97,7 +173,7 @@ pub fn holds(header: &[u8], key: u64, value: &[u8]) -> bool {
 pub fn stamp_of(slot: &[u8]) -> Stamp {
     let flags = u32::from_le_bytes(slot[20..24].try_into().expect("4 bytes"));
     let seq = u64::from_le_bytes(slot[24..32].try_into().expect("8 bytes"));
-    Stamp { seq, dirty: flags & DIRTY != 0 }
+    Stamp { seq, dirty: flags & DIRTY != 0, part: Part::from_flags(flags) }
 }
 
 /// What recovery finds in a slot of a mapped or file tier.
@@ -219,7 +295,7 @@ mod tests {
     fn recovery_tells_empty_whole_and_damaged_slots_apart() {
         let mut slot = vec![0u8; HEADER_BYTES + 16];
         assert_eq!(inspect(&slot), Found::Empty);
-        let stamp = Stamp { seq: 7, dirty: false };
+        let stamp = Stamp { seq: 7, dirty: false, part: Part::Whole };
         encode(&mut slot, 9, b"value", stamp);
         assert_eq!(inspect(&slot), Found::Block { key: 9, len: 5, stamp });
         let mut torn = slot.clone();
@@ -236,7 +312,8 @@ mod tests {
     #[test]
     fn round_trip_and_every_flipped_bit_is_caught() {
         let mut slot = vec![0u8; HEADER_BYTES + 64];
-        let stamp = Stamp { seq: 0x0123_4567_89AB_CDEF, dirty: true };
+        let stamp =
+            Stamp { seq: 0x0123_4567_89AB_CDEF, dirty: true, part: Part::First { count: 9 } };
         encode(&mut slot, 42, b"hello, slow memory", stamp);
         assert_eq!(decode(&slot, 42), Ok(&b"hello, slow memory"[..]));
         assert_eq!(stamp_of(&slot), stamp);

@@ -1,9 +1,11 @@
 //! Helpers shared by the engine's tests: scratch files, and values that name their key and
 //! version in every 16 bytes, so a torn, stale or misplaced value cannot pass as a good one.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
+mod killed;
 mod scratch;
+pub use killed::Killed;
 pub use scratch::scratch;
 
 /// A value of `len` bytes naming `key` and `version` throughout.

@@ -1,0 +1,213 @@
+//! Values larger than a block (objects, `crate::keyed`): one entry of the policy, sized as the
+//! pages it takes, stored on as many pages of its tier as it needs. Its first page is its place
+//! (the place map's slot), the others are kept here, in order. Every page is written with a
+//! header of its own carrying the key, one sequence number for the whole object and which page
+//! it is (`crate::tier::block::Part`), so recovery keeps an object only whole.
+//!
+//! Pages are taken wherever free, not in one run: a tier never has to be compacted to find
+//! room, and the policy's byte count is exactly the pages used, so the engine decides as the
+//! simulator does on the same sizes. Objects spanning pages are kept clean (the builder refuses
+//! them in modes that keep data dirty), are read and written under the shard's lock, and are
+//! never published for reads without it.
+
+use tiercache_core::{Key, TierId};
+
+use super::Shard;
+use crate::error::EngineError;
+use crate::tier::block::{BlockFault, Part, ReadFault, Stamp};
+use crate::tier::Place;
+
+impl Shard {
+    /// Lets values span pages (`CacheBuilder::max_value` beyond a block).
+    pub fn allow_spans(&mut self, on: bool) {
+        self.span_pages = on;
+    }
+
+    /// Whether the policy is told each value's size (size classes, or values spanning pages)
+    /// rather than a block for every key.
+    #[inline]
+    pub(super) fn sized(&self) -> bool {
+        self.classes || self.span_pages
+    }
+
+    /// The size the policy counts for a value of `len` bytes: its pages beyond a block, the
+    /// smallest class that holds it within one.
+    pub(super) fn size_of_value(&self, len: u32) -> u32 {
+        if len > self.block_size {
+            return len.div_ceil(self.block_size) * self.block_size;
+        }
+        self.class_size(len)
+    }
+
+    /// Whether `key`'s value spans pages.
+    #[inline]
+    pub(super) fn spans_pages(&self, key: Key) -> bool {
+        !self.spans.is_empty() && self.spans.contains_key(&key)
+    }
+
+    /// The pages of `key`'s value after the first, if it spans pages.
+    pub(super) fn pages_after(&self, key: Key) -> Option<&[u32]> {
+        self.spans.get(&key).map(|pages| &pages[..])
+    }
+
+    /// Takes the pages after `first` that a value of `size` bytes (a multiple of the block)
+    /// needs on `tier`, for `key`, and records them.
+    pub(super) fn take_pages(&mut self, tier: TierId, key: Key, first: u32, size: u32) {
+        let count = size.div_ceil(self.block_size) as usize;
+        self.gathering.clear();
+        self.gathering.push(first);
+        while self.gathering.len() < count {
+            let page = self.allocate(tier, 0, key);
+            self.gathering.push(page);
+        }
+        let pages = self.gathering[1..].into();
+        self.gathering.clear();
+        self.spans.insert(key, pages);
+    }
+
+    /// Frees the pages after the first of `key`'s value on `tier`, if it spans pages.
+    pub(super) fn free_pages(&mut self, tier: usize, key: Key) {
+        if let Some(pages) = self.spans.remove(&key) {
+            for page in pages.iter() {
+                self.free_slot(tier, *page, key);
+            }
+        }
+    }
+
+    /// Writes `data`, a value spanning pages, to its first page (`place`) and the pages
+    /// recorded after it, one sequence number for them all.
+    pub(super) fn write_span(
+        &mut self,
+        place: Place,
+        key: Key,
+        data: &[u8],
+    ) -> Result<Place, EngineError> {
+        let pages = self.spans.get(&key).expect("a value spanning pages has its pages").clone();
+        let count = pages.len() as u32 + 1;
+        let block = self.block_size as usize;
+        assert_eq!(data.len().div_ceil(block), count as usize, "key {key}: pages for its value");
+        self.seq += 1;
+        let region = &mut self.tiers[place.tier as usize].region;
+        let slots = std::iter::once(place.slot).chain(pages.iter().copied());
+        for (index, (slot, chunk)) in slots.zip(data.chunks(block)).enumerate() {
+            let part = Part::of(index as u32, count);
+            region.write(slot, key, chunk, Stamp { seq: self.seq, dirty: false, part })?;
+        }
+        Ok(Place { staged: false, ..place })
+    }
+
+    /// Reads `key`'s value spanning pages, its first at `place`, into `out` (at least its
+    /// pages' size), checking each page; returns the value's length.
+    pub(super) fn read_span(
+        &mut self,
+        key: Key,
+        place: Place,
+        out: &mut [u8],
+    ) -> Result<usize, ReadFault> {
+        let block = self.block_size as usize;
+        let pages = self.spans.get(&key).expect("a value spanning pages has its pages");
+        let region = &mut self.tiers[place.tier as usize].region;
+        let slots = std::iter::once(place.slot).chain(pages.iter().copied());
+        let count = pages.len() + 1;
+        let mut len = 0;
+        for (index, (slot, into)) in slots.zip(out.chunks_mut(block)).enumerate() {
+            let got = region.read(slot, key, into)?;
+            if got != block && index + 1 < count || got > block {
+                return Err(ReadFault::Corrupt(BlockFault::Length));
+            }
+            len += got;
+        }
+        Ok(len)
+    }
+
+    /// Copies `key`'s value spanning pages out under the lock into `buf`, or, if it is
+    /// shorter than the value, into the spill (`take_spill`) and as much as fits into `buf`;
+    /// returns the value's length.
+    pub(super) fn copy_span(
+        &mut self,
+        key: Key,
+        place: Place,
+        buf: &mut [u8],
+    ) -> Result<usize, ReadFault> {
+        let size = self.stored_size(key).expect("resident") as usize;
+        if buf.len() >= size {
+            return self.read_span(key, place, buf);
+        }
+        let mut spill = std::mem::take(&mut self.spill);
+        spill.resize(size, 0);
+        let read = self.read_span(key, place, &mut spill);
+        if let Ok(len) = read {
+            spill.truncate(len);
+            let n = len.min(buf.len());
+            buf[..n].copy_from_slice(&spill[..n]);
+        }
+        self.spill = spill;
+        read
+    }
+
+    /// The whole value of the last read whose value was longer than its buffer.
+    pub fn take_spill(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.spill)
+    }
+
+    /// Moves a value spanning pages between tiers (see `relocate`); false if it did not read
+    /// back whole (the caller drops it).
+    pub(super) fn relocate_span(&mut self, key: Key, from: TierId, to: TierId) -> bool {
+        let old = self.take_place(key).expect("a move of a resident key");
+        let size = self.stored_size_of_span(key);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(size as usize, 0);
+        let read = self.read_span(key, old, &mut scratch);
+        let old_pages = self.spans.remove(&key).expect("spans pages");
+        let first = self.allocate(to, 0, key);
+        self.take_pages(to, key, first, size);
+        let mut new = Place::new(to.0, first);
+        let good = match read {
+            Ok(len) => match self.write_span(new, key, &scratch[..len]) {
+                Ok(written) => {
+                    new = written;
+                    self.count_move(from, to, len);
+                    true
+                }
+                Err(_) => {
+                    self.stats.io_errors += 1;
+                    false
+                }
+            },
+            Err(fault) => {
+                self.count_fault(&fault);
+                false
+            }
+        };
+        self.scratch = scratch;
+        self.free_slot(from.index(), old.slot, key);
+        for page in old_pages.iter() {
+            self.free_slot(from.index(), *page, key);
+        }
+        self.set_place(key, new);
+        good
+    }
+
+    /// The size of `key`'s value spanning pages, as its pages.
+    fn stored_size_of_span(&self, key: Key) -> u32 {
+        (self.spans[&key].len() as u32 + 1) * self.block_size
+    }
+
+    /// Overwrites `key`'s value spanning pages in place with `data`, of as many pages (a value
+    /// of another size was dropped before its write was decided: `drop_if_reclassed`). A crash
+    /// in the middle leaves pages of two sequence numbers, which recovery drops whole.
+    pub(super) fn overwrite_span(&mut self, key: Key, data: &[u8]) -> bool {
+        let old = self.take_place(key).expect("an overwrite of a resident key");
+        let written = self.store_or_fail(Place::new(old.tier, old.slot), key, data);
+        self.stats.updates += written as u64;
+        written
+    }
+
+    /// Whether `key`'s value holds `slot` of tier `t` (its first page, or one after it).
+    pub(super) fn holds_slot(&self, t: usize, key: Key, slot: u32) -> bool {
+        self.places.get(&key).is_some_and(|p| {
+            p.tier as usize == t
+                && (p.slot == slot || self.pages_after(key).is_some_and(|ps| ps.contains(&slot)))
+        })
+    }
+}
