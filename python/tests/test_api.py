@@ -247,8 +247,21 @@ def test_the_engine_from_python(tmp_path):
         named.get(7)
     with pytest.raises(TypeError, match="integers"):
         cache.get(b"seven")
+    # Values of any size up to max_value: 64 MiB, or a shard's largest tier (1 MiB over 16
+    # shards) if less; beyond a block they span pages, and read back whole.
+    assert named.max_value == 64 * 1024
+    big = bytes(range(256)) * 200
+    assert named.put(b"table/000042.sst@0", big) and named.get(b"table/000042.sst@0") == big
     with pytest.raises(tiercache.TiercacheError, match="do not fit"):
-        named.put(b"k", bytes(4096))
+        named.put(b"k", bytes(named.max_value))
+    objects = tiercache.Cache(capacity="8MiB", shards=2, max_value="1MiB")
+    assert objects.max_value == 1 << 20
+    assert objects.put(5, big * 20) and objects.get(5) == big * 20
+    assert objects.fetch(6, lambda: big * 10) == big * 10 and objects.get(6) == big * 10
+    with pytest.raises(tiercache.TiercacheError, match="max_value"):
+        objects.put(1, bytes((1 << 20) + 1))
+    with pytest.raises(tiercache.ConfigError, match="max_value"):
+        tiercache.Cache(capacity="1MiB", max_value="4MiB")
     with pytest.raises(tiercache.TiercacheError, match="int"):
         tiercache.Cache(capacity="1MiB", keys="strings")
     # fetch: a miss calls the loader once, a hit does not; what the loader raises comes back.

@@ -350,8 +350,10 @@ class Cache:
     flash tier. A single tier lives on the path given (or in DRAM). Keys are integers, or with
     ``keys="bytes"`` bytes (stored whole with the value and compared on every read, so keys
     whose hashes collide never see each other's value); values bytes of at most
-    ``block_size`` (less a bytes key and 4 bytes); ``stats()["tier_hits"]`` counts reads per
-    tier.
+    ``max_value`` (less a bytes key and 4 bytes): ``block_size`` by default for integer keys,
+    64 MiB (or what a shard's largest tier holds, if less) for bytes keys. A value larger than
+    a block spans pages, one entry of the policy counted by its size, and is kept (and
+    recovered after a crash) only whole. ``stats()["tier_hits"]`` counts reads per tier.
     """
 
     def __init__(
@@ -365,6 +367,7 @@ class Cache:
         shards: int = 16,
         stack: Optional[Dict[str, Any]] = None,
         keys: str = "int",
+        max_value: Optional[Amount] = None,
         **options: Any,
     ) -> None:
         if stack and "policy" in stack:
@@ -377,12 +380,18 @@ class Cache:
             None if flash_path is None else os.fspath(flash_path),
             shards,
             keys,
+            None if max_value is None else str(max_value),
         )
 
     @property
     def block_size(self) -> int:
-        """The largest value, in bytes."""
+        """The block (a page of the tiers), in bytes."""
         return self._cache.block_size
+
+    @property
+    def max_value(self) -> int:
+        """The largest value, in bytes (a bytes key and its 4-byte length included)."""
+        return self._cache.max_value
 
     def get(self, key: Union[int, bytes]) -> Optional[bytes]:
         """The value of ``key``, or None on a miss (a miss admits nothing)."""

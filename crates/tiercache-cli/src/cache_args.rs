@@ -207,6 +207,7 @@ impl CacheArgs {
             recover: self.recover.unwrap_or(defaults.recover),
             dram_profile: self.dram_profile.clone(),
             overwrite_foreign_files: false,
+            max_value: None,
         };
         Ok(CacheConfig { stack, media: self.media(), engine })
     }

@@ -68,6 +68,8 @@ pub struct CacheBuilder {
     size_classes: u8,
     /// The largest value (0: a block).
     max_value: usize,
+    /// The largest value is at most `max_value`: less if a shard's largest tier holds less.
+    max_value_fits: bool,
     unlocked_hits: bool,
     hit_rule: HitRule,
     faults: Option<(usize, Faults)>,
@@ -127,6 +129,7 @@ impl CacheBuilder {
             write_behind: None,
             size_classes: 1,
             max_value: 0,
+            max_value_fits: false,
             unlocked_hits: true,
             hit_rule: HitRule::ENGINE,
             faults: None,
@@ -424,6 +427,15 @@ impl CacheBuilder {
     /// Objects spanning pages are kept only in a cache that keeps nothing dirty.
     pub fn max_value(mut self, bytes: usize) -> Self {
         self.max_value = bytes;
+        self.max_value_fits = false;
+        self
+    }
+
+    /// As [`max_value`](Self::max_value), but where a shard's largest tier holds less than
+    /// `bytes`, the largest value is what it holds (a default that fits any cache).
+    pub fn max_value_at_most(mut self, bytes: usize) -> Self {
+        self.max_value = bytes;
+        self.max_value_fits = true;
         self
     }
 
@@ -564,6 +576,10 @@ impl CacheBuilder {
 
     pub fn build(mut self) -> Result<Cache, EngineError> {
         let per_shard = self.validate()?;
+        if self.max_value_fits {
+            let room = per_shard.iter().max().copied().unwrap_or(0) as usize * self.block_size;
+            self.max_value = self.max_value.min(room);
+        }
         let mut media = self.open_media(&per_shard)?;
         let writers = self.writers();
         let io_tier = self.tiers.iter().any(|t| t.kind.is_io());

@@ -25,6 +25,7 @@
 //! block_size = "4KiB"
 //! shards = 16
 //! recover = "quiet"
+//! max_value = "64MiB"     # objects larger than a block (keys of any bytes)
 //! ```
 
 use std::path::PathBuf;
@@ -93,6 +94,9 @@ pub struct EngineOptions {
     pub dram_profile: Option<String>,
     /// Overwrite a tier path that holds a file which is not a tier file.
     pub overwrite_foreign_files: bool,
+    /// The largest value (`CacheBuilder::max_value`): beyond the block size, values span
+    /// pages. The block size when not given.
+    pub max_value: Option<Amount>,
 }
 
 impl Default for EngineOptions {
@@ -103,6 +107,7 @@ impl Default for EngineOptions {
             recover: Recover::Quiet,
             dram_profile: None,
             overwrite_foreign_files: false,
+            max_value: None,
         }
     }
 }
@@ -157,6 +162,14 @@ impl CacheConfig {
             .block_size(block as usize)
             .recover(self.engine.recover)
             .overwrite_foreign_files(self.engine.overwrite_foreign_files);
+        if let Some(amount) = &self.engine.max_value {
+            let bytes = match amount {
+                Amount::Count(n) => *n,
+                Amount::Text(text) => parse_size(text)
+                    .map_err(|e| EngineError::config("max_value", format!("'{text}': {e}")))?,
+            };
+            builder = builder.max_value(bytes as usize);
+        }
         let profile = |name: &str, setting: &'static str| {
             DeviceProfile::load(name).map_err(|e| EngineError::config(setting, e))
         };

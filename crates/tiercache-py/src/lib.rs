@@ -289,13 +289,17 @@ fn write_trace(
 
 /// The engine over DRAM and optionally a mapped (slow memory) or flash tier, its stack as
 /// `sim`'s: keys are integers, or bytes (`keys="bytes"`: stored whole with the value and
-/// compared on every read, `KeyedCache`); values bytes of at most the block size (less a bytes
-/// key and its 4-byte length).
+/// compared on every read, `KeyedCache`); values bytes of at most `max_value` (less a bytes
+/// key and its 4-byte length), spanning pages beyond the block size.
 #[pyclass(module = "tiercache._tiercache")]
 struct Cache {
     keys: Keys,
     block_size: usize,
 }
+
+/// The largest value of a cache of bytes keys when none is given: 64 MiB, or what a shard's
+/// largest tier holds if less.
+const BYTES_KEYS_MAX_VALUE: usize = 64 << 20;
 
 /// The keys a Python cache takes: one kind a cache, so that an integer key never reads an
 /// object stored under a bytes key.
@@ -329,7 +333,8 @@ fn bytes_key(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 #[pymethods]
 impl Cache {
     #[new]
-    #[pyo3(signature = (options_json, block_size="4KiB", slow_path=None, flash_path=None, shards=16, keys="int"))]
+    #[pyo3(signature = (options_json, block_size="4KiB", slow_path=None, flash_path=None, shards=16, keys="int", max_value=None))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, each its own setting.
     fn new(
         py: Python<'_>,
         options_json: &str,
@@ -338,6 +343,7 @@ impl Cache {
         flash_path: Option<PathBuf>,
         shards: usize,
         keys: &str,
+        max_value: Option<&str>,
     ) -> PyResult<Cache> {
         let table = options_table(options_json).map_err(to_py)?;
         let build = || -> anyhow::Result<Cache> {
@@ -354,7 +360,12 @@ impl Cache {
             anyhow::ensure!(shards >= 1, "shards must be at least 1");
             config.engine.block_size = Amount::Count(block);
             config.engine.shards = shards;
-            let cache = config.builder()?.build()?;
+            config.engine.max_value = max_value.map(|text| Amount::Text(text.into()));
+            let mut builder = config.builder()?;
+            if keys == "bytes" && max_value.is_none() {
+                builder = builder.max_value_at_most(BYTES_KEYS_MAX_VALUE);
+            }
+            let cache = builder.build()?;
             let keys = match keys {
                 "int" => Keys::Integers(cache),
                 "bytes" => Keys::Bytes(KeyedCache::new(cache)?),
@@ -374,8 +385,7 @@ impl Cache {
         let value = match &self.keys {
             Keys::Integers(cache) => {
                 let key = integer(key)?;
-                let mut buf = vec![0u8; self.block_size];
-                py.detach(|| cache.get(key, &mut buf).map(|len| buf[..len].to_vec()))
+                py.detach(|| cache.get_object(key))
             }
             Keys::Bytes(keyed) => {
                 let key = bytes_key(key)?;
@@ -425,23 +435,20 @@ impl Cache {
         let fetched = match &self.keys {
             Keys::Integers(cache) => {
                 let key = integer(key)?;
-                let size = self.block_size;
+                let most = cache.max_value();
                 py.detach(|| {
-                    let mut buf = vec![0u8; size];
-                    let outcome = cache.fetch(key, &mut buf, |b| {
+                    let load = || {
                         let value = call()?;
-                        if value.len() > b.len() {
+                        if value.len() > most {
                             return Err(std::io::Error::other(format!(
-                                "a value of {} bytes is larger than the block size of {} bytes",
-                                value.len(),
-                                b.len()
+                                "a value of {} bytes is larger than the largest value of \
+                                 {most} bytes",
+                                value.len()
                             )));
                         }
-                        b[..value.len()].copy_from_slice(&value);
-                        Ok(value.len())
-                    })?;
-                    buf.truncate(outcome.len);
-                    Ok::<_, EngineError>(buf)
+                        Ok(value)
+                    };
+                    cache.fetch_object(key, load).map(|(value, _)| value)
                 })
             }
             Keys::Bytes(keyed) => {
@@ -480,6 +487,11 @@ impl Cache {
     #[getter]
     fn block_size(&self) -> usize {
         self.block_size
+    }
+
+    #[getter]
+    fn max_value(&self) -> usize {
+        self.engine().max_value()
     }
 }
 

@@ -61,7 +61,7 @@ impl CacheBuilder {
     /// The largest value fits in a shard's largest tier.
     fn check_largest_value(&self, per_shard: &[u64]) -> Result<(), EngineError> {
         let room = per_shard.iter().max().copied().unwrap_or(0) * self.block_size as u64;
-        if self.spans() && self.max_value as u64 > room {
+        if self.spans() && !self.max_value_fits && self.max_value as u64 > room {
             let reason = format!(
                 "{} bytes is more than a shard's largest tier holds ({room} bytes of {} \
                  shards): a smaller max_value, fewer shards or a larger tier",
