@@ -361,8 +361,8 @@ fn sixty_four_fetches_of_one_cold_object_load_it_once() {
 /// written when the kill landed, or misses; never torn, never another key's. On mapped (written
 /// through its device) and file tiers, whose writes a killed process leaves in the page cache.
 /// A flash tier's slot records reach it at a sync (`docs/DURABILITY.md`), so there an object
-/// may also read back as a version acknowledged since the last sync began, or the one durable
-/// then; never older. Returns whether the kill landed, and how many objects came back.
+/// may also read back as a version acknowledged since the last completed sync began, or the one
+/// durable then; never older. Returns whether the kill landed, and how many objects came back.
 fn killed_writing_objects(tier: TierKind, budget: i64, tear: bool) -> (bool, usize) {
     use std::sync::atomic::AtomicI64;
     let path = match &tier {
@@ -392,17 +392,18 @@ fn killed_writing_objects(tier: TierKind, budget: i64, tear: bool) -> (bool, usi
         .unwrap();
     let mut rng = SeededRng::new(budget as u64);
     let mut acked: std::collections::HashMap<u64, (u64, usize)> = Default::default();
-    // Every version acknowledged since the last sync began, and the one durable then.
+    // Every version acknowledged since the last completed sync began, and the one durable then.
     let mut since_sync: Vec<(u64, (u64, usize))> = Vec::new();
     let mut pending = None;
     for version in 1..200u64 {
         let key = rng.below(12);
         if version % 8 == 0 {
-            since_sync = acked.iter().map(|(k, v)| (*k, *v)).collect();
+            let durable = acked.iter().map(|(k, v)| (*k, *v)).collect();
             cache.sync().unwrap();
             if common::Killed::dead(&left) {
-                break;
+                break; // The sync did not complete: the last one that did still stands.
             }
+            since_sync = durable;
             continue;
         }
         if rng.below(4) == 0 {

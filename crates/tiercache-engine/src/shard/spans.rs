@@ -14,7 +14,7 @@ use tiercache_core::{Key, TierId};
 
 use super::Shard;
 use crate::error::EngineError;
-use crate::tier::block::{BlockFault, Part, ReadFault, Stamp};
+use crate::tier::block::{Part, ReadFault, Stamp};
 use crate::tier::Place;
 
 impl Shard {
@@ -87,12 +87,14 @@ impl Shard {
         let block = self.block_size as usize;
         assert_eq!(data.len().div_ceil(block), count as usize, "key {key}: pages for its value");
         self.seq += 1;
+        let seq = self.seq;
+        let slots: Vec<u32> = std::iter::once(place.slot).chain(pages.iter().copied()).collect();
         let region = &mut self.tiers[place.tier as usize].region;
-        let slots = std::iter::once(place.slot).chain(pages.iter().copied());
-        for (index, (slot, chunk)) in slots.zip(data.chunks(block)).enumerate() {
-            let part = Part::of(index as u32, count);
-            region.write(slot, key, chunk, Stamp { seq: self.seq, dirty: false, part })?;
-        }
+        region.write_pages(&slots, key, data, |i| Stamp {
+            seq,
+            dirty: false,
+            part: Part::of(i as u32, count),
+        })?;
         Ok(Place { staged: false, ..place })
     }
 
@@ -104,20 +106,9 @@ impl Shard {
         place: Place,
         out: &mut [u8],
     ) -> Result<usize, ReadFault> {
-        let block = self.block_size as usize;
         let pages = self.spans.get(&key).expect("a value spanning pages has its pages");
-        let region = &mut self.tiers[place.tier as usize].region;
-        let slots = std::iter::once(place.slot).chain(pages.iter().copied());
-        let count = pages.len() + 1;
-        let mut len = 0;
-        for (index, (slot, into)) in slots.zip(out.chunks_mut(block)).enumerate() {
-            let got = region.read(slot, key, into)?;
-            if got != block && index + 1 < count || got > block {
-                return Err(ReadFault::Corrupt(BlockFault::Length));
-            }
-            len += got;
-        }
-        Ok(len)
+        let slots: Vec<u32> = std::iter::once(place.slot).chain(pages.iter().copied()).collect();
+        self.tiers[place.tier as usize].region.read_pages(&slots, key, out)
     }
 
     /// Copies `key`'s value spanning pages out under the lock into `buf`, or, if it is

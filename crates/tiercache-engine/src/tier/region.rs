@@ -510,6 +510,75 @@ impl Region {
         written.map_err(|source| write_error(device, source))
     }
 
+    /// Writes `data`, an object of `key` spanning pages, into `slots` (a page each, in order),
+    /// page `i` stamped `stamps(i)`. On flash, pages in adjacent slots go to the device in one
+    /// write (a log-ordered tier hands an object adjacent slots: one write for it whole).
+    pub fn write_pages(
+        &mut self,
+        slots: &[u32],
+        key: u64,
+        data: &[u8],
+        stamps: impl Fn(usize) -> Stamp,
+    ) -> Result<(), EngineError> {
+        let block = self.value_bytes();
+        let pages: Vec<&[u8]> = data.chunks(block).collect();
+        assert_eq!(pages.len(), slots.len(), "a page for each slot");
+        if !matches!(self.format, Format::Aligned(_)) {
+            for (i, (&slot, page)) in slots.iter().zip(&pages).enumerate() {
+                self.write(slot, key, page, stamps(i))?;
+            }
+            return Ok(());
+        }
+        let mut done = 0;
+        for run in runs(slots) {
+            let at = self.at(slots[done]);
+            let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
+            let pages = &pages[done..done + run];
+            let written = direct
+                .write_run(&*self.device, (slots[done], at), key, pages, |i| stamps(done + i));
+            written.map_err(|source| write_error(&*self.device, source))?;
+            done += run;
+        }
+        Ok(())
+    }
+
+    /// Reads the pages of an object of `key` from `slots`, in order, checking each, into `out`
+    /// (a block for each slot at least); returns the object's length. On flash, pages in
+    /// adjacent slots come in one read. Every page but the last is a whole block.
+    pub fn read_pages(
+        &mut self,
+        slots: &[u32],
+        key: u64,
+        out: &mut [u8],
+    ) -> Result<usize, ReadFault> {
+        let block = self.value_bytes();
+        let whole = |len: usize, upto: usize| match len == upto * block || upto == slots.len() {
+            true => Ok(()),
+            false => Err(ReadFault::Corrupt(BlockFault::Length)),
+        };
+        let mut len = 0;
+        if !matches!(self.format, Format::Aligned(_)) {
+            for (i, &slot) in slots.iter().enumerate() {
+                whole(len, i)?;
+                let got = self.read(slot, key, &mut out[len..len + block])?;
+                if got > block {
+                    return Err(ReadFault::Corrupt(BlockFault::Length));
+                }
+                len += got;
+            }
+            return Ok(len);
+        }
+        let mut done = 0;
+        for run in runs(slots) {
+            whole(len, done)?;
+            let at = self.at(slots[done]);
+            let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
+            len += direct.read_run(&*self.device, (slots[done], at), key, run, &mut out[len..])?;
+            done += run;
+        }
+        whole(len, done).map(|()| len)
+    }
+
     /// Marks `slot`, whose block was dropped, free on the medium (the header of a mapped or
     /// file tier's slot, the record of a flash slot), so that recovery never brings the block
     /// back. The caller holds the shard's lock and no read holds the slot. DRAM has nothing
@@ -576,6 +645,23 @@ impl Region {
             }
         }
     }
+}
+
+/// The lengths of the runs of adjacent slots in `slots`, in order, each at most 256 (a
+/// megabyte of 4 KiB blocks to a device request).
+fn runs(slots: &[u32]) -> impl Iterator<Item = usize> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let first = *slots.get(at)?;
+        let run = slots[at..]
+            .iter()
+            .zip(first..)
+            .take(256)
+            .take_while(|(slot, next)| **slot == *next)
+            .count();
+        at += run;
+        Some(run)
+    })
 }
 
 /// What a read of a file or flash tier needs once the shard is unlocked: the device, where the
