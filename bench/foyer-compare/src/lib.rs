@@ -29,7 +29,7 @@ fn thread_count(text: &str) -> Result<usize, String> {
 }
 
 /// One measured row, in the shape `--json` prints.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct Row {
     pub threads: usize,
     /// Which tiercache configuration (policy and read kind, or disk tier).
@@ -46,6 +46,41 @@ pub struct Row {
     /// The raw copy loop over the same keys, where the harness runs one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_ops_per_second: Option<f64>,
+    /// The workload (the hybrid harness: `blocks` or `objects`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// CPU seconds (user and system, from getrusage) the process spent per million
+    /// operations in the measured phase: what the figure would cost on many cores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiercache_cpu_s_per_million: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foyer_cpu_s_per_million: Option<f64>,
+    /// The 99th percentile of an operation's latency, microseconds (every 8th timed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiercache_p99_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foyer_p99_us: Option<f64>,
+}
+
+/// CPU seconds (user and system) the process has used so far.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes the struct it is given, which lives on this stack.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// The 99th percentile of `samples` (nanoseconds), in microseconds.
+pub fn p99_us(samples: &mut [u32]) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    samples.sort_unstable();
+    samples[(samples.len() * 99 / 100).min(samples.len() - 1)] as f64 / 1000.0
 }
 
 impl Row {

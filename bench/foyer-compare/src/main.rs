@@ -172,6 +172,7 @@ fn report(json: bool, policy: &str, threads: usize, read: &str, t: f64, f: f64, 
             foyer_hit_ratio: 1.0,
             tiercache_blocks_per_write: None,
             raw_ops_per_second: r,
+            ..Row::default()
         };
         row.print_json();
         return;

@@ -518,8 +518,34 @@ impl CacheBuilder {
     fn region_slots(&self, tier: &TierSpec, per_shard: u64) -> u64 {
         match self.placed(tier) {
             Some(sets) => per_shard / sets.ways as u64 * (sets.ways + sets.spare) as u64,
-            None => per_shard + tier.kind.slack_slots(),
+            None => per_shard + self.slack(tier),
         }
+    }
+
+    /// Slots a tier's region has beyond its policy's capacity: its kind's slack, and in a cache
+    /// whose values span pages, room for the largest object's new copy while its old pages
+    /// are still held (an overwrite, or a move in before the block it swaps with has left:
+    /// [`copy_reserve`](Self::copy_reserve)), and on a file or flash tier room to pin the
+    /// largest object's pages while they are read or written with the shard unlocked.
+    fn slack(&self, tier: &TierSpec) -> u64 {
+        let pinned = match self.spans() && tier.kind.is_io() {
+            true => self.largest_pages(),
+            false => 0,
+        };
+        tier.kind.slack_slots() + pinned + self.copy_reserve()
+    }
+
+    /// Slots of a region's slack that pins never take (see `slack`).
+    fn copy_reserve(&self) -> u64 {
+        match self.spans() {
+            true => self.largest_pages(),
+            false => 0,
+        }
+    }
+
+    /// The pages the largest value spans.
+    fn largest_pages(&self) -> u64 {
+        self.max_value.div_ceil(self.block_size) as u64
     }
 
     /// For a flash tier run by the set-associative policy (without size classes), its
@@ -683,7 +709,11 @@ impl CacheBuilder {
                 .zip(self.tiers.iter().zip(per_shard))
                 .map(|(m, (tier, n))| {
                     let slots = self.region_slots(tier, *n);
-                    m.region(i as u64 * slots, slots, self.placed(tier).is_some())
+                    let mut region = m.region(i as u64 * slots, slots, self.placed(tier).is_some());
+                    if let Ok(region) = &mut region {
+                        region.set_slack(self.slack(tier), self.copy_reserve());
+                    }
+                    region
                 })
                 .collect::<Result<_, _>>()?;
             let mut shard = Shard::new(self.policy(per_shard, i)?, regions, self.block_size);

@@ -567,7 +567,7 @@ impl CacheCore {
             Hold::Miss => return None,
             Hold::Tier(read) => {
                 // A copy, read as `get` reads a file or flash tier.
-                let mut copy = vec![0; self.block_size];
+                let mut copy = vec![0; read.object_len().unwrap_or(self.block_size)];
                 match self.read_tier(key, Read::Tier(read), &mut copy, started) {
                     Read::Done(Some(len)) => copy.truncate(len),
                     _ => return None,
@@ -684,12 +684,26 @@ impl CacheCore {
             }
             step
         };
-        match self.read_tier(
-            key,
-            step.expect("a lookup's decision does no tier I/O"),
-            &mut buf,
-            started,
-        ) {
+        let step = step.expect("a lookup's decision does no tier I/O");
+        if let Read::Tier(mut read) = step {
+            if read.object_len().is_some() {
+                // An object's pages, read into a vector of its length.
+                let mut value = None;
+                let len = read.run_to_vec().map(|v| value.insert(v).len());
+                return match self.shard(key).finish_read(key, read, len, started) {
+                    Read::Done(Some(_)) => value,
+                    _ => None,
+                };
+            }
+            return match self.read_tier(key, Read::Tier(read), &mut buf, started) {
+                Read::Done(Some(len)) => {
+                    buf.truncate(len);
+                    Some(buf)
+                }
+                _ => None,
+            };
+        }
+        match self.read_tier(key, step, &mut buf, started) {
             Read::Done(Some(len)) => {
                 buf.truncate(len);
                 Some(buf)

@@ -94,9 +94,20 @@ pub struct TierRead {
 }
 
 impl TierRead {
-    /// Reads and checks the block, copying its value into `buf`; returns the value's length.
+    /// Reads and checks the block, copying its value into `buf` (as far as it goes); returns
+    /// the value's length.
     pub fn run(&mut self, buf: &mut [u8]) -> Result<usize, ReadFault> {
         self.read.run(buf)
+    }
+
+    /// The length of an object spanning pages (`None` for a block, at most a block long).
+    pub fn object_len(&self) -> Option<usize> {
+        self.read.object_len()
+    }
+
+    /// Reads and checks an object's pages into a vector of its length.
+    pub fn run_to_vec(&mut self) -> Result<Vec<u8>, ReadFault> {
+        self.read.run_to_vec()
     }
 }
 
@@ -123,8 +134,10 @@ pub struct Shard {
     /// The pages being taken for a value spanning pages, which no page emptied for a size
     /// class may be.
     gathering: Vec<u32>,
-    /// The whole value of the last read whose value was longer than its buffer.
+    /// The whole value of the last read whose value was longer than its buffer: its first
+    /// `spilled` bytes.
     spill: Vec<u8>,
+    spilled: usize,
     block_size: u32,
     loads: u64,
     /// The sequence number of the shard's last block write (`crate::tier::block::Stamp`).
@@ -197,6 +210,7 @@ impl Shard {
             spans: KeyMap::default(),
             gathering: Vec::new(),
             spill: Vec::new(),
+            spilled: 0,
             block_size: block_size as u32,
             loads: 0,
             seq: 0,
@@ -410,6 +424,15 @@ impl Shard {
         let tier = place.tier as usize;
         // Keep one slack slot for an overwrite's copy; past that, read under the lock.
         let io = self.tiers[tier].region.is_io() && self.tiers[tier].can_pin(place.slot);
+        let unlocked = !place.filling && !place.staged && self.tiers[tier].region.is_io();
+        if self.spans_pages(key) && unlocked {
+            let pages = self.pages_after(key).expect("spans pages");
+            let slots: Vec<u32> = std::iter::once(place.slot).chain(pages.iter().copied()).collect();
+            if let Some(read) = self.tiers[tier].begin_read_pages(&slots, key) {
+                self.stats.unlocked_reads += 1;
+                return Served::Later(read, place);
+            }
+        }
         if place.filling || place.staged || !io || self.spans_pages(key) {
             return Served::Now(self.copy_out(key, buf));
         }
@@ -437,6 +460,14 @@ impl Shard {
         if place.staged {
             let staged = self.staging.get(key).expect("a staged block");
             let len = crate::tier::block::copy_value(staged.value(), buf);
+            if len > buf.len() {
+                // An object spanning pages, longer than the caller's buffer: whole in the spill.
+                if self.spill.len() < len {
+                    self.spill.resize(len, 0);
+                }
+                self.spill[..len].copy_from_slice(staged.value());
+                self.spilled = len;
+            }
             self.stats.bytes_read += len as u64;
             self.stats.staged_reads += 1;
             return Some(len);

@@ -82,10 +82,23 @@ fn objects_of_any_size_read_back_as_last_written() {
 }
 
 /// Threads writing and reading objects of changing sizes over shared keys: every value read is
-/// whole and its key's own (each 16 bytes name the key and the version).
+/// whole and its key's own (each 16 bytes name the key and the version). In DRAM with size
+/// classes, and in DRAM over flash, whose objects are read with the shard unlocked.
 #[test]
 fn concurrent_objects_are_never_torn_or_foreign() {
-    let cache = objects(TierKind::Dram, 4, 1024, 4);
+    concurrent_objects(objects(TierKind::Dram, 4, 1024, 4));
+    let flash = CacheBuilder::new(PolicyConfig::Lru)
+        .block_size(BLOCK)
+        .shards(4)
+        .capacity_bytes(128 * BLOCK as u64)
+        .lower_tier(TierKind::Flash { path: scratch("concurrent.flash") }, 1024 * BLOCK as u64, PolicyConfig::Lru)
+        .max_value(1 << 20)
+        .build()
+        .unwrap();
+    concurrent_objects(flash);
+}
+
+fn concurrent_objects(cache: Cache) {
     let versions = AtomicU64::new(1);
     let read = AtomicU64::new(0);
     std::thread::scope(|scope| {
@@ -108,7 +121,11 @@ fn concurrent_objects_are_never_torn_or_foreign() {
         }
     });
     assert!(read.load(Ordering::Relaxed) > 1000);
-    assert_eq!(cache.stats().checksum_failures, 0);
+    let stats = cache.stats();
+    assert_eq!(stats.checksum_failures, 0, "{stats:?}");
+    if stats.tier_hits.len() > 1 {
+        assert!(stats.unlocked_reads > 100 && stats.tier_hits[1] > 100, "{stats:?}");
+    }
 }
 
 /// Objects move between tiers whole: a DRAM tier over a mapped one, objects spanning pages
@@ -363,7 +380,11 @@ fn sixty_four_fetches_of_one_cold_object_load_it_once() {
 /// A flash tier's slot records reach it at a sync (`docs/DURABILITY.md`), so there an object
 /// may also read back as a version acknowledged since the last completed sync began, or the one
 /// durable then; never older. Returns whether the kill landed, and how many objects came back.
-fn killed_writing_objects(tier: TierKind, budget: i64, tear: bool) -> (bool, usize) {
+fn killed_writing_objects(
+    (tier, writers): (TierKind, usize),
+    budget: i64,
+    tear: bool,
+) -> (bool, usize) {
     use std::sync::atomic::AtomicI64;
     let path = match &tier {
         TierKind::Mapped { path } | TierKind::File { path } | TierKind::Flash { path } => {
@@ -379,7 +400,7 @@ fn killed_writing_objects(tier: TierKind, budget: i64, tear: bool) -> (bool, usi
             .shards(2)
             .capacity_bytes(96 * BLOCK as u64)
             .max_value(20 * BLOCK)
-            .write_behind(0)
+            .write_behind(writers)
             .without_worker()
     };
     let left = std::sync::Arc::new(AtomicI64::new(budget));
@@ -447,10 +468,12 @@ fn killed_writing_objects(tier: TierKind, budget: i64, tear: bool) -> (bool, usi
 #[test]
 fn objects_killed_at_any_write_read_back_whole_or_miss() {
     let path = scratch("killed.tier");
+    // Flash also with its writes behind (objects written as one job each, by other threads).
     let tiers = [
-        TierKind::Mapped { path: path.clone() },
-        TierKind::File { path: path.clone() },
-        TierKind::Flash { path: path.clone() },
+        (TierKind::Mapped { path: path.clone() }, 0),
+        (TierKind::File { path: path.clone() }, 0),
+        (TierKind::Flash { path: path.clone() }, 0),
+        (TierKind::Flash { path: path.clone() }, 2),
     ];
     for tier in tiers {
         let (mut budget, mut runs, mut back) = (1, 0, 0);

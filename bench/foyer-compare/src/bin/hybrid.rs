@@ -18,9 +18,21 @@
 //! of adjacent slots, as foyer writes its regions; `lru` reuses each freed slot where it is).
 //! The table's `blocks/write` is how many blocks tiercache's disk writes carried on average.
 //!
+//! `--workload objects` runs objects instead of blocks, as foyer's own benchmark does: no
+//! backing file, 60,000 keys (Zipf 0.9, scrambled), each with a value of its own size, from
+//! 64 B to 64 KiB (log-uniform) and 1 MiB for one key in a hundred; 90% reads, a miss loading
+//! the value (generated) and inserting it, 10% writes inserting a new value. Both caches get
+//! 32 MiB of memory and a 128 MiB disk tier with direct I/O, 16 shards; tiercache's DRAM and
+//! disk tier (`log`) take objects up to 1 MiB and more (`max_value`), a value larger than a
+//! block spanning pages. `--workload blocks,objects` runs both.
+//!
+//! Every row also has CPU seconds per million operations (user and system, getrusage, over
+//! the measured phase) and the 99th percentile latency of an operation (every 8th timed).
+//!
 //! Run: `cargo run --release --bin hybrid -- [DIR] [--threads 1,4,16] [--disk-tier direct]
-//! [--disk-policy log,lru] [--json]` in this directory (foyer pinned to 0.22.3). `--json`
-//! prints one JSON object per thread count, tiercache disk tier and policy.
+//! [--disk-policy log,lru] [--workload blocks,objects] [--json]` in this directory (foyer
+//! pinned to 0.22.3). `--json` prints one JSON object per workload, thread count, tiercache
+//! disk tier and policy.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -52,6 +64,11 @@ const MEMORY: usize = 32 << 20;
 const DISK: usize = 128 << 20;
 const WARMUP: f64 = 5.0;
 const SECONDS: f64 = 10.0;
+/// The objects workload's keys, and its largest value.
+const OBJECTS: u64 = 60_000;
+const LARGEST: usize = 1 << 20;
+/// Shards of both caches in the objects workload.
+const OBJECT_SHARDS: usize = 16;
 
 /// DRAM + disk tier over a backing file, tiercache next to foyer's hybrid cache.
 #[derive(Debug, Parser)]
@@ -73,6 +90,61 @@ struct Args {
     /// freed slot at once, wherever it is.
     #[arg(long, value_delimiter = ',', default_value = "log")]
     disk_policy: Vec<String>,
+    /// Workloads to run, in turn: `blocks` (a backing file read and written through the cache)
+    /// and `objects` (values of mixed sizes under their keys).
+    #[arg(long, value_delimiter = ',', default_value = "blocks")]
+    workload: Vec<Workload>,
+    /// Rounds of each comparison, foyer and tiercache alternating; each figure the median.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Runs tiercache alone (foyer's figures then read 0): for profiling.
+    #[arg(long)]
+    tiercache_only: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
+enum Workload {
+    Blocks,
+    Objects,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Blocks => "blocks",
+            Workload::Objects => "objects",
+        }
+    }
+}
+
+/// The size of `key`'s value in the objects workload: 1 MiB for one key in a hundred, the
+/// others from 64 B to 64 KiB, log-uniform; fixed by the key, the same for both caches.
+fn object_size(key: u64) -> usize {
+    let mut h = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    h ^= h >> 31;
+    if h % 100 == 0 {
+        return LARGEST;
+    }
+    let fraction = (h >> 11) as f64 / (1u64 << 53) as f64;
+    (64.0 * 1024f64.powf(fraction)) as usize
+}
+
+/// Writes `key`'s value (its size, its key at both ends) into `buf`; returns its length.
+fn object(key: u64, buf: &mut [u8]) -> usize {
+    let len = object_size(key).max(16);
+    buf[..8].copy_from_slice(&key.to_le_bytes());
+    buf[len - 8..len].copy_from_slice(&key.to_le_bytes());
+    len
+}
+
+/// What a run measured: ops/s, CPU seconds per million operations, p99 latency (µs).
+#[derive(Clone, Copy, Debug, Default)]
+struct Measured {
+    ops: f64,
+    cpu_per_million: f64,
+    p99_us: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
@@ -89,10 +161,14 @@ struct Phases {
     measured: f64,
 }
 
-fn stream(seed: u64) -> Synthetic {
+fn stream(workload: Workload, seed: u64) -> Synthetic {
+    let objects = match workload {
+        Workload::Blocks => BACKING / BLOCK as u64,
+        Workload::Objects => OBJECTS,
+    };
     let config = SyntheticConfig {
         distribution: KeyDistribution::ScrambledZipf { theta: 0.9 },
-        objects: BACKING / BLOCK as u64,
+        objects,
         requests: u64::MAX,
         read_ratio: 0.9,
         size: SizeDistribution::Fixed { bytes: BLOCK as u32 },
@@ -118,34 +194,52 @@ fn prepare(path: &Path) {
 /// What a thread does with one request: its operation, key and a block-sized buffer.
 type Request<'a> = dyn Fn(Op, u64, &mut [u8]) + Sync + 'a;
 
-fn drive(threads: usize, phases: Phases, op: &Request) -> f64 {
-    let phase = |seconds: f64, seed: u64| -> u64 {
+fn drive(threads: usize, phases: Phases, workload: Workload, op: &Request) -> Measured {
+    let buffer = match workload {
+        Workload::Blocks => BLOCK,
+        Workload::Objects => LARGEST,
+    };
+    let phase = |seconds: f64, seed: u64| -> (u64, Vec<u32>) {
         let done = AtomicU64::new(0);
+        let timed = Mutex::new(Vec::new());
         let deadline = Instant::now() + Duration::from_secs_f64(seconds);
         std::thread::scope(|s| {
             for t in 0..threads {
-                let done = &done;
+                let (done, timed) = (&done, &timed);
                 s.spawn(move || {
-                    let mut requests = stream(seed + t as u64);
-                    let mut buf = vec![0u8; BLOCK];
+                    let mut requests = stream(workload, seed + t as u64);
+                    let mut buf = vec![0u8; buffer];
+                    let mut samples = Vec::new();
                     let mut n = 0;
                     while Instant::now() < deadline {
-                        for _ in 0..64 {
+                        for i in 0..64 {
                             let req = requests.next().expect("endless");
-                            op(req.op, req.key, &mut buf);
+                            if i % 8 == 0 {
+                                let started = Instant::now();
+                                op(req.op, req.key, &mut buf);
+                                samples.push(started.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+                            } else {
+                                op(req.op, req.key, &mut buf);
+                            }
                         }
                         n += 64;
                     }
                     done.fetch_add(n, Ordering::Relaxed);
+                    timed.lock().unwrap().extend(samples);
                 });
             }
         });
-        done.into_inner()
+        (done.into_inner(), timed.into_inner().unwrap())
     };
     phase(phases.warmup, 100);
-    let start = Instant::now();
-    let ops = phase(phases.measured, 200);
-    ops as f64 / start.elapsed().as_secs_f64()
+    let (start, cpu) = (Instant::now(), foyer_compare::cpu_seconds());
+    let (ops, mut samples) = phase(phases.measured, 200);
+    let cpu = foyer_compare::cpu_seconds() - cpu;
+    Measured {
+        ops: ops as f64 / start.elapsed().as_secs_f64(),
+        cpu_per_million: cpu / ops.max(1) as f64 * 1e6,
+        p99_us: foyer_compare::p99_us(&mut samples),
+    }
 }
 
 /// tiercache with its disk tier read and written with direct I/O (`Flash`, as foyer's device
@@ -155,8 +249,8 @@ fn tiercache(
     backing: &Path,
     threads: usize,
     phases: Phases,
-    (direct, policy): (bool, &PolicyConfig),
-) -> (f64, u64, f64, f64) {
+    (direct, policy, workload): (bool, &PolicyConfig, Workload),
+) -> (Measured, u64, f64, f64) {
     let tier = match direct {
         true => TierKind::Flash { path: dir.join("tiercache.flash") },
         false => TierKind::File { path: dir.join("tiercache.file") },
@@ -165,18 +259,41 @@ fn tiercache(
     // left by the last run would be recovered, a warm start foyer does not get.
     let _ = std::fs::remove_file(dir.join("tiercache.flash"));
     let _ = std::fs::remove_file(dir.join("tiercache.file"));
-    let cache = CacheBuilder::new(PolicyConfig::Lru)
+    let builder = CacheBuilder::new(PolicyConfig::Lru)
         .capacity_bytes(MEMORY as u64)
         .lower_tier(tier, DISK as u64, policy.clone())
-        .block_size(BLOCK)
-        .shards(32)
-        .build()
-        .expect("a valid cache");
+        .block_size(BLOCK);
+    let builder = match workload {
+        Workload::Blocks => builder.shards(32),
+        Workload::Objects => builder.shards(OBJECT_SHARDS).max_value(LARGEST),
+    };
+    let cache = builder.build().expect("a valid cache");
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
+    if workload == Workload::Objects {
+        let ops = drive(threads, phases, workload, &|op, key, buf| match op {
+            Op::Read => match cache.get_object(key) {
+                Some(value) => {
+                    std::hint::black_box(value);
+                }
+                None => {
+                    let len = object(key, buf);
+                    cache.admit(key, &buf[..len]).unwrap();
+                }
+            },
+            _ => {
+                let len = object(key, buf);
+                cache.put(key, &buf[..len]).unwrap();
+            }
+        });
+        let stats = cache.stats();
+        let hit_ratio = stats.hits as f64 / stats.lookups.max(1) as f64;
+        let blocks_per_write = stats.writes_behind as f64 / stats.behind_requests.max(1) as f64;
+        return (ops, stats.writes_dropped, hit_ratio, blocks_per_write);
+    }
     let file = CachedFile::open(backing, cache).unwrap();
-    let ops = drive(threads, phases, &|op, key, buf| {
+    let ops = drive(threads, phases, workload, &|op, key, buf| {
         let at = key * BLOCK as u64;
         match op {
             Op::Read => file.read_at(at, buf).map(|_| ()).unwrap(),
@@ -290,7 +407,13 @@ impl Counters {
     }
 }
 
-fn foyer(dir: &Path, backing: &Path, threads: usize, phases: Phases) -> (f64, u64, f64) {
+fn foyer(
+    dir: &Path,
+    backing: &Path,
+    threads: usize,
+    phases: Phases,
+    workload: Workload,
+) -> (Measured, u64, f64) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .enable_all()
@@ -308,7 +431,10 @@ fn foyer(dir: &Path, backing: &Path, threads: usize, phases: Phases) -> (f64, u6
         HybridCacheBuilder::new()
             .with_metrics_registry(Box::new(counters.clone()))
             .memory(MEMORY)
-            .with_shards(32)
+            .with_shards(match workload {
+                Workload::Blocks => 32,
+                Workload::Objects => OBJECT_SHARDS,
+            })
             .with_weighter(|_: &u64, v: &Vec<u8>| v.len())
             .storage()
             .with_io_engine_config(PsyncIoEngineConfig::new())
@@ -321,7 +447,21 @@ fn foyer(dir: &Path, backing: &Path, threads: usize, phases: Phases) -> (f64, u6
     let hits = AtomicU64::new(0);
     let lookups = AtomicU64::new(0);
     let handle = runtime.handle().clone();
-    let ops = drive(threads, phases, &|op, key, buf| {
+    let ops = drive(threads, phases, workload, &|op, key, buf| {
+        if workload == Workload::Objects {
+            if op == Op::Read {
+                lookups.fetch_add(1, Ordering::Relaxed);
+                if let Some(entry) = handle.block_on(cache.get(&key)).expect("foyer get") {
+                    hits.fetch_add(1, Ordering::Relaxed);
+                    let value = entry.value();
+                    buf[..value.len()].copy_from_slice(value);
+                    return;
+                }
+            }
+            let len = object(key, buf);
+            cache.insert(key, buf[..len].to_vec());
+            return;
+        }
         let at = key * BLOCK as u64;
         match op {
             Op::Read => {
@@ -383,7 +523,8 @@ fn main() {
             dir.display()
         );
         println!(
-            "{:>7} {:>22} {:>14} {:>10} {:>10} {:>12} {:>18} {:>13}",
+            "{:>8} {:>7} {:>22} {:>14} {:>10} {:>10} {:>13} {:>18} {:>9} {:>9} {:>13}",
+            "workload",
             "threads",
             "tiercache disk tier",
             "ops/s",
@@ -391,6 +532,8 @@ fn main() {
             "tc hits",
             "foyer hits",
             "dropped tc/foyer",
+            "cpu s/M",
+            "p99 us",
             "blocks/write"
         );
     }
@@ -399,42 +542,86 @@ fn main() {
         DiskTier::File => &[false],
         DiskTier::Both => &[true, false],
     };
-    for &threads in &args.common.threads {
-        let (theirs, theirs_dropped, theirs_hits) = foyer(&dir, &backing, threads, phases);
-        if !json {
-            println!("{threads:>7} {:>22} {theirs:>14.0}", "(foyer, direct I/O)");
-        }
-        for (&direct, (name, policy)) in
-            tiers.iter().flat_map(|d| policies.iter().map(move |p| (d, p)))
-        {
-            let (ours, ours_dropped, ours_hits, blocks_per_write) =
-                tiercache(&dir, &backing, threads, phases, (direct, policy));
-            let tier = if direct { "direct I/O" } else { "page cache" };
-            let tier = format!("{tier}, {name}");
-            let row = Row {
-                threads,
-                cache: format!("DRAM + disk tier ({tier})"),
-                tiercache_blocks_per_write: Some(blocks_per_write),
-                tiercache_ops_per_second: ours,
-                foyer_ops_per_second: theirs,
-                tiercache_dropped: ours_dropped,
-                foyer_dropped: theirs_dropped,
-                tiercache_hit_ratio: ours_hits,
-                foyer_hit_ratio: theirs_hits,
-                raw_ops_per_second: None,
-            };
-            if json {
-                row.print_json();
-                continue;
+    let variants: Vec<(bool, &(String, PolicyConfig))> =
+        tiers.iter().flat_map(|d| policies.iter().map(move |p| (*d, p))).collect();
+    for &workload in &args.workload {
+        for &threads in &args.common.threads {
+            // Rounds alternate foyer and tiercache's variants; each figure is the median of
+            // its rounds.
+            let mut theirs = Vec::new();
+            let mut ours: Vec<Vec<(Measured, u64, f64, f64)>> = vec![Vec::new(); variants.len()];
+            for _ in 0..args.rounds.max(1) {
+                theirs.push(match args.tiercache_only {
+                    true => (Measured::default(), 0, 0.0),
+                    false => foyer(&dir, &backing, threads, phases, workload),
+                });
+                for (i, &(direct, (_, policy))) in variants.iter().enumerate() {
+                    let setup = (direct, policy, workload);
+                    ours[i].push(tiercache(&dir, &backing, threads, phases, setup));
+                }
             }
-            println!(
-                "{threads:>7} {tier:>22} {ours:>14.0} {:>9.0}% {:>9.1}% {:>11.1}% {:>18} {:>13.1}",
-                ours / theirs * 100.0,
-                ours_hits * 100.0,
-                theirs_hits * 100.0,
-                format!("{ours_dropped}/{theirs_dropped}"),
-                blocks_per_write
-            );
+            let foyer_at = median_by(&theirs, |t| t.0.ops);
+            let (theirs, theirs_dropped, theirs_hits) = theirs[foyer_at];
+            if !json {
+                println!(
+                    "{:>8} {threads:>7} {:>22} {:>14.0} {:>10} {:>10} {:>12.1}% {:>18} {:>9.2} {:>9.0}",
+                    workload.name(),
+                    "(foyer, direct I/O)",
+                    theirs.ops,
+                    "",
+                    "",
+                    theirs_hits * 100.0,
+                    "",
+                    theirs.cpu_per_million,
+                    theirs.p99_us
+                );
+            }
+            for (&(direct, (name, _)), runs) in variants.iter().zip(&ours) {
+                let at = median_by(runs, |r| r.0.ops);
+                let (ours, ours_dropped, ours_hits, blocks_per_write) = runs[at];
+                let tier = if direct { "direct I/O" } else { "page cache" };
+                let tier = format!("{tier}, {name}");
+                let row = Row {
+                    threads,
+                    cache: format!("DRAM + disk tier ({tier})"),
+                    workload: Some(workload.name().into()),
+                    tiercache_blocks_per_write: Some(blocks_per_write),
+                    tiercache_ops_per_second: ours.ops,
+                    foyer_ops_per_second: theirs.ops,
+                    tiercache_cpu_s_per_million: Some(ours.cpu_per_million),
+                    foyer_cpu_s_per_million: Some(theirs.cpu_per_million),
+                    tiercache_p99_us: Some(ours.p99_us),
+                    foyer_p99_us: Some(theirs.p99_us),
+                    tiercache_dropped: ours_dropped,
+                    foyer_dropped: theirs_dropped,
+                    tiercache_hit_ratio: ours_hits,
+                    foyer_hit_ratio: theirs_hits,
+                    raw_ops_per_second: None,
+                };
+                if json {
+                    row.print_json();
+                    continue;
+                }
+                println!(
+                    "{:>8} {threads:>7} {tier:>22} {:>14.0} {:>9.0}% {:>9.1}% {:>12.1}% {:>18} {:>9.2} {:>9.0} {:>13.1}",
+                    workload.name(),
+                    ours.ops,
+                    ours.ops / theirs.ops * 100.0,
+                    ours_hits * 100.0,
+                    theirs_hits * 100.0,
+                    format!("{ours_dropped}/{theirs_dropped}"),
+                    ours.cpu_per_million,
+                    ours.p99_us,
+                    blocks_per_write
+                );
+            }
         }
     }
+}
+
+/// The index of the median of `runs` by `key` (the lower middle of an even count).
+fn median_by<T>(runs: &[T], key: impl Fn(&T) -> f64) -> usize {
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|a, b| key(&runs[*a]).total_cmp(&key(&runs[*b])));
+    order[(runs.len() - 1) / 2]
 }

@@ -216,8 +216,11 @@ impl Shard {
         backing: &dyn crate::device::Device,
     ) -> Result<usize, Option<ReadFault>> {
         let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.resize(self.tiers[place.tier as usize].region.value_bytes(), 0);
-        let copied = match self.read_block(key, place, &mut scratch) {
+        let bytes = self.tiers[place.tier as usize].region.value_bytes();
+        if scratch.len() < bytes {
+            scratch.resize(bytes, 0);
+        }
+        let copied = match self.read_block(key, place, &mut scratch[..bytes]) {
             Ok(len) => match backing.write_at(&scratch[..len], key * self.block_size as u64) {
                 Ok(()) => Ok(len),
                 Err(_) => Err(None),

@@ -128,9 +128,14 @@ impl Shard {
         let mut new = Place { filling: old.filling, dirty: old.dirty, ..Place::new(to.0, slot) };
         let mut good = true;
         if !old.filling {
+            // Grown, never shrunk: an object's move may have made it larger, and zeroing it
+            // again for every block would cost more than the copy.
             let mut scratch = std::mem::take(&mut self.scratch);
-            scratch.resize(self.tiers[from.index()].region.value_bytes(), 0);
-            let read = self.read_block(key, old, &mut scratch);
+            let bytes = self.tiers[from.index()].region.value_bytes();
+            if scratch.len() < bytes {
+                scratch.resize(bytes, 0);
+            }
+            let read = self.read_block(key, old, &mut scratch[..bytes]);
             // The block leaves its place: a write of it still behind is not its copy any more.
             self.staging.remove(key);
             match read.map(|len| (len, self.write_block(new, key, &scratch[..len]))) {

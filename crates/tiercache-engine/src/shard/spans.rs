@@ -89,6 +89,20 @@ impl Shard {
         self.seq += 1;
         let seq = self.seq;
         let slots: Vec<u32> = std::iter::once(place.slot).chain(pages.iter().copied()).collect();
+        // Pages in a run of adjacent slots (a log-ordered flash tier hands them out so) are
+        // written behind as one job, read from the staged copy until it lands.
+        let adjacent = slots.iter().zip(place.slot..).all(|(slot, next)| *slot == next);
+        if self.staging.is_on() && adjacent {
+            let store = &mut self.tiers[place.tier as usize];
+            if let Some(staged) = store.begin_write_pages(place.slot, key, data, seq) {
+                let place = Place { staged: true, ..place };
+                let slack = store.region.slack();
+                let run = crate::tier::behind::run_slots(store.region.slot_bytes(), slack);
+                self.staging.stage(key, place, staged, run);
+                self.stats.writes_behind += 1;
+                return Ok(place);
+            }
+        }
         let region = &mut self.tiers[place.tier as usize].region;
         region.write_pages(&slots, key, data, |i| Stamp {
             seq,
@@ -106,6 +120,9 @@ impl Shard {
         place: Place,
         out: &mut [u8],
     ) -> Result<usize, ReadFault> {
+        if let Some(staged) = self.staging.get(key).filter(|_| place.staged) {
+            return Ok(crate::tier::block::copy_value(staged.value(), out));
+        }
         let pages = self.spans.get(&key).expect("a value spanning pages has its pages");
         let slots: Vec<u32> = std::iter::once(place.slot).chain(pages.iter().copied()).collect();
         self.tiers[place.tier as usize].region.read_pages(&slots, key, out)
@@ -124,11 +141,14 @@ impl Shard {
         if buf.len() >= size {
             return self.read_span(key, place, buf);
         }
+        // Grown, never shrunk nor zeroed again: the read overwrites what it returns.
         let mut spill = std::mem::take(&mut self.spill);
-        spill.resize(size, 0);
-        let read = self.read_span(key, place, &mut spill);
+        if spill.len() < size {
+            spill.resize(size, 0);
+        }
+        let read = self.read_span(key, place, &mut spill[..size]);
         if let Ok(len) = read {
-            spill.truncate(len);
+            self.spilled = len;
             let n = len.min(buf.len());
             buf[..n].copy_from_slice(&spill[..n]);
         }
@@ -138,7 +158,7 @@ impl Shard {
 
     /// The whole value of the last read whose value was longer than its buffer.
     pub fn take_spill(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.spill)
+        self.spill[..self.spilled].to_vec()
     }
 
     /// Moves a value spanning pages between tiers (see `relocate`); false if it did not read
@@ -147,8 +167,12 @@ impl Shard {
         let old = self.take_place(key).expect("a move of a resident key");
         let size = self.stored_size_of_span(key);
         let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.resize(size as usize, 0);
-        let read = self.read_span(key, old, &mut scratch);
+        if scratch.len() < size as usize {
+            scratch.resize(size as usize, 0);
+        }
+        let read = self.read_span(key, old, &mut scratch[..size as usize]);
+        // The object leaves its pages: a write of them still behind is not its copy any more.
+        self.staging.remove(key);
         let old_pages = self.spans.remove(&key).expect("spans pages");
         let first = self.allocate(to, 0, key);
         self.take_pages(to, key, first, size);
@@ -187,9 +211,40 @@ impl Shard {
     /// Overwrites `key`'s value spanning pages in place with `data`, of as many pages (a value
     /// of another size was dropped before its write was decided: `drop_if_reclassed`). A crash
     /// in the middle leaves pages of two sequence numbers, which recovery drops whole.
+    ///
+    /// Where a read or a write running with the shard unlocked holds its pages (file and flash
+    /// tiers), the new value goes to fresh pages (the region keeps room for them: its
+    /// `copy_reserve`) and the old ones are freed, given back once let go.
     pub(super) fn overwrite_span(&mut self, key: Key, data: &[u8]) -> bool {
+        let place = self.place(key).expect("an overwrite of a resident key");
+        let store = &self.tiers[place.tier as usize];
+        let pages = self.pages_after(key).expect("spans pages");
+        let held = std::iter::once(&place.slot).chain(pages).any(|&s| store.pins.held(s));
+        if held {
+            return self.overwrite_span_elsewhere(key, data);
+        }
         let old = self.take_place(key).expect("an overwrite of a resident key");
         let written = self.store_or_fail(Place::new(old.tier, old.slot), key, data);
+        self.stats.updates += written as u64;
+        written
+    }
+
+    /// Overwrites `key`'s value spanning pages with `data` in fresh pages of its tier, the old
+    /// ones freed once the new are written (see `overwrite_span`).
+    fn overwrite_span_elsewhere(&mut self, key: Key, data: &[u8]) -> bool {
+        let old = self.take_place(key).expect("an overwrite of a resident key");
+        if old.staged {
+            self.staging.remove(key);
+        }
+        let old_pages = self.spans.remove(&key).expect("spans pages");
+        let tier = TierId(old.tier);
+        let first = self.allocate(tier, 0, key);
+        self.take_pages(tier, key, first, self.size_of_value(data.len() as u32));
+        let written = self.store_or_fail(Place::new(old.tier, first), key, data);
+        self.free_slot(tier.index(), old.slot, key);
+        for page in old_pages.iter() {
+            self.free_slot(tier.index(), *page, key);
+        }
         self.stats.updates += written as u64;
         written
     }

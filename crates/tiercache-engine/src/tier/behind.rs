@@ -102,10 +102,10 @@ impl Staging {
         let shard = self.queue.as_ref().expect("staged with the write-behind on").1;
         let staged = Arc::new(staged);
         self.blocks.insert(key, staged.clone());
-        let continues = self
-            .run
-            .last()
-            .is_some_and(|last| last.place.tier == place.tier && last.place.slot + 1 == place.slot);
+        let continues = self.run.last().is_some_and(|last| {
+            let end = last.staged.at + last.staged.written as u64;
+            Arc::ptr_eq(&last.staged.device, &staged.device) && end == staged.at
+        });
         if !continues {
             self.release_run();
         }
@@ -345,6 +345,7 @@ mod tests {
             len: BLOCK as u32,
             crc: 0,
             stamp: Stamp::default(),
+            pages: Vec::new(),
         };
         Job { shard: 0, key: slot as u64, place: Place::new(1, slot), staged: Arc::new(staged) }
     }

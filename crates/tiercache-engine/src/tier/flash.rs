@@ -433,6 +433,11 @@ impl DirectSlots {
         fill(buf, value)
     }
 
+    /// Marks `slot` unreadable while a staged write of it runs (see `landed`).
+    pub fn unreadable(&mut self, slot: u32) {
+        self.set_readable(slot, false);
+    }
+
     /// Records that a staged write of `key` to `slot` ended: if it succeeded, the block reads
     /// back and its record follows at the next flush.
     pub fn landed(&mut self, slot: u32, (key, len, crc): (u64, u32, u32), stamp: Stamp, ok: bool) {

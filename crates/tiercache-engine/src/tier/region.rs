@@ -16,7 +16,7 @@ use crate::atomic_bytes;
 use crate::device::{read_exact_at, Device};
 use crate::error::EngineError;
 use crate::tier::block::{
-    check, copy_value, decode, encode, BlockFault, ReadFault, Stamp, HEADER_BYTES,
+    check, copy_value, decode, encode, BlockFault, Part, ReadFault, Stamp, HEADER_BYTES,
 };
 use crate::tier::flash::DirectSlots;
 use crate::tier::optimistic::{Sets, SlotLayout, SlotTable};
@@ -109,8 +109,13 @@ pub struct Region {
     page_class: Vec<u8>,
     /// Slots beyond the policy's capacity (see `TierKind::slack_slots`).
     slack: u64,
+    /// Of the slack, the slots pins never take: room for an object's new copy while its old
+    /// pages are held (see `CacheBuilder::max_value`).
+    copy_reserve: u64,
     /// Buffers for reads done with the shard unlocked, reused.
     spare: Vec<IoBuf>,
+    /// Buffers for objects' pages read and written with the shard unlocked, reused.
+    spare_runs: Vec<AlignedBuf>,
     /// The slots as readers without the lock see them, when hits are served that way.
     published: Option<SlotTable>,
     /// A compact flash region (see [`Region::new`]).
@@ -155,7 +160,9 @@ impl Region {
             // Without size classes every page is of class 0, kept by nothing.
             page_class: if chunks > 1 { vec![0; count as usize] } else { Vec::new() },
             slack: kind.slack_slots(),
+            copy_reserve: 0,
             spare: Vec::new(),
+            spare_runs: Vec::new(),
             published: None,
             compact: compact && matches!(kind, TierKind::Flash { .. }),
         }
@@ -272,7 +279,22 @@ impl Region {
             None => IoBuf::Plain(vec![0; self.slot_bytes]),
         });
         let (device, at) = (self.device.clone(), self.at(slot));
-        Some(PinnedRead { device, at, key, expect, buf })
+        Some(PinnedRead { device, at, key, expect, buf, pages: Vec::new(), stride: 0 })
+    }
+
+    /// Prepares the read of an object of `key` spanning the pages in `slots` of a flash tier,
+    /// to run with the shard unlocked (see [`begin_read`](Self::begin_read)); `None` on other
+    /// tiers, or if a page's record is not of `key`.
+    pub fn begin_read_pages(&mut self, slots: &[u32], key: u64) -> Option<PinnedRead> {
+        let Format::Aligned(direct) = &self.format else { return None };
+        let pages = slots
+            .iter()
+            .map(|&slot| Some((slot, self.at(slot), direct.expect(slot, key)?)))
+            .collect::<Option<Vec<_>>>()?;
+        let (device, at) = (self.device.clone(), pages[0].1);
+        let buf = self.spare_runs.pop().map_or(IoBuf::Plain(Vec::new()), IoBuf::Aligned);
+        let stride = self.slot_bytes;
+        Some(PinnedRead { device, at, key, expect: None, buf, pages, stride })
     }
 
     /// Prepares the write of `value` for `key` into `slot` to run with the shard unlocked (file
@@ -311,17 +333,71 @@ impl Region {
         debug_assert_eq!(&buf.bytes()[value_at..value_at + value.len()], value);
         let device = self.device.clone();
         let len = value.len() as u32;
-        Some(Staged { device, at, key, buf, written, value_at, len, crc, stamp })
+        Some(Staged { device, at, key, buf, written, value_at, len, crc, stamp, pages: Vec::new() })
+    }
+
+    /// Prepares the write of `data`, an object of `key` spanning the adjacent pages from
+    /// `first` (one page a block of it), as one write to run with the shard unlocked (flash
+    /// tiers; `None` elsewhere). Its pages read as empty until [`end_write`](Self::end_write);
+    /// until then the object is read from the staged copy, whose bytes are the value.
+    pub fn begin_write_pages(
+        &mut self,
+        first: u32,
+        key: u64,
+        data: &[u8],
+        seq: u64,
+    ) -> Option<Staged> {
+        let block = self.slot_bytes;
+        if !matches!(self.format, Format::Aligned(_)) {
+            return None;
+        }
+        let count = data.len().div_ceil(block);
+        let mut buf = self.run_buf(count * block);
+        let bytes = &mut buf.as_mut_slice()[..count * block];
+        bytes[..data.len()].copy_from_slice(data);
+        bytes[data.len()..].fill(0);
+        let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
+        let pages = data
+            .chunks(block)
+            .enumerate()
+            .map(|(i, page)| {
+                let slot = first + i as u32;
+                direct.unreadable(slot);
+                (slot, page.len() as u32, crate::tier::block::crc32c(page))
+            })
+            .collect();
+        let stamp = Stamp { seq, dirty: false, part: Part::First { count: count as u32 } };
+        Some(Staged {
+            device: self.device.clone(),
+            at: self.at(first),
+            key,
+            buf: IoBuf::Aligned(buf),
+            written: count * block,
+            value_at: 0,
+            len: data.len() as u32,
+            crc: 0,
+            stamp,
+            pages,
+        })
     }
 
     /// Ends a staged write of `slot`: the block reads back if the write succeeded (and, on
     /// flash, its record set). Takes the buffer back when the staged block is no longer shared.
     pub fn end_write(&mut self, slot: u32, staged: Arc<Staged>, ok: bool) {
         if let Format::Aligned(direct) = &mut self.format {
-            direct.landed(slot, (staged.key, staged.len, staged.crc), staged.stamp, ok);
+            if staged.pages.is_empty() {
+                direct.landed(slot, (staged.key, staged.len, staged.crc), staged.stamp, ok);
+            }
+            let count = staged.pages.len() as u32;
+            for (i, &(page, len, crc)) in staged.pages.iter().enumerate() {
+                let stamp = Stamp { part: Part::of(i as u32, count), ..staged.stamp };
+                direct.landed(page, (staged.key, len, crc), stamp, ok);
+            }
         }
-        if let Ok(staged) = Arc::try_unwrap(staged) {
-            self.spare.push(staged.buf);
+        match Arc::try_unwrap(staged) {
+            Ok(staged) if staged.pages.is_empty() => self.spare.push(staged.buf),
+            Ok(Staged { buf: IoBuf::Aligned(buf), .. }) => self.keep_run_buf(buf),
+            _ => {}
         }
     }
 
@@ -344,7 +420,26 @@ impl Region {
 
     /// Takes back a read's buffer.
     pub fn end_read(&mut self, read: PinnedRead) {
-        self.spare.push(read.into_buf());
+        match (read.pages.is_empty(), read.into_buf()) {
+            (true, buf) => self.spare.push(buf),
+            (false, IoBuf::Aligned(buf)) => self.keep_run_buf(buf),
+            (false, IoBuf::Plain(_)) => {}
+        }
+    }
+
+    /// Keeps a buffer of an object's pages for the next (a few at most).
+    fn keep_run_buf(&mut self, buf: AlignedBuf) {
+        if self.spare_runs.len() < 4 {
+            self.spare_runs.push(buf);
+        }
+    }
+
+    /// A buffer of at least `bytes` for an object's pages: a kept one if one is large enough.
+    fn run_buf(&mut self, bytes: usize) -> AlignedBuf {
+        match self.spare_runs.iter().position(|b| b.as_slice().len() >= bytes) {
+            Some(i) => self.spare_runs.swap_remove(i),
+            None => AlignedBuf::new(bytes.next_multiple_of(crate::aligned::DIRECT_ALIGN)),
+        }
     }
 
     /// Makes this region's writes durable (syncs the whole tier's device).
@@ -396,6 +491,19 @@ impl Region {
     }
 
     /// Slots beyond what the policy may fill.
+    /// Sets the slots this region has beyond its policy's capacity (`slack`), when the builder
+    /// gives it more than its kind's, and how many of them pins never take (`copy_reserve`):
+    /// room to pin an object's pages, and to write its new copy while they are held.
+    pub fn set_slack(&mut self, slack: u64, copy_reserve: u64) {
+        self.slack = slack;
+        self.copy_reserve = copy_reserve;
+    }
+
+    /// Slots of the slack pins never take.
+    pub fn copy_reserve(&self) -> u64 {
+        self.copy_reserve
+    }
+
     pub fn slack(&self) -> u64 {
         self.slack
     }
@@ -674,6 +782,11 @@ pub struct PinnedRead {
     /// Length and CRC32C of the value, for headerless (flash) blocks.
     pub(crate) expect: Option<(u32, u32)>,
     pub(crate) buf: IoBuf,
+    /// For an object spanning pages of a flash tier, each page's slot, where it lies, and its
+    /// length and CRC32C, in order (empty for a block).
+    pub(crate) pages: Vec<(u32, u64, (u32, u32))>,
+    /// Bytes from one page to the next on the device (an object's reads).
+    pub(crate) stride: usize,
 }
 
 pub enum IoBuf {
@@ -714,6 +827,9 @@ pub struct Staged {
     pub(crate) crc: u32,
     /// The block's sequence number and dirty flag (for a flash block's record).
     pub(crate) stamp: Stamp,
+    /// For an object spanning adjacent pages of a flash tier, written as one: each page's slot,
+    /// value length and CRC32C, in order (empty for a block).
+    pub(crate) pages: Vec<(u32, u32, u32)>,
 }
 
 /// The error of a block write that failed on `device`.
@@ -736,8 +852,23 @@ impl Staged {
 }
 
 impl PinnedRead {
+    /// The length of the value an object spanning pages has (`None` for a block: at most a
+    /// block).
+    pub fn object_len(&self) -> Option<usize> {
+        (!self.pages.is_empty()).then(|| self.pages.iter().map(|p| p.2 .0 as usize).sum())
+    }
+
+    /// The slots the read pins: an object's pages (`None` for a block, whose slot its caller
+    /// knows).
+    pub fn pinned_pages(&self) -> Option<impl Iterator<Item = u32> + '_> {
+        (!self.pages.is_empty()).then(|| self.pages.iter().map(|p| p.0))
+    }
+
     /// Reads and checks the block, copying its value into `out`; returns the value's length.
     pub fn run(&mut self, out: &mut [u8]) -> Result<usize, ReadFault> {
+        if !self.pages.is_empty() {
+            return self.run_pages(out);
+        }
         let (key, at, expect) = (self.key, self.at, self.expect);
         let buf = self.buf.bytes();
         read_exact_at(&*self.device, buf, at).map_err(ReadFault::Io)?;
@@ -752,6 +883,58 @@ impl PinnedRead {
             }
         };
         Ok(copy_value(value, out))
+    }
+
+    /// Reads an object's pages as [`run`](Self::run) does, into a vector of the value's
+    /// length.
+    pub fn run_to_vec(&mut self) -> Result<Vec<u8>, ReadFault> {
+        let mut value = Vec::with_capacity(self.object_len().unwrap_or(0));
+        self.each_page(|page| value.extend_from_slice(page))?;
+        Ok(value)
+    }
+
+    /// Reads an object's pages, adjacent ones in one device read, checking each against its
+    /// record; copies the value into `out` as far as it goes and returns the value's length.
+    fn run_pages(&mut self, out: &mut [u8]) -> Result<usize, ReadFault> {
+        let mut len = 0;
+        self.each_page(|value| {
+            if len < out.len() {
+                let n = value.len().min(out.len() - len);
+                out[len..len + n].copy_from_slice(&value[..n]);
+            }
+            len += value.len();
+        })?;
+        Ok(len)
+    }
+
+    /// Reads an object's pages, adjacent ones in one device read, and hands each page's value
+    /// to `page` in order once it checks out against its record.
+    fn each_page(&mut self, mut page: impl FnMut(&[u8])) -> Result<(), ReadFault> {
+        let block = self.stride;
+        let mut at = 0;
+        while at < self.pages.len() {
+            let run = self.pages[at..]
+                .iter()
+                .zip((0..).map(|i| self.pages[at].1 + i * block as u64))
+                .take(256)
+                .take_while(|(page, next)| page.1 == *next)
+                .count();
+            let bytes = run * block;
+            if !matches!(&self.buf, IoBuf::Aligned(b) if b.as_slice().len() >= bytes) {
+                self.buf = IoBuf::Aligned(AlignedBuf::new(bytes));
+            }
+            let buf = &mut self.buf.bytes()[..bytes];
+            read_exact_at(&*self.device, buf, self.pages[at].1).map_err(ReadFault::Io)?;
+            for (i, &(_, _, (page_len, crc))) in self.pages[at..at + run].iter().enumerate() {
+                let value = &buf[i * block..i * block + page_len as usize];
+                if crate::tier::block::crc32c(value) != crc {
+                    return Err(ReadFault::Corrupt(BlockFault::Checksum));
+                }
+                page(value);
+            }
+            at += run;
+        }
+        Ok(())
     }
 
     pub fn into_buf(self) -> IoBuf {

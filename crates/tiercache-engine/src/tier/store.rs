@@ -219,7 +219,7 @@ impl TierStore {
         TierStore {
             space,
             owners,
-            pins: Arc::new(Pins::new(slots, region.slack())),
+            pins: Arc::new(Pins::new(slots, region.slack() - region.copy_reserve())),
             limbo: Vec::new(),
             released: KeySet::default(),
             placed,
@@ -322,8 +322,33 @@ impl TierStore {
     /// Ends a read that [`begin_read`](Self::begin_read) started: its buffer taken back, the
     /// slot unpinned.
     pub(crate) fn end_read(&mut self, slot: u32, read: PinnedRead, stats: &mut Stats) {
+        match read.pinned_pages() {
+            Some(pages) => {
+                let pages: Vec<u32> = pages.collect();
+                for page in pages {
+                    self.unpin(page, stats);
+                }
+            }
+            None => self.unpin(slot, stats),
+        }
         self.region.end_read(read);
-        self.unpin(slot, stats);
+    }
+
+    /// Starts a read of the object of `key` spanning the pages `slots` of a flash tier, to run
+    /// with the shard unlocked, every page pinned until [`end_read`](Self::end_read). `None`
+    /// (nothing pinned) where there is no room to pin them all, or a page's record is not of
+    /// `key`: the caller reads under the lock.
+    pub(crate) fn begin_read_pages(&mut self, slots: &[u32], key: Key) -> Option<PinnedRead> {
+        let read = self.region.begin_read_pages(slots, key)?;
+        for (i, &slot) in slots.iter().enumerate() {
+            if !self.pins.pin(slot) {
+                for &pinned in &slots[..i] {
+                    self.pins.unpin(pinned);
+                }
+                return None;
+            }
+        }
+        Some(read)
     }
 
     /// Prepares the write of `value` for `key` into `slot` of a file or flash tier to run
@@ -354,8 +379,43 @@ impl TierStore {
         ok: bool,
         stats: &mut Stats,
     ) {
+        let pages: Vec<u32> = staged.pages.iter().map(|p| p.0).collect();
         self.region.end_write(slot, staged, ok);
-        self.unpin(slot, stats);
+        if pages.is_empty() {
+            self.unpin(slot, stats);
+        }
+        for page in pages {
+            self.unpin(page, stats);
+        }
+    }
+
+    /// Prepares the write of `data`, an object of `key` spanning `count` adjacent pages from
+    /// `first` of a flash tier, to run with the shard unlocked, every page pinned until it
+    /// lands ([`end_write`](Self::end_write)); `None` (nothing done) where the pages cannot
+    /// all be pinned now: the caller writes them at once.
+    pub(crate) fn begin_write_pages(
+        &mut self,
+        first: u32,
+        key: Key,
+        data: &[u8],
+        seq: u64,
+    ) -> Option<Staged> {
+        let count = data.len().div_ceil(self.region.slot_bytes()) as u32;
+        for i in 0..count {
+            if !self.pins.pin(first + i) {
+                for pinned in first..first + i {
+                    self.pins.unpin(pinned);
+                }
+                return None;
+            }
+        }
+        let staged = self.region.begin_write_pages(first, key, data, seq);
+        if staged.is_none() {
+            for pinned in first..first + count {
+                self.pins.unpin(pinned);
+            }
+        }
+        staged
     }
 
     /// Releases a pin (of an unlocked read or write, or a read handle).
