@@ -24,8 +24,24 @@ use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, Synt
 
 use crate::progress::Progress;
 
+mod objects;
+pub use objects::ValueSizes;
+
 #[derive(Args, Clone)]
 pub struct BenchArgs {
+    /// What the threads do: `blocks` (reads and writes of a backing file's blocks through
+    /// the cache) or `objects` (values of mixed sizes under their keys: see --objects and
+    /// --value-sizes; no backing file).
+    #[arg(long, default_value = "blocks")]
+    pub workload: String,
+    /// The objects workload's keys.
+    #[arg(long, default_value = "100000")]
+    pub objects: String,
+    /// The objects workload's value sizes: log-uniform between two sizes, and sizes apart
+    /// for a share of the keys (`64B-64KiB,1MiB@1%`: one key in a hundred of 1 MiB). The
+    /// cache takes values up to the largest (its max_value).
+    #[arg(long, default_value = "64B-64KiB,1MiB@1%")]
+    pub value_sizes: String,
     /// Client threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -198,7 +214,12 @@ pub struct Cleaned {
 /// The setup every thread shares.
 struct Plan {
     block: usize,
+    /// Keys: blocks of the backing file, or objects.
     blocks: u64,
+    /// The objects workload's value sizes (`None`: blocks).
+    objects: Option<ValueSizes>,
+    /// Bytes of a thread's buffer: a block, or the largest value.
+    buffer: usize,
     distribution: KeyDistribution,
     stop_after_ops: Option<u64>,
     done_ops: AtomicU64,
@@ -292,9 +313,22 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<BenchReport> {
     let block = parse_size(block_size(args)).context("--block-size")? as usize;
     validate(args, block)?;
-    let working_set = parse_size(&args.working_set).context("--working-set")?;
-    let blocks = working_set / block as u64;
+    let objects = match args.workload.as_str() {
+        "blocks" => None,
+        "objects" => Some(ValueSizes::parse(&args.value_sizes)?),
+        other => anyhow::bail!("--workload {other}: use blocks or objects"),
+    };
+    anyhow::ensure!(
+        objects.is_none() || !(args.raw || args.raw_backing || args.handle),
+        "--workload objects runs through the cache: --raw, --raw-backing and --handle are for \
+         blocks"
+    );
+    let blocks = match &objects {
+        Some(_) => parse_size(&args.objects).context("--objects")?,
+        None => parse_size(&args.working_set).context("--working-set")? / block as u64,
+    };
     anyhow::ensure!(blocks >= 1, "--working-set {} holds no {block}-byte block", args.working_set);
+    let buffer = objects.as_ref().map_or(block, |sizes| sizes.largest().max(16) as usize);
     let distribution = match args.dist.as_str() {
         "uniform" => KeyDistribution::Uniform,
         "zipf" => KeyDistribution::ScrambledZipf { theta: args.theta },
@@ -314,6 +348,8 @@ pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<Bench
     let plan = Plan {
         block,
         blocks,
+        objects,
+        buffer,
         distribution,
         stop_after_ops: args.ops.as_deref().map(parse_size).transpose()?,
         done_ops: AtomicU64::new(0),
@@ -324,6 +360,9 @@ pub fn measure(args: &BenchArgs, replay: Option<Replay>) -> anyhow::Result<Bench
         if let Some(r) = beyond {
             anyhow::bail!("the replayed key {} lies beyond the {blocks} blocks", r.key);
         }
+    }
+    if plan.objects.is_some() {
+        return cached_objects(args, &plan, &tiers);
     }
     let backing = Backing::prepare(args, blocks * block as u64)?;
     let report = if args.raw_backing {
@@ -551,7 +590,7 @@ where
     let mut keys = generator(plan, args.read_ratio, seed, run)?;
     // The request being issued block by block: its operation, next block and blocks left.
     let (mut current, mut next, mut left) = (Op::Read, 0u64, 0u64);
-    let mut buf = vec![0u8; plan.block];
+    let mut buf = vec![0u8; plan.buffer];
     let limit = plan.stop_after_ops.filter(|_| measured);
     for i in 0u64.. {
         if i % 64 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
@@ -731,6 +770,73 @@ fn cached(
     Ok(report)
 }
 
+/// The objects workload (`objects`) on the cache the options describe, taking values up to
+/// the largest of `--value-sizes`.
+fn cached_objects(
+    args: &BenchArgs,
+    plan: &Plan,
+    tiers: &[(TierKind, u64)],
+) -> anyhow::Result<BenchReport> {
+    let sizes = plan.objects.as_ref().expect("the objects workload");
+    let config = config(args)?;
+    let mut builder = config.builder()?.max_value(sizes.largest() as usize);
+    if let Some(threads) = args.write_behind {
+        builder = builder.write_behind(threads);
+    }
+    let cache = builder
+        .unlocked_hits(!args.locked_hits)
+        .scrub_rate(parse_size(&args.scrub_rate).context("--scrub-rate")?)
+        .build()?;
+    for warning in cache.warnings() {
+        eprintln!("note: {warning}");
+    }
+    let at_start = std::sync::Mutex::new(None);
+    let measuring = || *at_start.lock().expect("not poisoned") = Some(cache.stats());
+    let (reads, writes, seconds) = drive(args, plan, &measuring, |_, op, key, buf| {
+        let len = sizes.size(key);
+        match op {
+            Op::Read => {
+                if cache.get_object(key).is_none() {
+                    cache.admit(key, objects::value(key, len, buf))?;
+                }
+            }
+            _ => {
+                cache.put(key, objects::value(key, len, buf))?;
+            }
+        }
+        Ok(())
+    })?;
+    let stats = cache.stats();
+    let start = at_start.into_inner().expect("not poisoned").expect("taken before the run");
+    let lookups = stats.lookups - start.lookups;
+    let hit_ratio = (lookups > 0).then(|| (stats.hits - start.hits) as f64 / lookups as f64);
+    let names: Vec<String> = tiers
+        .iter()
+        .map(|(kind, bytes)| format!("{} {}", tier_name(kind), format_size(*bytes)))
+        .collect();
+    let label = format!(
+        "{} (objects of {}, max_value {}, {} shards)",
+        names.join(" over "),
+        args.value_sizes,
+        format_size(cache.max_value() as u64),
+        shards(args)
+    );
+    let mut report =
+        report(args, plan, "objects", label, reads, writes, seconds, hit_ratio, Some(stats));
+    // Bytes moved: each operation's value, on average the keys' mean size.
+    let mean = (0..plan.blocks.min(100_000)).map(|k| sizes.size(k) as f64).sum::<f64>()
+        / plan.blocks.min(100_000) as f64;
+    report.mb_per_second = report.ops_per_second * mean / 1e6;
+    if tiers.len() > 1 {
+        let start_hits = &start.tier_hits;
+        let now = &report.cache.as_ref().expect("stats").tier_hits;
+        let ratios =
+            now.iter().zip(start_hits).map(|(n, t)| (n - t) as f64 / lookups.max(1) as f64);
+        report.tier_hit_ratios = Some(ratios.collect());
+    }
+    Ok(report)
+}
+
 fn tier_name(tier: &TierKind) -> String {
     match tier {
         TierKind::Dram => "dram".into(),
@@ -778,8 +884,9 @@ fn report(
 }
 
 fn print(r: &BenchReport) {
+    let keys = if r.mode == "objects" { "objects" } else { "blocks" };
     println!(
-        "bench ({}): {} threads, {} B blocks, {} over {} blocks, {:.0}% reads, {:.1} s",
+        "bench ({}): {} threads, {} B blocks, {} over {} {keys}, {:.0}% reads, {:.1} s",
         r.mode,
         r.threads,
         r.block_size,

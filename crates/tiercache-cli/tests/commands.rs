@@ -531,6 +531,44 @@ fn bench_runs_the_engine_and_the_raw_medium_on_every_tier_kind() {
     assert!(report["write"]["count"].as_u64().unwrap() > 0, "{report}");
     let e = tiercache_fails(&["bench", "--raw", "--raw-backing"]);
     assert!(e.contains("--raw-backing") && e.contains("--raw"), "{e}");
+    // The objects workload: values of mixed sizes (some spanning many pages) under their keys,
+    // DRAM over flash, no backing file; a bad size spec names its part.
+    let objects = [
+        "bench",
+        "--workload",
+        "objects",
+        "--objects",
+        "2000",
+        "--value-sizes",
+        "64B-32KiB,256KiB@2%",
+        "--ops",
+        "4000",
+        "--warmup",
+        "0",
+        "--threads",
+        "2",
+        "--dram",
+        "4MiB",
+        "--flash-path",
+        flash_path,
+        "--flash-size",
+        "16MiB",
+        "--shards",
+        "4",
+        "--json",
+    ];
+    let report: serde_json::Value = serde_json::from_str(&tiercache(&objects)).unwrap();
+    assert_eq!(report["mode"], "objects", "{report}");
+    assert!(report["tier"].as_str().unwrap().contains("max_value 256 KiB"), "{report}");
+    let cache = &report["cache"];
+    assert!(cache["hits"].as_u64().unwrap() > 500, "{cache}");
+    assert!(cache["tier_hits"][1].as_u64().unwrap() > 0, "flash serves objects: {cache}");
+    assert_eq!(cache["checksum_failures"], 0);
+    assert_eq!(cache["writes_dropped"], 0);
+    let e = tiercache_fails(&["bench", "--workload", "objects", "--value-sizes", "1KiB,2KiB"]);
+    assert!(e.contains("'2KiB' is not SIZE@PERCENT%"), "{e}");
+    let e = tiercache_fails(&["bench", "--workload", "objects", "--raw"]);
+    assert!(e.contains("--workload objects runs through the cache"), "{e}");
     // `--ops` ends the run after that many operations over all threads, with no time limit;
     // DRAM hits go without the shard lock unless `--locked-hits`.
     for locked in [false, true] {

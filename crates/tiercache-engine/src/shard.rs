@@ -427,7 +427,8 @@ impl Shard {
         let unlocked = !place.filling && !place.staged && self.tiers[tier].region.is_io();
         if self.spans_pages(key) && unlocked {
             let pages = self.pages_after(key).expect("spans pages");
-            let slots: Vec<u32> = std::iter::once(place.slot).chain(pages.iter().copied()).collect();
+            let slots: Vec<u32> =
+                std::iter::once(place.slot).chain(pages.iter().copied()).collect();
             if let Some(read) = self.tiers[tier].begin_read_pages(&slots, key) {
                 self.stats.unlocked_reads += 1;
                 return Served::Later(read, place);

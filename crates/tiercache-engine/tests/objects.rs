@@ -91,7 +91,11 @@ fn concurrent_objects_are_never_torn_or_foreign() {
         .block_size(BLOCK)
         .shards(4)
         .capacity_bytes(128 * BLOCK as u64)
-        .lower_tier(TierKind::Flash { path: scratch("concurrent.flash") }, 1024 * BLOCK as u64, PolicyConfig::Lru)
+        .lower_tier(
+            TierKind::Flash { path: scratch("concurrent.flash") },
+            1024 * BLOCK as u64,
+            PolicyConfig::Lru,
+        )
         .max_value(1 << 20)
         .build()
         .unwrap();
