@@ -97,7 +97,8 @@ struct Args {
     /// Rounds of each comparison, foyer and tiercache alternating; each figure the median.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
-    /// Runs tiercache alone (foyer's figures then read 0): for profiling.
+    /// Runs tiercache alone (foyer's figures then read 0), printing its counters after each
+    /// run on stderr: for profiling.
     #[arg(long)]
     tiercache_only: bool,
 }
@@ -250,6 +251,7 @@ fn tiercache(
     threads: usize,
     phases: Phases,
     (direct, policy, workload): (bool, &PolicyConfig, Workload),
+    profiling: bool,
 ) -> (Measured, u64, f64, f64) {
     let tier = match direct {
         true => TierKind::Flash { path: dir.join("tiercache.flash") },
@@ -288,6 +290,9 @@ fn tiercache(
             }
         });
         let stats = cache.stats();
+        if profiling {
+            eprintln!("{}", serde_json::to_string(&stats).expect("stats serialize"));
+        }
         let hit_ratio = stats.hits as f64 / stats.lookups.max(1) as f64;
         let blocks_per_write = stats.writes_behind as f64 / stats.behind_requests.max(1) as f64;
         return (ops, stats.writes_dropped, hit_ratio, blocks_per_write);
@@ -557,7 +562,8 @@ fn main() {
                 });
                 for (i, &(direct, (_, policy))) in variants.iter().enumerate() {
                     let setup = (direct, policy, workload);
-                    ours[i].push(tiercache(&dir, &backing, threads, phases, setup));
+                    let profiling = args.tiercache_only;
+                    ours[i].push(tiercache(&dir, &backing, threads, phases, setup, profiling));
                 }
             }
             let foyer_at = median_by(&theirs, |t| t.0.ops);
