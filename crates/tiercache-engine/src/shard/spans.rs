@@ -7,8 +7,10 @@
 //! Pages are taken wherever free, not in one run: a tier never has to be compacted to find
 //! room, and the policy's byte count is exactly the pages used, so the engine decides as the
 //! simulator does on the same sizes. Objects spanning pages are kept clean (the builder refuses
-//! them in modes that keep data dirty), are read and written under the shard's lock, and are
-//! never published for reads without it.
+//! them in modes that keep data dirty). On memory tiers they are read and written under the
+//! shard's lock (a cache with them publishes nothing for hits without it); on flash, an
+//! object's pages are read with the shard unlocked, pinned meanwhile, and pages in adjacent
+//! slots are written as one device write, behind the caller where the pages can be pinned.
 
 use tiercache_core::{Key, TierId};
 
