@@ -125,7 +125,7 @@ fn object_size(key: u64) -> usize {
     h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     h ^= h >> 31;
-    if h % 100 == 0 {
+    if h.is_multiple_of(100) {
         return LARGEST;
     }
     let fraction = (h >> 11) as f64 / (1u64 << 53) as f64;
