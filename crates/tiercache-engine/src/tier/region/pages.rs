@@ -1,0 +1,238 @@
+//! A region's objects spanning pages (see `crate::shard` and its `spans`): their pages read
+//! and written in runs of adjacent slots, with the shard locked, or with it unlocked (a
+//! [`PinnedRead`] of every page, a [`Staged`] write of adjacent ones as one job).
+
+use super::{write_error, Format, IoBuf, PinnedRead, Region, Staged};
+use crate::aligned::AlignedBuf;
+use crate::device::read_exact_at;
+use crate::error::EngineError;
+use crate::tier::block::{BlockFault, Part, ReadFault, Stamp};
+
+impl Region {
+    /// Prepares the read of an object of `key` spanning the pages in `slots` of a flash tier,
+    /// to run with the shard unlocked (see [`begin_read`](Self::begin_read)); `None` on other
+    /// tiers, or if a page's record is not of `key`.
+    pub fn begin_read_pages(&mut self, slots: &[u32], key: u64) -> Option<PinnedRead> {
+        let Format::Aligned(direct) = &self.format else { return None };
+        let pages = slots
+            .iter()
+            .map(|&slot| Some((slot, self.at(slot), direct.expect(slot, key)?)))
+            .collect::<Option<Vec<_>>>()?;
+        let (device, at) = (self.device.clone(), pages[0].1);
+        let buf = self.spare_runs.pop().map_or(IoBuf::Plain(Vec::new()), IoBuf::Aligned);
+        let stride = self.slot_bytes;
+        Some(PinnedRead { device, at, key, expect: None, buf, pages, stride })
+    }
+
+    /// Prepares the write of `data`, an object of `key` spanning the adjacent pages from
+    /// `first` (one page a block of it), as one write to run with the shard unlocked (flash
+    /// tiers; `None` elsewhere). Its pages read as empty until [`end_write`](Self::end_write);
+    /// until then the object is read from the staged copy, whose bytes are the value.
+    pub fn begin_write_pages(
+        &mut self,
+        first: u32,
+        key: u64,
+        data: &[u8],
+        seq: u64,
+    ) -> Option<Staged> {
+        let block = self.slot_bytes;
+        if !matches!(self.format, Format::Aligned(_)) {
+            return None;
+        }
+        let count = data.len().div_ceil(block);
+        let mut buf = self.run_buf(count * block);
+        let bytes = &mut buf.as_mut_slice()[..count * block];
+        bytes[..data.len()].copy_from_slice(data);
+        bytes[data.len()..].fill(0);
+        let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
+        let pages = data
+            .chunks(block)
+            .enumerate()
+            .map(|(i, page)| {
+                let slot = first + i as u32;
+                direct.unreadable(slot);
+                (slot, page.len() as u32, crate::tier::block::crc32c(page))
+            })
+            .collect();
+        let stamp = Stamp { seq, dirty: false, part: Part::First { count: count as u32 } };
+        Some(Staged {
+            device: self.device.clone(),
+            at: self.at(first),
+            key,
+            buf: IoBuf::Aligned(buf),
+            written: count * block,
+            value_at: 0,
+            len: data.len() as u32,
+            crc: 0,
+            stamp,
+            pages,
+        })
+    }
+
+    /// Keeps a buffer of an object's pages for the next (a few at most).
+    pub(super) fn keep_run_buf(&mut self, buf: AlignedBuf) {
+        if self.spare_runs.len() < 4 {
+            self.spare_runs.push(buf);
+        }
+    }
+
+    /// A buffer of at least `bytes` for an object's pages: a kept one if one is large enough.
+    fn run_buf(&mut self, bytes: usize) -> AlignedBuf {
+        match self.spare_runs.iter().position(|b| b.as_slice().len() >= bytes) {
+            Some(i) => self.spare_runs.swap_remove(i),
+            None => AlignedBuf::new(bytes.next_multiple_of(crate::aligned::DIRECT_ALIGN)),
+        }
+    }
+
+    /// Writes `data`, an object of `key` spanning pages, into `slots` (a page each, in order),
+    /// page `i` stamped `stamps(i)`. On flash, pages in adjacent slots go to the device in one
+    /// write (a log-ordered tier hands an object adjacent slots: one write for it whole).
+    pub fn write_pages(
+        &mut self,
+        slots: &[u32],
+        key: u64,
+        data: &[u8],
+        stamps: impl Fn(usize) -> Stamp,
+    ) -> Result<(), EngineError> {
+        let block = self.value_bytes();
+        let pages: Vec<&[u8]> = data.chunks(block).collect();
+        assert_eq!(pages.len(), slots.len(), "a page for each slot");
+        if !matches!(self.format, Format::Aligned(_)) {
+            for (i, (&slot, page)) in slots.iter().zip(&pages).enumerate() {
+                self.write(slot, key, page, stamps(i))?;
+            }
+            return Ok(());
+        }
+        let mut done = 0;
+        for run in runs(slots) {
+            let at = self.at(slots[done]);
+            let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
+            let pages = &pages[done..done + run];
+            let written = direct
+                .write_run(&*self.device, (slots[done], at), key, pages, |i| stamps(done + i));
+            written.map_err(|source| write_error(&*self.device, source))?;
+            done += run;
+        }
+        Ok(())
+    }
+
+    /// Reads the pages of an object of `key` from `slots`, in order, checking each, into `out`
+    /// (a block for each slot at least); returns the object's length. On flash, pages in
+    /// adjacent slots come in one read. Every page but the last is a whole block.
+    pub fn read_pages(
+        &mut self,
+        slots: &[u32],
+        key: u64,
+        out: &mut [u8],
+    ) -> Result<usize, ReadFault> {
+        let block = self.value_bytes();
+        let whole = |len: usize, upto: usize| match len == upto * block || upto == slots.len() {
+            true => Ok(()),
+            false => Err(ReadFault::Corrupt(BlockFault::Length)),
+        };
+        let mut len = 0;
+        if !matches!(self.format, Format::Aligned(_)) {
+            for (i, &slot) in slots.iter().enumerate() {
+                whole(len, i)?;
+                let got = self.read(slot, key, &mut out[len..len + block])?;
+                if got > block {
+                    return Err(ReadFault::Corrupt(BlockFault::Length));
+                }
+                len += got;
+            }
+            return Ok(len);
+        }
+        let mut done = 0;
+        for run in runs(slots) {
+            whole(len, done)?;
+            let at = self.at(slots[done]);
+            let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
+            len += direct.read_run(&*self.device, (slots[done], at), key, run, &mut out[len..])?;
+            done += run;
+        }
+        whole(len, done).map(|()| len)
+    }
+}
+
+impl PinnedRead {
+    /// The length of the value an object spanning pages has (`None` for a block: at most a
+    /// block).
+    pub fn object_len(&self) -> Option<usize> {
+        (!self.pages.is_empty()).then(|| self.pages.iter().map(|p| p.2 .0 as usize).sum())
+    }
+
+    /// The slots the read pins: an object's pages (`None` for a block, whose slot its caller
+    /// knows).
+    pub fn pinned_pages(&self) -> Option<impl Iterator<Item = u32> + '_> {
+        (!self.pages.is_empty()).then(|| self.pages.iter().map(|p| p.0))
+    }
+
+    /// Reads an object's pages as [`run`](Self::run) does, into a vector of the value's
+    /// length.
+    pub fn run_to_vec(&mut self) -> Result<Vec<u8>, ReadFault> {
+        let mut value = Vec::with_capacity(self.object_len().unwrap_or(0));
+        self.each_page(|page| value.extend_from_slice(page))?;
+        Ok(value)
+    }
+
+    /// Reads an object's pages, adjacent ones in one device read, checking each against its
+    /// record; copies the value into `out` as far as it goes and returns the value's length.
+    pub(super) fn run_pages(&mut self, out: &mut [u8]) -> Result<usize, ReadFault> {
+        let mut len = 0;
+        self.each_page(|value| {
+            if len < out.len() {
+                let n = value.len().min(out.len() - len);
+                out[len..len + n].copy_from_slice(&value[..n]);
+            }
+            len += value.len();
+        })?;
+        Ok(len)
+    }
+
+    /// Reads an object's pages, adjacent ones in one device read, and hands each page's value
+    /// to `page` in order once it checks out against its record.
+    fn each_page(&mut self, mut page: impl FnMut(&[u8])) -> Result<(), ReadFault> {
+        let block = self.stride;
+        let mut at = 0;
+        while at < self.pages.len() {
+            let run = self.pages[at..]
+                .iter()
+                .zip((0..).map(|i| self.pages[at].1 + i * block as u64))
+                .take(256)
+                .take_while(|(page, next)| page.1 == *next)
+                .count();
+            let bytes = run * block;
+            if !matches!(&self.buf, IoBuf::Aligned(b) if b.as_slice().len() >= bytes) {
+                self.buf = IoBuf::Aligned(AlignedBuf::new(bytes));
+            }
+            let buf = &mut self.buf.bytes()[..bytes];
+            read_exact_at(&*self.device, buf, self.pages[at].1).map_err(ReadFault::Io)?;
+            for (i, &(_, _, (page_len, crc))) in self.pages[at..at + run].iter().enumerate() {
+                let value = &buf[i * block..i * block + page_len as usize];
+                if crate::tier::block::crc32c(value) != crc {
+                    return Err(ReadFault::Corrupt(BlockFault::Checksum));
+                }
+                page(value);
+            }
+            at += run;
+        }
+        Ok(())
+    }
+}
+
+/// The lengths of the runs of adjacent slots in `slots`, in order, each at most 256 (a
+/// megabyte of 4 KiB blocks to a device request).
+fn runs(slots: &[u32]) -> impl Iterator<Item = usize> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let first = *slots.get(at)?;
+        let run = slots[at..]
+            .iter()
+            .zip(first..)
+            .take(256)
+            .take_while(|(slot, next)| **slot == *next)
+            .count();
+        at += run;
+        Some(run)
+    })
+}
