@@ -19,6 +19,9 @@
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod typed;
+pub use typed::{KeyBytes, TypedCache};
+
 use tiercache_core::Key;
 
 use crate::cache::Cache;

@@ -86,7 +86,7 @@ pub use {
     config::{CacheConfig, EngineOptions, MediumKind, MediumSpec},
     error::EngineError,
     file::{CachedFile, Extent},
-    keyed::{KeyHash, KeyedCache},
+    keyed::{KeyBytes, KeyHash, KeyedCache, TypedCache},
     latency::{LatencySnapshot, Percentiles},
     nonblocking::{AsyncCache, Pending},
     recovery::Recovery,

@@ -494,3 +494,55 @@ fn objects_killed_at_any_write_read_back_whole_or_miss() {
         assert!(back > runs * 3, "{tier:?}: {back} objects came back in {runs} runs");
     }
 }
+
+/// Keys of a Rust type (`TypedCache`): a file number and an offset, as an LSM's block cache
+/// keys its blocks, and strings; a program's own key type by its bytes (two tenants' objects of
+/// one name apart).
+#[test]
+fn typed_keys_read_back_their_own_values() {
+    use std::borrow::Cow;
+    use tiercache_engine::{KeyBytes, TypedCache};
+    let blocks: TypedCache<(u64, u64)> =
+        TypedCache::new(objects(TierKind::Dram, 2, 1024, 1)).unwrap();
+    for file in 1..4u64 {
+        for offset in (0..5u64).map(|b| b * 4096) {
+            let block = value(file << 32 | offset, 1, 3000 + offset as usize);
+            assert!(blocks.insert(&(file, offset), &block).unwrap());
+        }
+    }
+    for file in 1..4u64 {
+        for offset in (0..5u64).map(|b| b * 4096) {
+            let got = blocks.get(&(file, offset)).unwrap();
+            assert_eq!(version_of(file << 32 | offset, &got), 1);
+        }
+    }
+    assert_eq!(blocks.get(&(9, 0)), None);
+    blocks.remove(&(1, 0));
+    assert!(!blocks.contains(&(1, 0)) && blocks.contains(&(1, 4096)));
+    let index = blocks.fetch(&(3, u64::MAX), || Ok(vec![5; 70_000])).unwrap();
+    assert_eq!(index.len(), 70_000);
+    assert_eq!(blocks.get(&(3, u64::MAX)), Some(vec![5; 70_000]));
+
+    let paths: TypedCache<str> = TypedCache::new(objects(TierKind::Dram, 2, 1024, 1)).unwrap();
+    paths.insert("table/part-0001.parquet", b"footer").unwrap();
+    assert_eq!(paths.get("table/part-0001.parquet").as_deref(), Some(&b"footer"[..]));
+    assert_eq!(paths.get("table/part-0002.parquet"), None);
+
+    /// A program's own key: a tenant and a name.
+    struct Named {
+        tenant: u32,
+        name: &'static str,
+    }
+    impl KeyBytes for Named {
+        fn key_bytes(&self) -> Cow<'_, [u8]> {
+            let mut bytes = self.tenant.to_le_bytes().to_vec();
+            bytes.extend_from_slice(self.name.as_bytes());
+            Cow::Owned(bytes)
+        }
+    }
+    let named: TypedCache<Named> = TypedCache::new(objects(TierKind::Dram, 2, 1024, 1)).unwrap();
+    named.insert(&Named { tenant: 1, name: "a" }, b"one's").unwrap();
+    named.insert(&Named { tenant: 2, name: "a" }, b"two's").unwrap();
+    assert_eq!(named.get(&Named { tenant: 1, name: "a" }).as_deref(), Some(&b"one's"[..]));
+    assert_eq!(named.get(&Named { tenant: 2, name: "a" }).as_deref(), Some(&b"two's"[..]));
+}
