@@ -684,9 +684,8 @@ impl CacheCore {
             }
             step
         };
-        let step = step.expect("a lookup's decision does no tier I/O");
-        if let Read::Tier(mut read) = step {
-            if read.object_len().is_some() {
+        let step = match step.expect("a lookup's decision does no tier I/O") {
+            Read::Tier(mut read) if read.object_len().is_some() => {
                 // An object's pages, read into a vector of its length.
                 let mut value = None;
                 let len = read.run_to_vec().map(|v| value.insert(v).len());
@@ -695,14 +694,8 @@ impl CacheCore {
                     _ => None,
                 };
             }
-            return match self.read_tier(key, Read::Tier(read), &mut buf, started) {
-                Read::Done(Some(len)) => {
-                    buf.truncate(len);
-                    Some(buf)
-                }
-                _ => None,
-            };
-        }
+            step => step,
+        };
         match self.read_tier(key, step, &mut buf, started) {
             Read::Done(Some(len)) => {
                 buf.truncate(len);

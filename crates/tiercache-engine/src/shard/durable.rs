@@ -235,16 +235,22 @@ impl Shard {
     }
 
     /// Copies `key`'s block at `place` into `out`: from its staged copy while its write is
-    /// behind, else read and checked from its tier. Returns the value's length.
+    /// behind, else read and checked from its tier (a value spanning pages, every page, into
+    /// an `out` of its pages' size). Returns the value's length.
     pub(super) fn read_block(
         &mut self,
         key: Key,
         place: Place,
         out: &mut [u8],
     ) -> Result<usize, ReadFault> {
-        match self.staging.get(key).filter(|_| place.staged) {
-            Some(staged) => Ok(crate::tier::block::copy_value(staged.value(), out)),
-            None => self.tiers[place.tier as usize].region.read(place.slot, key, out),
+        if let Some(staged) = self.staging.get(key).filter(|_| place.staged) {
+            return Ok(crate::tier::block::copy_value(staged.value(), out));
+        }
+        let slots = self.spans_pages(key).then(|| self.span_slots(key, place.slot));
+        let region = &mut self.tiers[place.tier as usize].region;
+        match slots {
+            Some(slots) => region.read_pages(&slots, key, out),
+            None => region.read(place.slot, key, out),
         }
     }
 

@@ -100,9 +100,7 @@ impl Shard {
         let io = self.tiers[tier].region.is_io() && self.tiers[tier].can_pin(place.slot);
         let unlocked = !place.filling && !place.staged && self.tiers[tier].region.is_io();
         if self.spans_pages(key) && unlocked {
-            let pages = self.pages_after(key).expect("spans pages");
-            let slots: Vec<u32> =
-                std::iter::once(place.slot).chain(pages.iter().copied()).collect();
+            let slots = self.span_slots(key, place.slot);
             if let Some(read) = self.tiers[tier].begin_read_pages(&slots, key) {
                 self.stats.unlocked_reads += 1;
                 return Served::Later(read, place);

@@ -1,4 +1,4 @@
-//! Values larger than a block (objects, `crate::keyed`): one entry of the policy, sized as the
+//! Values larger than a block (objects, `KeyedCache`'s): one entry of the policy, sized as the
 //! pages it takes, stored on as many pages of its tier as it needs. Its first page is its place
 //! (the place map's slot), the others are kept here, in order. Every page is written with a
 //! header of its own carrying the key, one sequence number for the whole object and which page
@@ -52,6 +52,28 @@ impl Shard {
         self.spans.get(&key).map(|pages| &pages[..])
     }
 
+    /// Every page of `key`'s value spanning pages, its first (`first`, its place's slot) first.
+    pub(super) fn span_slots(&self, key: Key, first: u32) -> Vec<u32> {
+        let pages = self.pages_after(key).expect("a value spanning pages has its pages");
+        std::iter::once(first).chain(pages.iter().copied()).collect()
+    }
+
+    /// Takes the first page and the pages after it of a value of `size` bytes on `tier`, for
+    /// `key`; the first is returned, the others recorded.
+    fn take_span(&mut self, tier: TierId, key: Key, size: u32) -> u32 {
+        let first = self.allocate(tier, 0, key);
+        self.take_pages(tier, key, first, size);
+        first
+    }
+
+    /// Frees the pages `first` and `after` of `key`'s old copy on tier `t`.
+    fn free_span(&mut self, t: usize, key: Key, first: u32, after: &[u32]) {
+        self.free_slot(t, first, key);
+        for &page in after {
+            self.free_slot(t, page, key);
+        }
+    }
+
     /// Takes the pages after `first` that a value of `size` bytes (a multiple of the block)
     /// needs on `tier`, for `key`, and records them.
     pub(super) fn take_pages(&mut self, tier: TierId, key: Key, first: u32, size: u32) {
@@ -84,13 +106,12 @@ impl Shard {
         key: Key,
         data: &[u8],
     ) -> Result<Place, EngineError> {
-        let pages = self.spans.get(&key).expect("a value spanning pages has its pages").clone();
-        let count = pages.len() as u32 + 1;
+        let slots = self.span_slots(key, place.slot);
+        let count = slots.len() as u32;
         let block = self.block_size as usize;
         assert_eq!(data.len().div_ceil(block), count as usize, "key {key}: pages for its value");
         self.seq += 1;
         let seq = self.seq;
-        let slots: Vec<u32> = std::iter::once(place.slot).chain(pages.iter().copied()).collect();
         // Pages in a run of adjacent slots (a log-ordered flash tier hands them out so) are
         // written behind as one job, read from the staged copy until it lands.
         let adjacent = slots.iter().zip(place.slot..).all(|(slot, next)| *slot == next);
@@ -114,22 +135,6 @@ impl Shard {
         Ok(Place { staged: false, ..place })
     }
 
-    /// Reads `key`'s value spanning pages, its first at `place`, into `out` (at least its
-    /// pages' size), checking each page; returns the value's length.
-    pub(super) fn read_span(
-        &mut self,
-        key: Key,
-        place: Place,
-        out: &mut [u8],
-    ) -> Result<usize, ReadFault> {
-        if let Some(staged) = self.staging.get(key).filter(|_| place.staged) {
-            return Ok(crate::tier::block::copy_value(staged.value(), out));
-        }
-        let pages = self.spans.get(&key).expect("a value spanning pages has its pages");
-        let slots: Vec<u32> = std::iter::once(place.slot).chain(pages.iter().copied()).collect();
-        self.tiers[place.tier as usize].region.read_pages(&slots, key, out)
-    }
-
     /// Copies `key`'s value spanning pages out under the lock into `buf`, or, if it is
     /// shorter than the value, into the spill (`take_spill`) and as much as fits into `buf`;
     /// returns the value's length.
@@ -141,14 +146,14 @@ impl Shard {
     ) -> Result<usize, ReadFault> {
         let size = self.stored_size(key).expect("resident") as usize;
         if buf.len() >= size {
-            return self.read_span(key, place, buf);
+            return self.read_block(key, place, buf);
         }
         // Grown, never shrunk nor zeroed again: the read overwrites what it returns.
         let mut spill = std::mem::take(&mut self.spill);
         if spill.len() < size {
             spill.resize(size, 0);
         }
-        let read = self.read_span(key, place, &mut spill[..size]);
+        let read = self.read_block(key, place, &mut spill[..size]);
         if let Ok(len) = read {
             self.spilled = len;
             let n = len.min(buf.len());
@@ -172,13 +177,11 @@ impl Shard {
         if scratch.len() < size as usize {
             scratch.resize(size as usize, 0);
         }
-        let read = self.read_span(key, old, &mut scratch[..size as usize]);
+        let read = self.read_block(key, old, &mut scratch[..size as usize]);
         // The object leaves its pages: a write of them still behind is not its copy any more.
         self.staging.remove(key);
         let old_pages = self.spans.remove(&key).expect("spans pages");
-        let first = self.allocate(to, 0, key);
-        self.take_pages(to, key, first, size);
-        let mut new = Place::new(to.0, first);
+        let mut new = Place::new(to.0, self.take_span(to, key, size));
         let good = match read {
             Ok(len) => match self.write_span(new, key, &scratch[..len]) {
                 Ok(written) => {
@@ -197,10 +200,7 @@ impl Shard {
             }
         };
         self.scratch = scratch;
-        self.free_slot(from.index(), old.slot, key);
-        for page in old_pages.iter() {
-            self.free_slot(from.index(), *page, key);
-        }
+        self.free_span(from.index(), key, old.slot, &old_pages);
         self.set_place(key, new);
         good
     }
@@ -220,8 +220,7 @@ impl Shard {
     pub(super) fn overwrite_span(&mut self, key: Key, data: &[u8]) -> bool {
         let place = self.place(key).expect("an overwrite of a resident key");
         let store = &self.tiers[place.tier as usize];
-        let pages = self.pages_after(key).expect("spans pages");
-        let held = std::iter::once(&place.slot).chain(pages).any(|&s| store.pins.held(s));
+        let held = self.span_slots(key, place.slot).into_iter().any(|s| store.pins.held(s));
         if held {
             return self.overwrite_span_elsewhere(key, data);
         }
@@ -239,14 +238,9 @@ impl Shard {
             self.staging.remove(key);
         }
         let old_pages = self.spans.remove(&key).expect("spans pages");
-        let tier = TierId(old.tier);
-        let first = self.allocate(tier, 0, key);
-        self.take_pages(tier, key, first, self.size_of_value(data.len() as u32));
+        let first = self.take_span(TierId(old.tier), key, self.size_of_value(data.len() as u32));
         let written = self.store_or_fail(Place::new(old.tier, first), key, data);
-        self.free_slot(tier.index(), old.slot, key);
-        for page in old_pages.iter() {
-            self.free_slot(tier.index(), *page, key);
-        }
+        self.free_span(old.tier as usize, key, old.slot, &old_pages);
         self.stats.updates += written as u64;
         written
     }

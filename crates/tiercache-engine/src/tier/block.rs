@@ -12,7 +12,7 @@
 //! 24  u64 sequence number
 //! ```
 //!
-//! A value larger than a block (an object, `crate::keyed`) spans pages, each a block with its
+//! A value larger than a block (an object, `KeyedCache`'s) spans pages, each a block with its
 //! own header, all with its key and one sequence number; the first says how many there are.
 //! Recovery keeps an object only if every page of that number checks out: a crash in the middle
 //! of writing one leaves pages of two numbers, or too few, and the object is dropped whole.

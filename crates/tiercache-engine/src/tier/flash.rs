@@ -113,8 +113,6 @@ pub struct DirectSlots {
     readable: SlotBits,
     /// Bytes of a block.
     block: usize,
-    /// The buffer of the last run of an object's pages read or written (`write_run`).
-    spare_run: Option<AlignedBuf>,
 }
 
 /// What DRAM keeps of a shard's flash records.
@@ -210,7 +208,6 @@ impl DirectSlots {
             records,
             readable: SlotBits::new(slots as usize),
             block,
-            spare_run: None,
         }
     }
 
@@ -348,82 +345,26 @@ impl DirectSlots {
         Ok(())
     }
 
-    /// Writes the pages `pages` of an object of `key` into the adjacent slots from `first`, at
-    /// `at` on `device`, in one device write (through `buf`, grown as needed), page `i`
-    /// stamped `stamps(i)`; their records follow at the next flush.
-    pub fn write_run(
+    /// Fills `buf` with `pages`, the pages of an object bound for the adjacent slots from
+    /// `first`, each padded to the block, marking those slots unreadable until each has
+    /// [`landed`](Self::landed); returns each page's slot, length and CRC32C.
+    pub fn stage_pages(
         &mut self,
-        device: &dyn Device,
-        (first, at): (u32, u64),
-        key: u64,
+        first: u32,
         pages: &[&[u8]],
-        stamps: impl Fn(usize) -> Stamp,
-    ) -> std::io::Result<()> {
+        buf: &mut [u8],
+    ) -> Vec<(u32, u32, u32)> {
         let block = self.block;
-        let mut buf = self.run_buf(pages.len() * block);
-        let bytes = &mut buf.as_mut_slice()[..pages.len() * block];
-        let mut records = Vec::with_capacity(pages.len());
-        for (i, page) in pages.iter().enumerate() {
-            let into = &mut bytes[i * block..(i + 1) * block];
-            into[..page.len()].copy_from_slice(page);
-            into[page.len()..].fill(0);
-            let crc = crate::tier::block::crc32c(page);
-            records.push(Record { key, len: page.len() as u32, crc, stamp: stamps(i) });
-            self.set_readable(first + i as u32, false);
-        }
-        let written = device.write_at(bytes, at);
-        self.spare_run = Some(buf);
-        written?;
-        for (i, record) in records.into_iter().enumerate() {
-            self.set_record(first + i as u32, Some(record));
-            self.set_readable(first + i as u32, true);
-        }
-        Ok(())
-    }
-
-    /// Reads `count` adjacent slots from `first`, at `at` on `device`, pages of an object of
-    /// `key`, in one device read, checking each against its record; copies their values one
-    /// after another into `out` (at least `count` blocks long) and returns their length.
-    pub fn read_run(
-        &mut self,
-        device: &dyn Device,
-        (first, at): (u32, u64),
-        key: u64,
-        count: usize,
-        out: &mut [u8],
-    ) -> Result<usize, ReadFault> {
-        let block = self.block;
-        let mut expected = Vec::with_capacity(count);
-        for i in 0..count as u32 {
-            let expect = self.expect(first + i, key);
-            expected.push(expect.ok_or(ReadFault::Corrupt(BlockFault::Key))?);
-        }
-        let mut buf = self.run_buf(count * block);
-        let bytes = &mut buf.as_mut_slice()[..count * block];
-        let read = read_exact_at(device, bytes, at).map_err(ReadFault::Io);
-        let mut len = 0;
-        let checked = read.and_then(|()| {
-            for (i, (page_len, crc)) in expected.into_iter().enumerate() {
-                let value = &bytes[i * block..i * block + page_len as usize];
-                if crate::tier::block::crc32c(value) != crc {
-                    return Err(ReadFault::Corrupt(BlockFault::Checksum));
-                }
-                out[len..len + value.len()].copy_from_slice(value);
-                len += value.len();
-            }
-            Ok(len)
-        });
-        self.spare_run = Some(buf);
-        checked
-    }
-
-    /// A buffer of at least `bytes` for a run's I/O: the one kept from the last run if large
-    /// enough.
-    fn run_buf(&mut self, bytes: usize) -> AlignedBuf {
-        match self.spare_run.take() {
-            Some(buf) if buf.as_slice().len() >= bytes => buf,
-            _ => AlignedBuf::new(bytes.next_multiple_of(DIRECT_ALIGN)),
-        }
+        (pages.iter().enumerate())
+            .map(|(i, page)| {
+                let into = &mut buf[i * block..(i + 1) * block];
+                into[..page.len()].copy_from_slice(page);
+                into[page.len()..].fill(0);
+                let slot = first + i as u32;
+                self.set_readable(slot, false);
+                (slot, page.len() as u32, crate::tier::block::crc32c(page))
+            })
+            .collect()
     }
 
     /// Fills `buf` with `value` for a write done elsewhere (with the shard unlocked), marking
@@ -431,11 +372,6 @@ impl DirectSlots {
     pub fn stage(&mut self, slot: u32, value: &[u8], buf: &mut AlignedBuf) -> u32 {
         self.set_readable(slot, false);
         fill(buf, value)
-    }
-
-    /// Marks `slot` unreadable while a staged write of it runs (see `landed`).
-    pub fn unreadable(&mut self, slot: u32) {
-        self.set_readable(slot, false);
     }
 
     /// Records that a staged write of `key` to `slot` ended: if it succeeded, the block reads

@@ -339,16 +339,33 @@ impl TierStore {
     /// (nothing pinned) where there is no room to pin them all, or a page's record is not of
     /// `key`: the caller reads under the lock.
     pub(crate) fn begin_read_pages(&mut self, slots: &[u32], key: Key) -> Option<PinnedRead> {
-        let read = self.region.begin_read_pages(slots, key)?;
+        if !self.pin_all(slots) {
+            return None;
+        }
+        let read = self.region.begin_read_pages(slots, key);
+        if read.is_none() {
+            self.unpin_all(slots);
+        }
+        read
+    }
+
+    /// Pins every slot of `slots` (none pinned yet, under the lock), or none where there is no
+    /// room for them all (false).
+    fn pin_all(&self, slots: &[u32]) -> bool {
         for (i, &slot) in slots.iter().enumerate() {
             if !self.pins.pin(slot) {
-                for &pinned in &slots[..i] {
-                    self.pins.unpin(pinned);
-                }
-                return None;
+                self.unpin_all(&slots[..i]);
+                return false;
             }
         }
-        Some(read)
+        true
+    }
+
+    /// Lets go of pins `pin_all` took, none of them on a slot freed meanwhile.
+    fn unpin_all(&self, slots: &[u32]) {
+        for &slot in slots {
+            self.pins.unpin(slot);
+        }
     }
 
     /// Prepares the write of `value` for `key` into `slot` of a file or flash tier to run
@@ -401,19 +418,13 @@ impl TierStore {
         seq: u64,
     ) -> Option<Staged> {
         let count = data.len().div_ceil(self.region.slot_bytes()) as u32;
-        for i in 0..count {
-            if !self.pins.pin(first + i) {
-                for pinned in first..first + i {
-                    self.pins.unpin(pinned);
-                }
-                return None;
-            }
+        let slots: Vec<u32> = (first..first + count).collect();
+        if !self.pin_all(&slots) {
+            return None;
         }
         let staged = self.region.begin_write_pages(first, key, data, seq);
         if staged.is_none() {
-            for pinned in first..first + count {
-                self.pins.unpin(pinned);
-            }
+            self.unpin_all(&slots);
         }
         staged
     }

@@ -1,4 +1,4 @@
-//! A region's objects spanning pages (see `crate::shard` and its `spans`): their pages read
+//! A region's objects spanning pages (the shard's `spans`): their pages read
 //! and written in runs of adjacent slots, with the shard locked, or with it unlocked (a
 //! [`PinnedRead`] of every page, a [`Staged`] write of adjacent ones as one job).
 
@@ -41,19 +41,9 @@ impl Region {
         }
         let count = data.len().div_ceil(block);
         let mut buf = self.run_buf(count * block);
-        let bytes = &mut buf.as_mut_slice()[..count * block];
-        bytes[..data.len()].copy_from_slice(data);
-        bytes[data.len()..].fill(0);
         let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
-        let pages = data
-            .chunks(block)
-            .enumerate()
-            .map(|(i, page)| {
-                let slot = first + i as u32;
-                direct.unreadable(slot);
-                (slot, page.len() as u32, crate::tier::block::crc32c(page))
-            })
-            .collect();
+        let chunks: Vec<&[u8]> = data.chunks(block).collect();
+        let pages = direct.stage_pages(first, &chunks, buf.as_mut_slice());
         let stamp = Stamp { seq, dirty: false, part: Part::First { count: count as u32 } };
         Some(Staged {
             device: self.device.clone(),
@@ -104,12 +94,18 @@ impl Region {
             return Ok(());
         }
         let mut done = 0;
-        for run in runs(slots) {
-            let at = self.at(slots[done]);
+        for run in runs(slots, |&slot| slot) {
+            let (at, bytes) = (self.at(slots[done]), run * block);
+            let mut buf = self.run_buf(bytes);
             let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
-            let pages = &pages[done..done + run];
-            let written = direct
-                .write_run(&*self.device, (slots[done], at), key, pages, |i| stamps(done + i));
+            let staged =
+                direct.stage_pages(slots[done], &pages[done..done + run], buf.as_mut_slice());
+            let written = self.device.write_at(&buf.as_slice()[..bytes], at);
+            let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
+            for (i, (slot, len, crc)) in staged.into_iter().enumerate() {
+                direct.landed(slot, (key, len, crc), stamps(done + i), written.is_ok());
+            }
+            self.keep_run_buf(buf);
             written.map_err(|source| write_error(&*self.device, source))?;
             done += run;
         }
@@ -125,32 +121,28 @@ impl Region {
         key: u64,
         out: &mut [u8],
     ) -> Result<usize, ReadFault> {
-        let block = self.value_bytes();
-        let whole = |len: usize, upto: usize| match len == upto * block || upto == slots.len() {
-            true => Ok(()),
-            false => Err(ReadFault::Corrupt(BlockFault::Length)),
-        };
-        let mut len = 0;
-        if !matches!(self.format, Format::Aligned(_)) {
-            for (i, &slot) in slots.iter().enumerate() {
-                whole(len, i)?;
-                let got = self.read(slot, key, &mut out[len..len + block])?;
-                if got > block {
-                    return Err(ReadFault::Corrupt(BlockFault::Length));
-                }
-                len += got;
+        if matches!(self.format, Format::Aligned(_)) {
+            // As a read with the shard unlocked runs, here with it locked.
+            let mut read = self.begin_read_pages(slots, key);
+            let read_pages = read.as_mut().map(|r| r.run_pages(out));
+            if let Some(read) = read {
+                self.end_read(read);
             }
-            return Ok(len);
+            return read_pages.unwrap_or(Err(ReadFault::Corrupt(BlockFault::Key)));
         }
-        let mut done = 0;
-        for run in runs(slots) {
-            whole(len, done)?;
-            let at = self.at(slots[done]);
-            let Format::Aligned(direct) = &mut self.format else { unreachable!("flash") };
-            len += direct.read_run(&*self.device, (slots[done], at), key, run, &mut out[len..])?;
-            done += run;
+        let block = self.value_bytes();
+        let mut len = 0;
+        for (i, &slot) in slots.iter().enumerate() {
+            if len != i * block {
+                return Err(ReadFault::Corrupt(BlockFault::Length));
+            }
+            let got = self.read(slot, key, &mut out[len..len + block])?;
+            if got > block {
+                return Err(ReadFault::Corrupt(BlockFault::Length));
+            }
+            len += got;
         }
-        whole(len, done).map(|()| len)
+        Ok(len)
     }
 }
 
@@ -190,17 +182,13 @@ impl PinnedRead {
     }
 
     /// Reads an object's pages, adjacent ones in one device read, and hands each page's value
-    /// to `page` in order once it checks out against its record.
+    /// to `page` in order once it checks out against its record (every page but the last a
+    /// whole block).
     fn each_page(&mut self, mut page: impl FnMut(&[u8])) -> Result<(), ReadFault> {
         let block = self.stride;
+        let last = self.pages.len() - 1;
         let mut at = 0;
-        while at < self.pages.len() {
-            let run = self.pages[at..]
-                .iter()
-                .zip((0..).map(|i| self.pages[at].1 + i * block as u64))
-                .take(256)
-                .take_while(|(page, next)| page.1 == *next)
-                .count();
+        for run in runs(&self.pages, |p| p.0) {
             let bytes = run * block;
             if !matches!(&self.buf, IoBuf::Aligned(b) if b.as_slice().len() >= bytes) {
                 self.buf = IoBuf::Aligned(AlignedBuf::new(bytes));
@@ -208,6 +196,9 @@ impl PinnedRead {
             let buf = &mut self.buf.bytes()[..bytes];
             read_exact_at(&*self.device, buf, self.pages[at].1).map_err(ReadFault::Io)?;
             for (i, &(_, _, (page_len, crc))) in self.pages[at..at + run].iter().enumerate() {
+                if page_len as usize != block && at + i != last {
+                    return Err(ReadFault::Corrupt(BlockFault::Length));
+                }
                 let value = &buf[i * block..i * block + page_len as usize];
                 if crate::tier::block::crc32c(value) != crc {
                     return Err(ReadFault::Corrupt(BlockFault::Checksum));
@@ -220,19 +211,21 @@ impl PinnedRead {
     }
 }
 
-/// The lengths of the runs of adjacent slots in `slots`, in order, each at most 256 (a
-/// megabyte of 4 KiB blocks to a device request).
-fn runs(slots: &[u32]) -> impl Iterator<Item = usize> + '_ {
+/// The lengths of the runs of adjacent slots (`slot` of each item) in `items`, in order, each
+/// at most 256 (a megabyte of 4 KiB blocks to a device request). A region's adjacent slots lie
+/// end to end on its device.
+fn runs<T>(items: &[T], slot: impl Fn(&T) -> u32) -> Vec<usize> {
+    let mut runs = Vec::new();
     let mut at = 0;
-    std::iter::from_fn(move || {
-        let first = *slots.get(at)?;
-        let run = slots[at..]
+    while let Some(first) = items.get(at).map(&slot) {
+        let run = items[at..]
             .iter()
             .zip(first..)
             .take(256)
-            .take_while(|(slot, next)| **slot == *next)
+            .take_while(|(item, next)| slot(item) == *next)
             .count();
+        runs.push(run);
         at += run;
-        Some(run)
-    })
+    }
+    runs
 }
