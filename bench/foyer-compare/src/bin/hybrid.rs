@@ -22,7 +22,7 @@
 //! backing file, 60,000 keys (Zipf 0.9, scrambled), each with a value of its own size, from
 //! 64 B to 64 KiB (log-uniform) and 1 MiB for one key in a hundred; 90% reads, a miss loading
 //! the value (generated) and inserting it, 10% writes inserting a new value. Both caches get
-//! 32 MiB of memory and a 128 MiB disk tier with direct I/O, 16 shards; tiercache's DRAM and
+//! 32 MiB of memory and a 128 MiB disk tier with direct I/O, 16 shards (`--shards`); tiercache's DRAM and
 //! disk tier (`log`) take objects up to 1 MiB and more (`max_value`), a value larger than a
 //! block spanning pages. `--workload blocks,objects` runs both.
 //!
@@ -67,7 +67,8 @@ const SECONDS: f64 = 10.0;
 /// The objects workload's keys, and its largest value.
 const OBJECTS: u64 = 60_000;
 const LARGEST: usize = 1 << 20;
-/// Shards of both caches in the objects workload.
+/// Shards of both caches in the blocks and the objects workload, unless `--shards` says.
+const BLOCK_SHARDS: usize = 32;
 const OBJECT_SHARDS: usize = 16;
 
 /// DRAM + disk tier over a backing file, tiercache next to foyer's hybrid cache.
@@ -101,6 +102,9 @@ struct Args {
     /// run on stderr: for profiling.
     #[arg(long)]
     tiercache_only: bool,
+    /// Shards of both caches (a power of two); by default 32 for blocks, 16 for objects.
+    #[arg(long)]
+    shards: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
@@ -250,7 +254,7 @@ fn tiercache(
     backing: &Path,
     threads: usize,
     phases: Phases,
-    (direct, policy, workload): (bool, &PolicyConfig, Workload),
+    (direct, policy, workload, shards): (bool, &PolicyConfig, Workload, usize),
     profiling: bool,
 ) -> (Measured, u64, f64, f64) {
     let tier = match direct {
@@ -265,9 +269,10 @@ fn tiercache(
         .capacity_bytes(MEMORY as u64)
         .lower_tier(tier, DISK as u64, policy.clone())
         .block_size(BLOCK);
+    let builder = builder.shards(shards);
     let builder = match workload {
-        Workload::Blocks => builder.shards(32),
-        Workload::Objects => builder.shards(OBJECT_SHARDS).max_value(LARGEST),
+        Workload::Blocks => builder,
+        Workload::Objects => builder.max_value(LARGEST),
     };
     let cache = builder.build().expect("a valid cache");
     for warning in cache.warnings() {
@@ -417,7 +422,7 @@ fn foyer(
     backing: &Path,
     threads: usize,
     phases: Phases,
-    workload: Workload,
+    (workload, shards): (Workload, usize),
 ) -> (Measured, u64, f64) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -436,10 +441,7 @@ fn foyer(
         HybridCacheBuilder::new()
             .with_metrics_registry(Box::new(counters.clone()))
             .memory(MEMORY)
-            .with_shards(match workload {
-                Workload::Blocks => 32,
-                Workload::Objects => OBJECT_SHARDS,
-            })
+            .with_shards(shards)
             .with_weighter(|_: &u64, v: &Vec<u8>| v.len())
             .storage()
             .with_io_engine_config(PsyncIoEngineConfig::new())
@@ -550,6 +552,10 @@ fn main() {
     let variants: Vec<(bool, &(String, PolicyConfig))> =
         tiers.iter().flat_map(|d| policies.iter().map(move |p| (*d, p))).collect();
     for &workload in &args.workload {
+        let shards = args.shards.unwrap_or(match workload {
+            Workload::Blocks => BLOCK_SHARDS,
+            Workload::Objects => OBJECT_SHARDS,
+        });
         for &threads in &args.common.threads {
             // Rounds alternate foyer and tiercache's variants; each figure is the median of
             // its rounds.
@@ -558,10 +564,10 @@ fn main() {
             for _ in 0..args.rounds.max(1) {
                 theirs.push(match args.tiercache_only {
                     true => (Measured::default(), 0, 0.0),
-                    false => foyer(&dir, &backing, threads, phases, workload),
+                    false => foyer(&dir, &backing, threads, phases, (workload, shards)),
                 });
                 for (i, &(direct, (_, policy))) in variants.iter().enumerate() {
-                    let setup = (direct, policy, workload);
+                    let setup = (direct, policy, workload, shards);
                     let profiling = args.tiercache_only;
                     ours[i].push(tiercache(&dir, &backing, threads, phases, setup, profiling));
                 }
