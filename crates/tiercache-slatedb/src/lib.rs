@@ -1,0 +1,198 @@
+//! SlateDB's cache on tiercache: [`TiercacheDbCache`] implements SlateDB's `DbCache`, so an LSM
+//! over object storage keeps its data, index, filter and stats blocks in DRAM, a mapped slow
+//! memory and flash, under tiercache's policies, as Kassa et al. keep RocksDB's block cache on
+//! DRAM and SCM (`../shared/papers`, "Improving Performance of Flash Based Key-Value Stores
+//! Using Storage Class Memory as a Volatile Memory Extension", USENIX ATC '21).
+//!
+//! SlateDB names an entry by its cache scope, its SST's id and the block's number, and hands
+//! over decoded blocks; both are serde types, stored here in their bincode form (as foyer's
+//! disk cache stores them): the key is the scope's bytes ([`TiercacheDbCache::with_scope`])
+//! and the encoded key, the value the encoded entry. Blocks of any size are one object of the
+//! cache each, a large index spanning pages of its tier (`CacheBuilder::max_value`).
+//!
+//! - Misses of one key at once load it once: the `fetch_*` methods run the engine's single
+//!   flight (`KeyedCache::fetch`) on a blocking thread, the first caller's loader reading the
+//!   object store and the others waiting for its entry. A fetch reports a miss when its own
+//!   loader ran, a hit otherwise, as SlateDB asks.
+//! - Every read compares the whole stored key, so two keys under one hash never see each
+//!   other's entry; an entry that no longer decodes (written by another SlateDB version, say)
+//!   is dropped and missed, and counted ([`TiercacheDbCache::undecodable`]).
+//! - `flush_to_disk` and `close` make what the persistent tiers hold durable (`Cache::sync`):
+//!   a cache reopened over the same tier files starts warm.
+//! - SST ids never repeat within a database, so a block cached under one is never stale. WAL
+//!   SSTs are numbered from 1 in every database: two databases sharing tier files must have
+//!   scopes of their own, or keys of one would find entries of the other. A scope is the
+//!   database's path, say.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use slatedb::db_cache::{CacheFetch, CacheLoader, CachedEntry, CachedKey, DbCache};
+use slatedb::Error;
+use tiercache_engine::{Cache, EngineError, KeyedCache};
+
+/// SlateDB's `DbCache` on a tiercache [`Cache`] (see the crate's documentation).
+pub struct TiercacheDbCache {
+    keyed: Arc<KeyedCache>,
+    /// Bytes in front of every key: whose entries these are.
+    scope: Vec<u8>,
+    /// Entries found that did not decode, dropped.
+    undecodable: AtomicU64,
+}
+
+impl TiercacheDbCache {
+    /// SlateDB's cache on `cache`, in the empty scope. The cache must keep nothing dirty
+    /// (write-through, the default); its tiers are whatever it was built with.
+    pub fn new(cache: Cache) -> Result<TiercacheDbCache, EngineError> {
+        Ok(TiercacheDbCache::over(Arc::new(KeyedCache::new(cache)?)))
+    }
+
+    /// SlateDB's cache over keys of any bytes that other users may share.
+    pub fn over(keyed: Arc<KeyedCache>) -> TiercacheDbCache {
+        TiercacheDbCache { keyed, scope: Vec::new(), undecodable: AtomicU64::new(0) }
+    }
+
+    /// Keys prefixed by `scope`: entries cached under another scope (another database's, in
+    /// tier files two databases share) are never found.
+    pub fn with_scope(mut self, scope: impl AsRef<[u8]>) -> TiercacheDbCache {
+        self.scope = scope.as_ref().to_vec();
+        self
+    }
+
+    /// The keyed cache underneath (its statistics, its tiers).
+    pub fn keyed(&self) -> &KeyedCache {
+        &self.keyed
+    }
+
+    /// Entries found that no longer decoded, dropped and missed.
+    pub fn undecodable(&self) -> u64 {
+        self.undecodable.load(Ordering::Relaxed)
+    }
+
+    fn key(&self, key: &CachedKey) -> Vec<u8> {
+        let mut bytes = self.scope.clone();
+        bincode::serialize_into(&mut bytes, key).expect("a cache key encodes");
+        bytes
+    }
+
+    /// The entry stored under `key`, if it decodes; one that does not is dropped.
+    fn decode(&self, key: &[u8], stored: &[u8]) -> Option<CachedEntry> {
+        match bincode::deserialize(stored) {
+            Ok(entry) => Some(entry),
+            Err(_) => {
+                self.undecodable.fetch_add(1, Ordering::Relaxed);
+                self.keyed.remove(key);
+                None
+            }
+        }
+    }
+
+    fn get(&self, key: &CachedKey) -> Option<CachedEntry> {
+        let key = self.key(key);
+        let stored = self.keyed.get(&key)?;
+        self.decode(&key, &stored)
+    }
+
+    /// `key`'s entry, from the cache or loaded once for every fetch of it at the time.
+    async fn fetch(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
+        if let Some(entry) = self.get(&key) {
+            return Ok(CacheFetch::hit(entry));
+        }
+        let key = self.key(&key);
+        let keyed = self.keyed.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let fetched = tokio::task::spawn_blocking(move || {
+            // The loader's own outcome, when it is this fetch's loader that ran.
+            let loaded: Mutex<Option<Result<CachedEntry, Error>>> = Mutex::new(None);
+            let shared = keyed.fetch(&key, || {
+                let outcome = runtime.block_on(loader());
+                let stored = match &outcome {
+                    Ok(entry) => Ok(bincode::serialize(entry).expect("a cache entry encodes")),
+                    Err(e) => Err(io::Error::other(e.to_string())),
+                };
+                *loaded.lock().expect("one loader") = Some(outcome);
+                stored
+            });
+            (key, loaded.into_inner().expect("one loader"), shared)
+        })
+        .await
+        .map_err(|e| Error::internal(format!("tiercache: a cache fetch's thread failed: {e}")))?;
+        match fetched {
+            // Loaded here: a miss, whether or not the cache kept it.
+            (_, Some(outcome), _) => outcome.map(CacheFetch::miss),
+            (key, None, Ok(stored)) => match self.decode(&key, &stored) {
+                Some(entry) => Ok(CacheFetch::hit(entry)),
+                None => Err(Error::data(
+                    "tiercache: an entry another fetch loaded did not decode".into(),
+                )),
+            },
+            (_, None, Err(e)) => Err(Error::unavailable(format!(
+                "tiercache: the load this fetch waited for failed: {e}"
+            ))),
+        }
+    }
+}
+
+#[async_trait]
+impl DbCache for TiercacheDbCache {
+    async fn get_block(&self, key: &CachedKey) -> Result<Option<CachedEntry>, Error> {
+        Ok(self.get(key))
+    }
+
+    async fn get_index(&self, key: &CachedKey) -> Result<Option<CachedEntry>, Error> {
+        Ok(self.get(key))
+    }
+
+    async fn get_filter(&self, key: &CachedKey) -> Result<Option<CachedEntry>, Error> {
+        Ok(self.get(key))
+    }
+
+    async fn get_stats(&self, key: &CachedKey) -> Result<Option<CachedEntry>, Error> {
+        Ok(self.get(key))
+    }
+
+    async fn insert(&self, key: CachedKey, value: CachedEntry) {
+        let stored = bincode::serialize(&value).expect("a cache entry encodes");
+        // An entry too large for the cache is not cached, as one the policy declines: the
+        // trait has no error to report.
+        let _ = self.keyed.insert(&self.key(&key), &stored);
+    }
+
+    async fn remove(&self, key: &CachedKey) {
+        self.keyed.remove(&self.key(key));
+    }
+
+    fn entry_count(&self) -> u64 {
+        self.keyed.cache().occupancy().0
+    }
+
+    async fn close(&self) -> Result<(), Error> {
+        self.flush_to_disk().await
+    }
+
+    async fn flush_to_disk(&self) -> Result<(), Error> {
+        let keyed = self.keyed.clone();
+        tokio::task::spawn_blocking(move || keyed.cache().sync())
+            .await
+            .map_err(|e| Error::internal(format!("tiercache: the sync's thread failed: {e}")))?
+            .map_err(|e| Error::unavailable(format!("tiercache: syncing the cache failed: {e}")))
+    }
+
+    async fn fetch_block(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
+        self.fetch(key, loader).await
+    }
+
+    async fn fetch_index(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
+        self.fetch(key, loader).await
+    }
+
+    async fn fetch_filter(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
+        self.fetch(key, loader).await
+    }
+
+    async fn fetch_stats(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
+        self.fetch(key, loader).await
+    }
+}
