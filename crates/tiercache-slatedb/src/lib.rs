@@ -24,6 +24,9 @@
 //!   scopes of their own, or keys of one would find entries of the other. A scope is the
 //!   database's path, say.
 
+pub mod store;
+pub mod ycsb;
+
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use tiercache_core::{fnv1a_64, Op, Request, SeededRng};
 
 use super::zipf::Zipf;
+
+pub mod records;
 use crate::error::TraceError;
 
 /// YCSB's `Utils.fnvhash64`: FNV-1a over the 8 little-endian bytes, then `Math.abs`.
