@@ -23,6 +23,7 @@ pub mod timed;
 pub mod tls;
 pub mod trace;
 pub mod ycsb;
+pub mod ycsb_slatedb;
 
 use clap::Args;
 

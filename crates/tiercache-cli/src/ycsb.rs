@@ -24,22 +24,25 @@ use crate::progress::Progress;
 
 #[derive(Args, Clone, Debug)]
 pub struct YcsbArgs {
-    /// The database: redb.
-    #[arg(long, default_value = "redb")]
+    /// The database: redb (a file behind tiercache), or slatedb (an LSM over object storage,
+    /// tiercache its block cache: see --slatedb-cache).
+    #[arg(long, alias = "engine", default_value = "redb")]
     pub db: String,
     /// The workloads run after the load, in order: one of A-F, several joined by commas
     /// (A,B,C), or all (A,B,C,F,D,E: YCSB's order, the inserting workloads last).
     #[arg(long, default_value = "A")]
     pub workload: String,
-    /// Records loaded.
-    #[arg(long, default_value_t = 100_000)]
-    pub records: u64,
-    /// Operations of each workload, over all threads.
-    #[arg(long, default_value_t = 100_000)]
-    pub operations: u64,
-    /// Client threads.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// Records loaded [default: 100000 for redb, 20000 for slatedb].
+    #[arg(long)]
+    pub records: Option<u64>,
+    /// Operations of each workload, over all threads [default: 100000 for redb, 10000 for
+    /// slatedb].
+    #[arg(long)]
+    pub operations: Option<u64>,
+    /// Client threads (with slatedb, clients: tasks of one runtime) [default: 1 for redb, 16
+    /// for slatedb, whose every miss waits for the object store].
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// The database file: made by the load (a file that exists must be empty), or checked with
     /// --check. Default: a new file in the temporary directory, removed at the end.
     #[arg(long)]
@@ -79,6 +82,8 @@ pub struct YcsbArgs {
     /// Append `NUMBER VERSION` for each committed write to this file (for crash tests).
     #[arg(long, hide = true)]
     pub commit_log: Option<PathBuf>,
+    #[command(flatten)]
+    pub slatedb: crate::ycsb_slatedb::SlateDbArgs,
 }
 
 /// The database's own page cache over a run.
@@ -320,7 +325,6 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
         return Ok(Opened { db, file: None, setup, recovered_dirty: 0 });
     }
     let config = cache_config(args)?;
-    let media = config.tier_kinds(config.stack()?.tiers.len());
     // Given the database file before recovery, which writes back what it cannot keep.
     let cache = config.builder()?.overwrite_foreign_files(args.force);
     let cache = cache.backing_file(path, false)?.build()?;
@@ -334,6 +338,23 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
     }
     let file = Arc::new(file);
     let db = builder.create_with_backend(CachedBackend::new(file.clone())).map_err(redb_error)?;
+    let tiers = tiers_in_words(args)?;
+    let admission = match &args.cache.nvcache {
+        Some(spec) => format!(", NVCache {spec}"),
+        None => String::new(),
+    };
+    let setup = format!(
+        "redb cache {} over tiercache {tiers} ({}{admission}){like}",
+        format_size(db_cache),
+        file.mode().short()
+    );
+    Ok(Opened { db, file: Some(file), setup, recovered_dirty })
+}
+
+/// The tiers the options describe, in words: `dram 64MiB over flash F 1GiB`.
+pub(crate) fn tiers_in_words(args: &YcsbArgs) -> anyhow::Result<String> {
+    let config = cache_config(args)?;
+    let media = config.tier_kinds(config.stack()?.tiers.len());
     let c = &args.cache;
     let tiers: Vec<String> = media
         .iter()
@@ -354,17 +375,7 @@ pub fn open(args: &YcsbArgs, path: &Path, db_cache: u64) -> anyhow::Result<Opene
             other => format!("{other:?}"),
         })
         .collect();
-    let admission = match &args.cache.nvcache {
-        Some(spec) => format!(", NVCache {spec}"),
-        None => String::new(),
-    };
-    let setup = format!(
-        "redb cache {} over tiercache {} ({}{admission}){like}",
-        format_size(db_cache),
-        tiers.join(" over "),
-        file.mode().short()
-    );
-    Ok(Opened { db, file: Some(file), setup, recovered_dirty })
+    Ok(tiers.join(" over "))
 }
 
 fn db_cache_counters(db: &Database) -> DbCache {
@@ -411,15 +422,22 @@ fn cache_between(
     }
 }
 
-pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.db == "redb", "--db {}: the database tiercache runs is redb", args.db);
+/// What every database's run checks first: the workloads, the counts, the record size.
+pub(crate) struct Checked {
+    pub workloads: Vec<YcsbWorkload>,
+    pub records: u64,
+    pub operations: u64,
+    pub threads: usize,
+    pub record_bytes: usize,
+}
+
+pub(crate) fn checked(args: &YcsbArgs, defaults: (u64, u64, usize)) -> anyhow::Result<Checked> {
     let workloads = workloads(&args.workload)?;
-    anyhow::ensure!(args.records > 0, "--records must be at least 1");
-    anyhow::ensure!(
-        (1..=1024).contains(&args.threads),
-        "--threads {}: between 1 and 1024",
-        args.threads
-    );
+    let records = args.records.unwrap_or(defaults.0);
+    let operations = args.operations.unwrap_or(defaults.1);
+    let threads = args.threads.unwrap_or(defaults.2);
+    anyhow::ensure!(records > 0, "--records must be at least 1");
+    anyhow::ensure!((1..=1024).contains(&threads), "--threads {threads}: between 1 and 1024");
     let record_bytes = parse_size(&args.record_size).context("--record-size")?;
     anyhow::ensure!(
         (ycsb::MIN_RECORD_BYTES as u64..=16 << 20).contains(&record_bytes),
@@ -427,6 +445,19 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
         args.record_size,
         ycsb::MIN_RECORD_BYTES
     );
+    Ok(Checked { workloads, records, operations, threads, record_bytes: record_bytes as usize })
+}
+
+pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
+    match args.db.as_str() {
+        "redb" => {}
+        "slatedb" => return crate::ycsb_slatedb::run(args),
+        other => bail!("--db {other}: the databases tiercache runs are redb and slatedb"),
+    }
+    crate::ycsb_slatedb::refuse_slatedb_options(args)?;
+    let Checked { workloads, records: record_count, operations, threads, record_bytes } =
+        checked(args, (100_000, 100_000, 1))?;
+    let record_bytes = record_bytes as u64;
     let db_cache = parse_size(&args.db_cache).context("--db-cache")?;
     anyhow::ensure!(db_cache <= 1 << 40, "--db-cache {}: at most 1 TiB", args.db_cache);
     let durability = durability(&args.durability)?;
@@ -439,9 +470,9 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
     if args.check {
         return check(args, &file.path, opened);
     }
-    let mut bar = Progress::new("loading", Some(args.records));
+    let mut bar = Progress::new("loading", Some(record_count));
     let load =
-        ycsb::load(&opened.db, args.records, record_bytes as usize, durability, &mut |done| {
+        ycsb::load(&opened.db, record_count, record_bytes as usize, durability, &mut |done| {
             bar.set(done)
         });
     bar.finish();
@@ -453,18 +484,17 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
         )),
         None => None,
     };
-    let records = Records::new(args.records);
+    let records = Records::new(record_count);
     // Loaded records are version 0; each committed write takes the next.
     let version = AtomicU64::new(0);
     let mut runs = Vec::new();
     let first = opened.counters();
     for workload in workloads {
-        let bar =
-            Mutex::new(Progress::new(&format!("workload {workload:?}"), Some(args.operations)));
+        let bar = Mutex::new(Progress::new(&format!("workload {workload:?}"), Some(operations)));
         let options = RunOptions {
             workload,
-            operations: args.operations,
-            threads: args.threads,
+            operations,
+            threads,
             record_bytes: record_bytes as usize,
             seed: args.seed,
             durability,
@@ -538,7 +568,7 @@ fn check(args: &YcsbArgs, path: &Path, opened: Opened) -> anyhow::Result<()> {
     }
 }
 
-fn ratio(x: Option<f64>) -> String {
+pub(crate) fn ratio(x: Option<f64>) -> String {
     x.map_or("-".into(), |x| format!("{:.1}%", x * 100.0))
 }
 

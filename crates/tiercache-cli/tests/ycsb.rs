@@ -208,3 +208,96 @@ fn a_database_in_write_back_killed_mid_run_keeps_every_acknowledged_commit() {
         assert!(acked.len() >= wanted);
     }
 }
+
+#[test]
+fn slatedb_runs_over_tiercache_and_restarts_warm() {
+    let dir = scratch("slatedb");
+    let _ = std::fs::remove_dir_all(&dir);
+    let flash = dir.join("cache.flash");
+    let (dir_arg, flash_arg) = (dir.to_str().unwrap(), flash.to_str().unwrap());
+    let report = json(&[
+        "--db",
+        "slatedb",
+        "--workload",
+        "C,B",
+        "--records",
+        "4000",
+        "--operations",
+        "1500",
+        "--threads",
+        "8",
+        "--first-byte-ms",
+        "2",
+        "--dram",
+        "512KiB",
+        "--flash-path",
+        flash_arg,
+        "--flash-size",
+        "8MiB",
+        "--restart",
+        "--dir",
+        dir_arg,
+    ]);
+    assert_eq!(report["verified"], true, "{report}");
+    for field in ["ops_per_second", "p99_us", "hit_ratio"] {
+        assert!(report[field].as_f64().unwrap() > 0.0, "{field}: {report}");
+    }
+    let runs = report["runs"].as_array().unwrap();
+    let names: Vec<&str> = runs.iter().map(|r| r["workload"].as_str().unwrap()).collect();
+    assert_eq!(names, ["C", "B"]);
+    let cold = &runs[0];
+    let gets = cold["object_store"]["gets"].as_u64().unwrap();
+    assert!(gets > 0 && report["object_store_gets"].as_u64().unwrap() >= gets, "{report}");
+    assert!(cold["cache"]["tier_hits"][1].as_u64().unwrap() > 0, "flash hits: {cold}");
+    // Reopened over the same tier file, the first workload again: half the GETs of the cold
+    // run or fewer. (Not after inserts: SlateDB's compaction of them would write the data
+    // into new SSTs, under new ids, which no cache has seen.)
+    let again = &report["restart"];
+    assert_eq!(again["workload"], "C");
+    assert!(
+        again["object_store"]["gets"].as_u64().unwrap() * 2 <= gets,
+        "cold {cold}, warm {again}"
+    );
+    // A second load into the same folder would overwrite the database: refused.
+    let err = tiercache_fails(&["ycsb", "--db", "slatedb", "--records", "10", "--dir", dir_arg]);
+    assert!(err.contains("--dir") && err.contains("objects"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn slatedb_without_a_cache_and_with_its_own_reads_back_every_value() {
+    for cache in ["none", "object-store"] {
+        let report = json(&[
+            "--db",
+            "slatedb",
+            "--slatedb-cache",
+            cache,
+            "--workload",
+            "B",
+            "--records",
+            "2000",
+            "--operations",
+            "500",
+            "--first-byte-ms",
+            "1",
+            "--flash-size",
+            "4MiB",
+        ]);
+        assert_eq!(report["verified"], true, "{cache}: {report}");
+        assert!(report["hit_ratio"].is_null(), "{cache}: {report}");
+        assert!(report["object_store_gets"].as_u64().unwrap() > 0, "{cache}: {report}");
+    }
+    let cases: [(&[&str], &str); 5] = [
+        (&["--db", "slatedb", "--slatedb-cache", "moka"], "--slatedb-cache moka"),
+        (&["--db", "slatedb", "--path", "x.redb"], "--path"),
+        (&["--db", "slatedb", "--first-byte-ms=-1"], "--first-byte-ms"),
+        (&["--db", "slatedb", "--bandwidth", "fast"], "--bandwidth"),
+        (&["--restart"], "--restart"),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["ycsb", "--records", "10", "--operations", "10"];
+        all.extend_from_slice(args);
+        let err = tiercache_fails(&all);
+        assert!(err.contains(needle), "{args:?}: '{needle}' not in {err}");
+    }
+}

@@ -24,6 +24,8 @@
 //!   scopes of their own, or keys of one would find entries of the other. A scope is the
 //!   database's path, say.
 
+pub use slatedb;
+
 pub mod store;
 pub mod ycsb;
 
