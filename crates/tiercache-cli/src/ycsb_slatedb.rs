@@ -31,8 +31,10 @@ use crate::ycsb::{checked, ratio, Checked, YcsbArgs};
 #[derive(Args, Clone, Debug)]
 pub struct SlateDbArgs {
     /// With --db slatedb, its block cache: tiercache (on the tiers --dram, --slow-path and
-    /// --flash-path describe), object-store (SlateDB's own cache of object parts on local
-    /// disk, of --object-cache-size), or none.
+    /// --flash-path describe), foyer (SlateDB's own hybrid cache: --dram of memory over a disk
+    /// cache of the lower tiers' bytes in --dir; in builds with the `foyer` feature),
+    /// object-store (SlateDB's cache of object parts on local disk, of --object-cache-size),
+    /// or none.
     #[arg(long, default_value = "tiercache")]
     pub slatedb_cache: String,
     /// With --db slatedb: the folder of the object store's root and the caches' files.
@@ -54,6 +56,10 @@ pub struct SlateDbArgs {
     /// and run the first workload again.
     #[arg(long)]
     pub restart: bool,
+    /// With --slatedb-cache tiercache: bytes of SlateDB's indexes, filters and stats kept
+    /// decoded beside the cache, taken from --dram [default: a quarter of --dram].
+    #[arg(long)]
+    pub decoded: Option<String>,
 }
 
 /// Options of `--db slatedb` given with another database: refused, naming them.
@@ -64,6 +70,7 @@ pub fn refuse_slatedb_options(args: &YcsbArgs) -> anyhow::Result<()> {
     given.extend(s.dir.as_ref().map(|_| "--dir"));
     given.extend(s.object_cache_size.as_ref().map(|_| "--object-cache-size"));
     given.extend(s.restart.then_some("--restart"));
+    given.extend(s.decoded.as_ref().map(|_| "--decoded"));
     anyhow::ensure!(given.is_empty(), "{} are for --db slatedb", given.join(", "));
     Ok(())
 }
@@ -72,6 +79,7 @@ pub fn refuse_slatedb_options(args: &YcsbArgs) -> anyhow::Result<()> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Which {
     Tiercache,
+    Foyer,
     ObjectStore,
     None,
 }
@@ -160,15 +168,31 @@ struct Built {
 /// tiercache over the tiers the options describe, values up to 16 MiB (SlateDB's index blocks
 /// grow with its SSTs), recovered from its files (`recover`) or started empty.
 fn tiercache(args: &YcsbArgs, recover: Recover) -> anyhow::Result<Arc<TiercacheDbCache>> {
+    let (dram, decoded) = dram_and_decoded(args)?;
     let mut options = args.cache.clone();
     options.recover = Some(recover);
+    options.dram = Some((dram - decoded).to_string());
     let config = options.config(&crate::cache_args::Defaults::SERVE, None)?;
     let builder = config.builder()?.overwrite_foreign_files(args.force).max_value_at_most(16 << 20);
     let cache = builder.build()?;
     for warning in cache.warnings() {
         eprintln!("note: {warning}");
     }
-    Ok(Arc::new(TiercacheDbCache::new(cache)?))
+    Ok(Arc::new(TiercacheDbCache::new(cache)?.with_decoded(decoded as usize)))
+}
+
+/// The bytes of --dram, and of them those of decoded metadata (--decoded).
+fn dram_and_decoded(args: &YcsbArgs) -> anyhow::Result<(u64, u64)> {
+    let dram = match &args.cache.dram {
+        Some(text) => parse_size(text).context("--dram")?,
+        None => 64 << 20,
+    };
+    let decoded = match &args.slatedb.decoded {
+        Some(text) => parse_size(text).context("--decoded")?,
+        None => dram / 4,
+    };
+    anyhow::ensure!(decoded < dram, "--decoded {decoded} bytes: less than --dram ({dram})");
+    Ok((dram, decoded))
 }
 
 /// The bytes of the tiers the options describe.
@@ -184,7 +208,17 @@ fn tier_bytes(args: &YcsbArgs) -> anyhow::Result<u64> {
     Ok(dram + size(&c.slow_size, "--slow-size")? + size(&c.flash_size, "--flash-size")?)
 }
 
-fn build(
+/// The bytes of DRAM the options give, and of the tiers below it.
+#[cfg(feature = "foyer")]
+fn memory_and_disk(args: &YcsbArgs) -> anyhow::Result<(u64, u64)> {
+    let dram = match &args.cache.dram {
+        Some(text) => parse_size(text).context("--dram")?,
+        None => 64 << 20,
+    };
+    Ok((dram, tier_bytes(args)? - dram))
+}
+
+async fn build(
     args: &YcsbArgs,
     which: Which,
     dir: &std::path::Path,
@@ -192,9 +226,38 @@ fn build(
 ) -> anyhow::Result<Built> {
     let mut settings = Settings::default();
     Ok(match which {
+        #[cfg(feature = "foyer")]
+        Which::Foyer => {
+            let (memory, disk) = memory_and_disk(args)?;
+            anyhow::ensure!(disk > 0, "--slatedb-cache foyer needs a disk: --flash-size");
+            let folder = dir.join("foyer");
+            if recover == Recover::Wipe {
+                let _ = std::fs::remove_dir_all(&folder);
+            }
+            let cache = tiercache_slatedb::foyer::hybrid(memory as usize, &folder, disk as usize)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            let setup = format!(
+                "foyer's hybrid cache (SlateDB's), memory {} over disk {} in {}",
+                format_size(memory),
+                format_size(disk),
+                folder.display()
+            );
+            Built { cache: Some(cache), tiercache: None, settings, setup }
+        }
+        #[cfg(not(feature = "foyer"))]
+        Which::Foyer => bail!(
+            "--slatedb-cache foyer: this build has no foyer; build with `cargo build --release \
+             -p tiercache-cli --features foyer`"
+        ),
         Which::Tiercache => {
             let cache = tiercache(args, recover)?;
-            let setup = format!("tiercache {}", crate::ycsb::tiers_in_words(args)?);
+            let (_, decoded) = dram_and_decoded(args)?;
+            let setup = format!(
+                "tiercache {}, {} of it for decoded indexes, filters and stats",
+                crate::ycsb::tiers_in_words(args)?,
+                format_size(decoded)
+            );
             Built { cache: Some(cache.clone()), tiercache: Some(cache), settings, setup }
         }
         Which::ObjectStore => {
@@ -257,9 +320,10 @@ async fn one_run(
 pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
     let which = match args.slatedb.slatedb_cache.as_str() {
         "tiercache" => Which::Tiercache,
+        "foyer" => Which::Foyer,
         "object-store" => Which::ObjectStore,
         "none" => Which::None,
-        other => bail!("--slatedb-cache {other}: tiercache, object-store or none"),
+        other => bail!("--slatedb-cache {other}: tiercache, foyer, object-store or none"),
     };
     anyhow::ensure!(!args.check, "--check is for --db redb");
     anyhow::ensure!(args.path.is_none(), "--path is for --db redb; SlateDB's files go in --dir");
@@ -319,7 +383,7 @@ async fn drive(
     bar.finish();
     loading.close().await?;
 
-    let mut built = build(args, which, dir, Recover::Wipe)?;
+    let mut built = build(args, which, dir, Recover::Wipe).await?;
     let db = Arc::new(open(&objects, &built).await?);
     let records = Arc::new(Records::new(checked.records));
     let options = |workload| {
@@ -350,14 +414,14 @@ async fn drive(
     db.close().await?;
     let mut restart = None;
     if args.slatedb.restart {
-        if let Some(cache) = &built.tiercache {
+        if let Some(cache) = &built.cache {
             cache.close().await?;
         }
         // Every handle on the cache let go, so its files are free to reopen.
         drop(db);
         built.cache = None;
         built.tiercache = None;
-        built = build(args, which, dir, Recover::Quiet)?;
+        built = build(args, which, dir, Recover::Quiet).await?;
         let db = Arc::new(open(&objects, &built).await?);
         let (run_options, bar) = options(checked.workloads[0]);
         restart =

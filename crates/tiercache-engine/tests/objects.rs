@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use common::{value, version_of};
 use tiercache_core::{Capacity, Decision, Request, SeededRng};
 use tiercache_engine::{Cache, CacheBuilder, KeyedCache, TierKind};
+use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
 use tiercache_policy::{AnyPolicy, Policy, PolicyConfig};
 
 const BLOCK: usize = 4096;
@@ -160,6 +161,59 @@ fn objects_move_between_tiers_whole() {
     let stats = cache.stats();
     assert!(stats.demotions > 30 && stats.lower_hits > 30, "{stats:?}");
     assert_eq!(stats.checksum_failures, 0);
+}
+
+/// DRAM's objects moved down into the flash tier below before a stop come back after it,
+/// with what the flash tier held; a cache that keeps blocks dirty is refused the move.
+#[test]
+fn objects_moved_down_from_dram_survive_a_restart() {
+    let path = scratch("moved-down.flash");
+    let _ = std::fs::remove_file(&path);
+    let build = || {
+        CacheBuilder::new(PolicyConfig::Lru)
+            .block_size(BLOCK)
+            .shards(2)
+            .capacity_bytes(256 * BLOCK as u64)
+            .lower_tier(
+                TierKind::Flash { path: path.clone() },
+                2048 * BLOCK as u64,
+                PolicyConfig::Lru,
+            )
+            .max_value(1 << 20)
+            .build()
+            .unwrap()
+    };
+    let len = |key: u64| 100 + (key as usize * 7919) % 20_000;
+    let cache = build();
+    for key in 0..200 {
+        cache.put(key, &value(key, 1, len(key))).unwrap();
+    }
+    let before = cache.stats();
+    assert!(before.demotions > 0, "some went down already: {before:?}");
+    cache.move_down_and_sync().unwrap();
+    let moved = cache.stats().demotions - before.demotions;
+    assert!(moved > 20, "DRAM's objects moved down: {moved}");
+    drop(cache);
+    let cache = build();
+    assert_eq!(cache.stats().recovered, 200, "{:?}", cache.stats());
+    for key in 0..200 {
+        let got = cache.get_object(key).unwrap_or_else(|| panic!("object {key}"));
+        assert_eq!((got.len(), version_of(key, &got)), (len(key), 1));
+    }
+    drop(cache);
+    std::fs::remove_file(&path).unwrap();
+    let dirty = CacheBuilder::new(PolicyConfig::Lru)
+        .block_size(BLOCK)
+        .capacity_bytes(64 * BLOCK as u64)
+        .lower_tier(TierKind::Flash { path: path.clone() }, 256 * BLOCK as u64, PolicyConfig::Lru)
+        .mode(CasConfig {
+            seq_cutoff: SeqCutoffPolicy::Never,
+            ..CasConfig::new(CacheMode::WriteBack)
+        })
+        .build()
+        .unwrap();
+    let err = dirty.move_down_and_sync().unwrap_err().to_string();
+    assert!(err.contains("dirty"), "{err}");
 }
 
 /// Objects on a mapped, file or flash tier come back after a clean stop, with their keys;

@@ -17,8 +17,12 @@
 //! - Every read compares the whole stored key, so two keys under one hash never see each
 //!   other's entry; an entry that no longer decodes (written by another SlateDB version, say)
 //!   is dropped and missed, and counted ([`TiercacheDbCache::undecodable`]).
-//! - `flush_to_disk` and `close` make what the persistent tiers hold durable (`Cache::sync`):
-//!   a cache reopened over the same tier files starts warm.
+//! - Indexes, filters and stats are also kept decoded, in a budget of their own
+//!   ([`TiercacheDbCache::with_decoded`], `decoded`): decoding an index verifies its whole
+//!   flatbuffer, which otherwise every read of every SST would pay again.
+//! - `flush_to_disk` and `close` move what DRAM holds down into the persistent tier below it
+//!   and make that tier durable (`Cache::move_down_and_sync`), as foyer's hybrid cache flushes
+//!   its memory to disk: a cache reopened over the same tier files starts warm.
 //! - SST ids never repeat within a database, so a block cached under one is never stale. WAL
 //!   SSTs are numbered from 1 in every database: two databases sharing tier files must have
 //!   scopes of their own, or keys of one would find entries of the other. A scope is the
@@ -26,6 +30,9 @@
 
 pub use slatedb;
 
+pub mod decoded;
+#[cfg(feature = "foyer")]
+pub mod foyer;
 pub mod store;
 pub mod ycsb;
 
@@ -38,6 +45,8 @@ use slatedb::db_cache::{CacheFetch, CacheLoader, CachedEntry, CachedKey, DbCache
 use slatedb::Error;
 use tiercache_engine::{Cache, EngineError, KeyedCache};
 
+use crate::decoded::Decoded;
+
 /// SlateDB's `DbCache` on a tiercache [`Cache`] (see the crate's documentation).
 pub struct TiercacheDbCache {
     keyed: Arc<KeyedCache>,
@@ -45,6 +54,8 @@ pub struct TiercacheDbCache {
     scope: Vec<u8>,
     /// Entries found that did not decode, dropped.
     undecodable: AtomicU64,
+    /// Metadata entries kept decoded.
+    decoded: Decoded,
 }
 
 impl TiercacheDbCache {
@@ -56,13 +67,26 @@ impl TiercacheDbCache {
 
     /// SlateDB's cache over keys of any bytes that other users may share.
     pub fn over(keyed: Arc<KeyedCache>) -> TiercacheDbCache {
-        TiercacheDbCache { keyed, scope: Vec::new(), undecodable: AtomicU64::new(0) }
+        TiercacheDbCache {
+            keyed,
+            scope: Vec::new(),
+            undecodable: AtomicU64::new(0),
+            decoded: Decoded::new(0),
+        }
     }
 
     /// Keys prefixed by `scope`: entries cached under another scope (another database's, in
     /// tier files two databases share) are never found.
     pub fn with_scope(mut self, scope: impl AsRef<[u8]>) -> TiercacheDbCache {
         self.scope = scope.as_ref().to_vec();
+        self
+    }
+
+    /// Keeps up to `bytes` of indexes, filters and stats decoded (by SlateDB's measure of an
+    /// entry), beside their bytes in the cache: memory beyond the cache's tiers, which a budget
+    /// shared with them should take from the DRAM tier. 0, the default, keeps none.
+    pub fn with_decoded(mut self, bytes: usize) -> TiercacheDbCache {
+        self.decoded = Decoded::new(bytes);
         self
     }
 
@@ -98,6 +122,28 @@ impl TiercacheDbCache {
         let key = self.key(key);
         let stored = self.keyed.get(&key)?;
         self.decode(&key, &stored)
+    }
+
+    /// A metadata entry: decoded already, or from the cache and kept decoded.
+    fn get_meta(&self, key: &CachedKey) -> Option<CachedEntry> {
+        let stored_key = self.key(key);
+        if let Some(entry) = self.decoded.get(&stored_key) {
+            return Some(entry);
+        }
+        let entry = self.get(key)?;
+        self.decoded.keep(&stored_key, &entry);
+        Some(entry)
+    }
+
+    /// `fetch` of a metadata entry, kept decoded.
+    async fn fetch_meta(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
+        let stored_key = self.key(&key);
+        if let Some(entry) = self.decoded.get(&stored_key) {
+            return Ok(CacheFetch::hit(entry));
+        }
+        let fetched = self.fetch(key, loader).await?;
+        self.decoded.keep(&stored_key, &fetched.entry);
+        Ok(fetched)
     }
 
     /// `key`'s entry, from the cache or loaded once for every fetch of it at the time.
@@ -147,15 +193,15 @@ impl DbCache for TiercacheDbCache {
     }
 
     async fn get_index(&self, key: &CachedKey) -> Result<Option<CachedEntry>, Error> {
-        Ok(self.get(key))
+        Ok(self.get_meta(key))
     }
 
     async fn get_filter(&self, key: &CachedKey) -> Result<Option<CachedEntry>, Error> {
-        Ok(self.get(key))
+        Ok(self.get_meta(key))
     }
 
     async fn get_stats(&self, key: &CachedKey) -> Result<Option<CachedEntry>, Error> {
-        Ok(self.get(key))
+        Ok(self.get_meta(key))
     }
 
     async fn insert(&self, key: CachedKey, value: CachedEntry) {
@@ -166,7 +212,9 @@ impl DbCache for TiercacheDbCache {
     }
 
     async fn remove(&self, key: &CachedKey) {
-        self.keyed.remove(&self.key(key));
+        let key = self.key(key);
+        self.decoded.remove(&key);
+        self.keyed.remove(&key);
     }
 
     fn entry_count(&self) -> u64 {
@@ -179,7 +227,7 @@ impl DbCache for TiercacheDbCache {
 
     async fn flush_to_disk(&self) -> Result<(), Error> {
         let keyed = self.keyed.clone();
-        tokio::task::spawn_blocking(move || keyed.cache().sync())
+        tokio::task::spawn_blocking(move || keyed.cache().move_down_and_sync())
             .await
             .map_err(|e| Error::internal(format!("tiercache: the sync's thread failed: {e}")))?
             .map_err(|e| Error::unavailable(format!("tiercache: syncing the cache failed: {e}")))
@@ -190,14 +238,14 @@ impl DbCache for TiercacheDbCache {
     }
 
     async fn fetch_index(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
-        self.fetch(key, loader).await
+        self.fetch_meta(key, loader).await
     }
 
     async fn fetch_filter(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
-        self.fetch(key, loader).await
+        self.fetch_meta(key, loader).await
     }
 
     async fn fetch_stats(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
-        self.fetch(key, loader).await
+        self.fetch_meta(key, loader).await
     }
 }

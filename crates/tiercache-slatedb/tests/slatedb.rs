@@ -14,6 +14,7 @@ use slatedb::object_store::ObjectStore;
 use slatedb::{Db, Error};
 use tiercache_engine::{CacheBuilder, TierKind};
 use tiercache_policy::PolicyConfig;
+use tiercache_slatedb::decoded::Decoded;
 use tiercache_slatedb::TiercacheDbCache;
 
 const KEYS: u64 = 1500;
@@ -212,5 +213,29 @@ async fn concurrent_fetches_of_a_missing_entry_load_it_once() {
     assert_eq!(loads.load(Ordering::SeqCst), 1, "one load for eight fetches");
     assert_eq!(misses, 1, "the fetch whose loader ran reports the miss, the others hits");
     assert!(cache.get_block(&key).await.unwrap().is_some(), "and the entry is cached");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decoded_entries_stay_within_their_budget_and_the_marked_outlive_the_rest() {
+    let dir = scratch("decoded");
+    write_all(&dir).await;
+    let recording = recording(TiercacheDbCache::new(cache(&dir)).unwrap());
+    read_all(&dir, recording.clone()).await;
+    let entries = recording.inserted.lock().unwrap().clone();
+    let sizes: Vec<usize> = entries.iter().map(|(_, e)| e.size()).collect();
+    let largest = *sizes.iter().max().unwrap();
+    // Room for about eight of the largest.
+    let decoded = Decoded::new(8 * largest + 4 * largest);
+    let key = |i: usize| format!("entry {i}").into_bytes();
+    decoded.keep(&key(0), &entries[0].1);
+    for (i, (_, entry)) in entries.iter().enumerate().skip(1) {
+        assert!(decoded.get(&key(0)).is_some(), "entry 0, read before each keep, stays");
+        decoded.keep(&key(i), entry);
+        assert!(decoded.bytes() <= decoded.budget(), "{} of {}", decoded.bytes(), decoded.budget());
+    }
+    assert!(entries.len() > 20 && decoded.get(&key(1)).is_none(), "the unread went first");
+    decoded.remove(&key(0));
+    assert!(decoded.get(&key(0)).is_none());
     std::fs::remove_dir_all(&dir).unwrap();
 }

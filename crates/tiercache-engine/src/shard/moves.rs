@@ -15,6 +15,28 @@ use crate::latency::Operation;
 use crate::tier::Place;
 
 impl Shard {
+    /// Moves every block at rest in the volatile `tier` down into `below`, where the policy
+    /// will (`Policy::move_down`), as if `tier` had evicted it: what `below` gives up for
+    /// them goes as its evictions do. For a clean stop of a cache that keeps nothing dirty,
+    /// whose DRAM a restart would otherwise find empty. Blocks in passing (loading, or written
+    /// behind) stay.
+    pub fn move_down_all(&mut self, tier: TierId, below: TierId) -> Result<(), EngineError> {
+        let keys: Vec<Key> = self
+            .places
+            .iter()
+            .filter(|(_, p)| p.tier == tier.0 && !p.filling && !p.staged && !p.dirty)
+            .map(|(key, _)| *key)
+            .collect();
+        let now_us = self.now_us;
+        let saved = std::mem::take(&mut self.decision);
+        for key in keys {
+            self.policy.move_down(key, below, now_us, &mut self.decision);
+        }
+        let result = self.apply(u64::MAX, None);
+        self.decision = saved;
+        result.map(|_| ())
+    }
+
     /// Overwrites a resident key's block: in place on memory tiers; into a fresh slot on file
     /// and flash tiers, whose blocks a running read may hold, and wherever a read handle pins
     /// the slot or the value changed size class.
