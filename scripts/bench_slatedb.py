@@ -16,6 +16,7 @@ model opens the table. Needs a build with foyer:
 
     scripts/bench_slatedb.py [--rounds 2] [--records 40000] [--operations 10000]
                              [--dram 4MiB] [--disk 16MiB] [--dir /var/tmp/tc-slatedb]
+                             [--tiercache-options '--placement bidirectional:1']
 """
 
 import argparse
@@ -42,7 +43,7 @@ def ycsb(args, cache, workload, restart, dir):
                "--first-byte-ms", str(args.first_byte_ms), "--dram", args.dram,
                "--flash-size", args.disk, "--dir", str(dir), "--json"]
     if cache == "tiercache":
-        command += ["--flash-path", str(dir / "tiercache.flash")]
+        command += ["--flash-path", str(dir / "tiercache.flash"), *args.tiercache_options.split()]
     if restart:
         command.append("--restart")
     done = subprocess.run(command, capture_output=True, text=True)
@@ -64,6 +65,8 @@ def main():
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp/tc-slatedb"))
     parser.add_argument("--binary", type=Path, default=ROOT / "target" / "release" / "tiercache")
     parser.add_argument("--json", type=Path, help="every run's report")
+    parser.add_argument("--tiercache-options", default="",
+                        help="more options for tiercache's runs ('--placement bidirectional:1')")
     args = parser.parse_args()
     runs = {cache: [] for cache in CACHES}
     restarts = {cache: [] for cache in CACHES}
@@ -80,7 +83,7 @@ def main():
     print(f"{cpu_model()}; SlateDB over a local object store, {args.first_byte_ms} ms to the "
           f"first byte; {args.records} records of 1000 B, {args.operations} operations a "
           f"workload, {args.clients} clients; DRAM {args.dram} + disk {args.disk} each; "
-          f"medians of {args.rounds} rounds")
+          f"tiercache options '{args.tiercache_options}'; medians of {args.rounds} rounds")
     print("| workload | ops/s tiercache / foyer | ratio | p99 ms tiercache / foyer "
           "| GETs tiercache / foyer | ratio | tiercache hit ratio |")
     print("|---|---|---|---|---|---|---|")

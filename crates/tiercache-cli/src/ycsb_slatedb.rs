@@ -100,6 +100,10 @@ pub struct TierHits {
     pub hits: u64,
     pub hit_ratio: Option<f64>,
     pub tier_hits: Vec<u64>,
+    /// Entries the cache would not take, by reason (too large for its tiers, say).
+    pub rejected: serde_json::Value,
+    /// Entries written to the cache (SlateDB's inserts and the fetches' loads).
+    pub puts: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -172,6 +176,13 @@ fn tiercache(args: &YcsbArgs, recover: Recover) -> anyhow::Result<Arc<TiercacheD
     let mut options = args.cache.clone();
     options.recover = Some(recover);
     options.dram = Some((dram - decoded).to_string());
+    // SlateDB's indexes and filters grow with its SSTs to megabytes, and an entry is cached
+    // only where a shard of its tier holds it: shards of at least 1 MiB of DRAM each, unless
+    // --shards says.
+    if options.shards.is_none() {
+        let shards = ((dram - decoded) >> 20).clamp(1, 16);
+        options.shards = Some(1 << shards.ilog2());
+    }
     let config = options.config(&crate::cache_args::Defaults::SERVE, None)?;
     let builder = config.builder()?.overwrite_foreign_files(args.force).max_value_at_most(16 << 20);
     let cache = builder.build()?;
@@ -295,6 +306,8 @@ fn hits_between(before: &StatsSnapshot, after: &StatsSnapshot) -> TierHits {
         hits,
         hit_ratio: (lookups > 0).then(|| hits as f64 / lookups as f64),
         tier_hits: after.tier_hits.iter().zip(&before.tier_hits).map(|(a, b)| a - b).collect(),
+        rejected: serde_json::to_value(&after.rejections).unwrap_or_default(),
+        puts: after.puts - before.puts,
     }
 }
 

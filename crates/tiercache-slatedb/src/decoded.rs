@@ -53,11 +53,11 @@ impl Decoded {
         Some(kept.entry.clone())
     }
 
-    /// Keeps `entry` decoded under `key`, evicting others to make room; one larger than a
-    /// quarter of the budget is not kept.
+    /// Keeps `entry` decoded under `key`, evicting others to make room; one larger than half
+    /// the budget is not kept.
     pub fn keep(&self, key: &[u8], entry: &CachedEntry) {
         let size = entry.size().max(1);
-        if size > self.budget / 4 {
+        if size > self.budget / 2 {
             return;
         }
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
