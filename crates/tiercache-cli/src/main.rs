@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tiercache_cli::{
     bench, crashtest, demo, experiment, lab, model, profile, serve, sim, sweep, trace, ycsb,
+    ycsb_slatedb,
 };
 
 #[derive(Parser)]
@@ -72,6 +73,7 @@ fn main() {
         Command::Bench(args) => bench::run(&args),
         Command::Crashtest(args) => crashtest::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Ycsb(args) if args.db == "slatedb" => ycsb_slatedb::run(&args),
         Command::Ycsb(args) => ycsb::run(&args),
         Command::Profile(command) => profile::run(command),
         Command::Lab(command) => lab::run(&command),

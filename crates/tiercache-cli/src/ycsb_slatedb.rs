@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use clap::Args;
 use serde::Serialize;
 use tiercache_core::{format_size, parse_size};
 use tiercache_engine::latency::Percentiles;
@@ -26,54 +25,6 @@ use tiercache_workload::gen::ycsb::records::Records;
 
 use crate::progress::Progress;
 use crate::ycsb::{checked, ratio, Checked, YcsbArgs};
-
-/// The options of `--db slatedb`.
-#[derive(Args, Clone, Debug)]
-pub struct SlateDbArgs {
-    /// With --db slatedb, its block cache: tiercache (on the tiers --dram, --slow-path and
-    /// --flash-path describe), foyer (SlateDB's own hybrid cache: --dram of memory over a disk
-    /// cache of the lower tiers' bytes in --dir; in builds with the `foyer` feature),
-    /// object-store (SlateDB's cache of object parts on local disk, of --object-cache-size),
-    /// or none.
-    #[arg(long, default_value = "tiercache")]
-    pub slatedb_cache: String,
-    /// With --db slatedb: the folder of the object store's root and the caches' files.
-    /// Default: a new folder in the temporary directory, removed at the end.
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// With --db slatedb: milliseconds the object store waits before each request's first
-    /// byte (S3 within a region: about 20).
-    #[arg(long, default_value_t = 20.0)]
-    pub first_byte_ms: f64,
-    /// With --db slatedb: bytes a second of one request, after its first byte (0: no limit).
-    #[arg(long, default_value = "100MB")]
-    pub bandwidth: String,
-    /// With --slatedb-cache object-store: its disk budget. Default: the bytes of tiercache's
-    /// tiers the options describe, so both caches get the same.
-    #[arg(long)]
-    pub object_cache_size: Option<String>,
-    /// With --db slatedb: after the workloads, close the database and its cache, reopen both,
-    /// and run the first workload again.
-    #[arg(long)]
-    pub restart: bool,
-    /// With --slatedb-cache tiercache: bytes of SlateDB's indexes, filters and stats kept
-    /// decoded beside the cache, taken from --dram [default: a quarter of --dram].
-    #[arg(long)]
-    pub decoded: Option<String>,
-}
-
-/// Options of `--db slatedb` given with another database: refused, naming them.
-pub fn refuse_slatedb_options(args: &YcsbArgs) -> anyhow::Result<()> {
-    let s = &args.slatedb;
-    let mut given = Vec::new();
-    given.extend((s.slatedb_cache != "tiercache").then_some("--slatedb-cache"));
-    given.extend(s.dir.as_ref().map(|_| "--dir"));
-    given.extend(s.object_cache_size.as_ref().map(|_| "--object-cache-size"));
-    given.extend(s.restart.then_some("--restart"));
-    given.extend(s.decoded.as_ref().map(|_| "--decoded"));
-    anyhow::ensure!(given.is_empty(), "{} are for --db slatedb", given.join(", "));
-    Ok(())
-}
 
 /// Which cache SlateDB reads through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
