@@ -143,12 +143,14 @@ fn tiercache(args: &YcsbArgs, recover: Recover) -> anyhow::Result<Arc<TiercacheD
     Ok(Arc::new(TiercacheDbCache::new(cache)?.with_decoded(decoded as usize)))
 }
 
+/// The bytes of --dram (64 MiB unless given, as every command takes it).
+fn dram_bytes(args: &YcsbArgs) -> anyhow::Result<u64> {
+    args.cache.dram.as_deref().map_or(Ok(64 << 20), |text| parse_size(text).context("--dram"))
+}
+
 /// The bytes of --dram, and of them those of decoded metadata (--decoded).
 fn dram_and_decoded(args: &YcsbArgs) -> anyhow::Result<(u64, u64)> {
-    let dram = match &args.cache.dram {
-        Some(text) => parse_size(text).context("--dram")?,
-        None => 64 << 20,
-    };
+    let dram = dram_bytes(args)?;
     let decoded = match &args.slatedb.decoded {
         Some(text) => parse_size(text).context("--decoded")?,
         None => dram / 4,
@@ -163,20 +165,15 @@ fn tier_bytes(args: &YcsbArgs) -> anyhow::Result<u64> {
     let size = |text: &Option<String>, flag: &str| -> anyhow::Result<u64> {
         text.as_ref().map_or(Ok(0), |t| parse_size(t).with_context(|| flag.to_string()))
     };
-    let dram = match &c.dram {
-        Some(text) => parse_size(text).context("--dram")?,
-        None => 64 << 20,
-    };
-    Ok(dram + size(&c.slow_size, "--slow-size")? + size(&c.flash_size, "--flash-size")?)
+    Ok(dram_bytes(args)?
+        + size(&c.slow_size, "--slow-size")?
+        + size(&c.flash_size, "--flash-size")?)
 }
 
 /// The bytes of DRAM the options give, and of the tiers below it.
 #[cfg(feature = "foyer")]
 fn memory_and_disk(args: &YcsbArgs) -> anyhow::Result<(u64, u64)> {
-    let dram = match &args.cache.dram {
-        Some(text) => parse_size(text).context("--dram")?,
-        None => 64 << 20,
-    };
+    let dram = dram_bytes(args)?;
     Ok((dram, tier_bytes(args)? - dram))
 }
 

@@ -83,19 +83,6 @@ pub struct RunReport {
     pub records: u64,
 }
 
-/// The kinds of operation, in the order of [`RunReport::latency`]'s names.
-const KINDS: [&str; 5] = ["read", "update", "insert", "scan", "read_modify_write"];
-
-fn kind(op: &YcsbOperation) -> usize {
-    match op {
-        YcsbOperation::Read(_) => 0,
-        YcsbOperation::Update(_) => 1,
-        YcsbOperation::Insert => 2,
-        YcsbOperation::Scan { .. } => 3,
-        YcsbOperation::ReadModifyWrite(_) => 4,
-    }
-}
-
 /// Loads records `0..records` at version 0, in transactions of [`LOAD_BATCH`] records.
 pub fn load(
     db: &Database,
@@ -288,7 +275,8 @@ pub fn run(
         handles.into_iter().map(|h| h.join().expect("a YCSB client panicked")).collect()
     });
     let seconds = started.elapsed().as_secs_f64();
-    let mut histograms: Vec<Histogram<u64>> = KINDS.iter().map(|_| latency::histogram()).collect();
+    let mut histograms: Vec<Histogram<u64>> =
+        YcsbOperation::KINDS.iter().map(|_| latency::histogram()).collect();
     let (mut read, mut written) = (0, 0);
     for c in clients {
         let c = c?;
@@ -299,7 +287,7 @@ pub fn run(
         written += c.written;
     }
     let failures = shared.failures.load(Ordering::Relaxed);
-    let latency = KINDS
+    let latency = YcsbOperation::KINDS
         .iter()
         .zip(&histograms)
         .filter(|(_, h)| !h.is_empty())
@@ -334,7 +322,7 @@ fn client(shared: &Shared, index: u64, operations: u64) -> Result<Client, redb::
     let mut chooser =
         YcsbChooser::new(config).map_err(|e| redb::Error::Io(std::io::Error::other(e)))?;
     let mut client = Client {
-        histograms: KINDS.iter().map(|_| latency::histogram()).collect(),
+        histograms: YcsbOperation::KINDS.iter().map(|_| latency::histogram()).collect(),
         read: 0,
         written: 0,
         own: HashMap::new(),
@@ -351,7 +339,7 @@ fn client(shared: &Shared, index: u64, operations: u64) -> Result<Client, redb::
             return Err(e);
         }
         let ns = started.elapsed().as_nanos() as u64;
-        client.histograms[kind(&op)].saturating_record(ns.max(1));
+        client.histograms[op.kind()].saturating_record(ns.max(1));
         let done = shared.done.fetch_add(1, Ordering::Relaxed) + 1;
         if index == 0 && i % 256 == 0 {
             (options.progress)(done);

@@ -1,7 +1,7 @@
 //! SlateDB's cache on tiercache: [`TiercacheDbCache`] implements SlateDB's `DbCache`, so an LSM
 //! over object storage keeps its data, index, filter and stats blocks in DRAM, a mapped slow
 //! memory and flash, under tiercache's policies, as Kassa et al. keep RocksDB's block cache on
-//! DRAM and SCM (`../shared/papers`, "Improving Performance of Flash Based Key-Value Stores
+//! DRAM and SCM (Kassa et al., "Improving Performance of Flash Based Key-Value Stores
 //! Using Storage Class Memory as a Volatile Memory Extension", USENIX ATC '21).
 //!
 //! SlateDB names an entry by its cache scope, its SST's id and the block's number, and hands

@@ -28,9 +28,6 @@ pub use tiercache_workload::gen::ycsb::YcsbWorkload;
 /// Records per write batch in the load phase.
 const LOAD_BATCH: u64 = 1000;
 
-/// The kinds of operation, in the order of [`RunReport::latency`]'s names.
-const KINDS: [&str; 5] = ["read", "update", "insert", "scan", "read_modify_write"];
-
 /// The key of record `keynum`.
 pub fn key(keynum: u64) -> [u8; 8] {
     ycsb_hash(keynum).to_be_bytes()
@@ -257,7 +254,8 @@ pub async fn run(
         ended.push(task.await.map_err(|e| Error::internal(format!("a YCSB client failed: {e}"))));
     }
     let seconds = started.elapsed().as_secs_f64();
-    let mut histograms: Vec<_> = KINDS.iter().map(|_| latency::histogram()).collect();
+    let mut histograms: Vec<_> =
+        YcsbOperation::KINDS.iter().map(|_| latency::histogram()).collect();
     let (mut read, mut written) = (0, 0);
     for ended in ended {
         let client = ended??;
@@ -280,7 +278,7 @@ pub async fn run(
         clients,
         seconds,
         ops_per_second: done as f64 / seconds.max(1e-9),
-        latency: KINDS
+        latency: YcsbOperation::KINDS
             .iter()
             .zip(&histograms)
             .filter(|(_, h)| !h.is_empty())
@@ -308,7 +306,7 @@ async fn client(shared: Arc<Shared>, index: u64, operations: u64) -> Result<Clie
     };
     let mut chooser = YcsbChooser::new(config).map_err(|e| Error::invalid(e.to_string()))?;
     let mut client = Client {
-        histograms: KINDS.iter().map(|_| latency::histogram()).collect(),
+        histograms: YcsbOperation::KINDS.iter().map(|_| latency::histogram()).collect(),
         read: 0,
         written: 0,
         own: HashMap::new(),
@@ -325,21 +323,11 @@ async fn client(shared: Arc<Shared>, index: u64, operations: u64) -> Result<Clie
             return Err(e);
         }
         let ns = started.elapsed().as_nanos() as u64;
-        client.histograms[kind(&op)].saturating_record(ns.max(1));
+        client.histograms[op.kind()].saturating_record(ns.max(1));
         let done = shared.done.fetch_add(1, Ordering::Relaxed) + 1;
         if index == 0 && i % 64 == 0 {
             (options.progress)(done);
         }
     }
     Ok(client)
-}
-
-fn kind(op: &YcsbOperation) -> usize {
-    match op {
-        YcsbOperation::Read(_) => 0,
-        YcsbOperation::Update(_) => 1,
-        YcsbOperation::Insert => 2,
-        YcsbOperation::Scan { .. } => 3,
-        YcsbOperation::ReadModifyWrite(_) => 4,
-    }
 }

@@ -115,6 +115,22 @@ pub enum YcsbOperation {
     ReadModifyWrite(u64),
 }
 
+impl YcsbOperation {
+    /// The names of the kinds of operation, in the order of [`kind`](Self::kind).
+    pub const KINDS: [&'static str; 5] = ["read", "update", "insert", "scan", "read_modify_write"];
+
+    /// This operation's kind: its index in [`KINDS`](Self::KINDS).
+    pub fn kind(&self) -> usize {
+        match self {
+            YcsbOperation::Read(_) => 0,
+            YcsbOperation::Update(_) => 1,
+            YcsbOperation::Insert => 2,
+            YcsbOperation::Scan { .. } => 3,
+            YcsbOperation::ReadModifyWrite(_) => 4,
+        }
+    }
+}
+
 /// The operations of a YCSB run phase, with YCSB's choice of keys: a generator per client
 /// thread, the records that exist told by the caller (YCSB's acknowledged insert counter), so
 /// clients that insert side by side never read a record before it is there.
