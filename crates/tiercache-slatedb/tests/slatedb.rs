@@ -1,20 +1,30 @@
 //! SlateDB over tiercache: a database on a local object store with its block cache on DRAM
-//! over a flash tier, its values read back through the cache, warm after a reopen, and never
-//! wrong over a corrupted or another database's tier file.
+//! over a flash tier, its values read back through the cache, warm after a reopen, never
+//! wrong over a corrupted or another database's tier file, nor after compaction deleted the
+//! SSTs whose blocks it holds, nor after the process was killed mid-write.
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use object_store::aws::AmazonS3Builder;
+use slatedb::config::{
+    CompactorOptions, FlushOptions, FlushType, GarbageCollectorDirectoryOptions,
+    GarbageCollectorOptions, Settings,
+};
 use slatedb::db_cache::{CacheLookup, CachedEntry, CachedKey, DbCache};
 use slatedb::object_store::local::LocalFileSystem;
 use slatedb::object_store::ObjectStore;
-use slatedb::{Db, Error};
+use slatedb::{Db, Error, WriteBatch};
 use tiercache_engine::{CacheBuilder, TierKind};
 use tiercache_policy::PolicyConfig;
 use tiercache_slatedb::decoded::Decoded;
+use tiercache_slatedb::store::{CountingStore, Latency};
 use tiercache_slatedb::TiercacheDbCache;
 
 const KEYS: u64 = 1500;
@@ -237,5 +247,365 @@ async fn decoded_entries_stay_within_their_budget_and_the_marked_outlive_the_res
     assert!(entries.len() > 20 && decoded.get(&key(1)).is_none(), "the unread went first");
     decoded.remove(&key(0));
     assert!(decoded.get(&key(0)).is_none());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Keys of the tests that write many versions.
+const VERSIONED_KEYS: u64 = 300;
+
+/// Key `key`'s value as written in `round`: the round, then bytes of its own.
+fn versioned(key: u64, round: u64) -> Vec<u8> {
+    let mut value = format!("{round}:").into_bytes();
+    value.extend((0..100 + key * 13 % 900).map(|i| (key * 7 + round + i) as u8));
+    value
+}
+
+/// SlateDB settings that flush small memtables often, compact L0 SSTs as soon as four are
+/// there, and delete what no manifest or checkpoint refers to at once.
+fn compacting() -> Settings {
+    let at_once = GarbageCollectorDirectoryOptions {
+        interval: Some(Duration::from_millis(100)),
+        min_age: Duration::ZERO,
+        dry_run: false,
+    };
+    Settings {
+        flush_interval: Some(Duration::from_millis(5)),
+        l0_sst_size_bytes: 64 << 10,
+        compactor_options: Some(CompactorOptions {
+            poll_interval: Duration::from_millis(50),
+            // How long a compaction's inputs outlive it, for reads begun before (15 minutes
+            // by default).
+            checkpoint_lifetime: Duration::from_millis(200),
+            ..CompactorOptions::default()
+        }),
+        garbage_collector_options: Some(GarbageCollectorOptions {
+            compacted_options: Some(at_once),
+            ..GarbageCollectorOptions::default()
+        }),
+        ..Settings::default()
+    }
+}
+
+/// The SST objects in the store now.
+fn ssts(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|e| e == "sst") {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&dir.join("objects").join("db").join("compacted"), &mut found);
+    found
+}
+
+/// Every key reads `round`'s version, or nothing where `deleted` says so.
+async fn check_round(db: &Db, round: u64, deleted: impl Fn(u64) -> bool) {
+    for k in 0..VERSIONED_KEYS {
+        let found = db.get(key(k)).await.unwrap();
+        let expected = (!deleted(k)).then(|| versioned(k, round));
+        assert_eq!(found.as_deref(), expected.as_deref(), "key {k} after round {round}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacted_and_deleted_ssts_never_serve_a_stale_block() {
+    const ROUNDS: u64 = 6;
+    let dir = scratch("compaction");
+    let cache = Arc::new(TiercacheDbCache::new(cache(&dir)).unwrap());
+    let db = Db::builder("db", store(&dir))
+        .with_settings(compacting())
+        .with_db_cache(cache.clone(), 0)
+        .build()
+        .await
+        .unwrap();
+    // Each round writes every key's next version (the last deletes every seventh key) into
+    // SSTs of their own, and reads every key through the cache, which then holds blocks of
+    // every round's SSTs under their ids.
+    let last = ROUNDS - 1;
+    let gone = |k: u64| k.is_multiple_of(7);
+    let mut written = Vec::new();
+    for round in 0..ROUNDS {
+        for k in 0..VERSIONED_KEYS {
+            if round == last && gone(k) {
+                db.delete(key(k)).await.unwrap();
+            } else {
+                db.put(key(k), versioned(k, round)).await.unwrap();
+            }
+        }
+        db.flush_with_options(FlushOptions { flush_type: FlushType::MemTable }).await.unwrap();
+        written.extend(ssts(&dir));
+        check_round(&db, round, |k| round == last && gone(k)).await;
+    }
+    written.sort();
+    written.dedup();
+    // Compaction merges the rounds' SSTs into new ones and the collector deletes the old.
+    let waited = std::time::Instant::now();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let deleted = loop {
+        let now = ssts(&dir);
+        let deleted = written.iter().filter(|p| !now.contains(p)).count();
+        if deleted * 2 >= written.len() || std::time::Instant::now() > deadline {
+            break deleted;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    eprintln!(
+        "{deleted} of {} SSTs compacted away and deleted (waited {:?})",
+        written.len(),
+        waited.elapsed()
+    );
+    assert!(deleted * 2 >= written.len(), "{deleted} of {} SSTs deleted in 60 s", written.len());
+    // The cache still holds blocks of the deleted SSTs; reads see only the new ones'.
+    let before = cache.keyed().cache().stats().hits;
+    check_round(&db, last, gone).await;
+    check_round(&db, last, gone).await;
+    assert!(cache.keyed().cache().stats().hits > before, "reads after compaction hit the cache");
+    assert_eq!(cache.undecodable(), 0);
+    db.close().await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Set in the child process of the kill test: the folder it writes in.
+const KILL_CHILD: &str = "TIERCACHE_SLATEDB_KILL_CHILD";
+/// Keys a batch of the kill test's child writes, and the batches acknowledged before the kill.
+const KILL_BATCH: u64 = 50;
+const KILL_AFTER: u64 = 60;
+
+/// The kill test's child: writes every key's next version in batches, forever, printing each
+/// batch once SlateDB acknowledged it durable, and reading keys back through the cache as it
+/// goes (a wrong value ends the child, which the parent sees). After each round it makes the
+/// cache durable (`flush_to_disk`, as a program checkpoints its cache), so the kill finds
+/// entries on flash from the last round and writes of the next under way.
+async fn write_until_killed(dir: &Path) {
+    let cache = Arc::new(TiercacheDbCache::new(cache(dir)).unwrap());
+    let db = Db::builder("db", store(dir))
+        .with_settings(compacting())
+        .with_db_cache(cache.clone(), 0)
+        .build()
+        .await
+        .unwrap();
+    for round in 0.. {
+        for first in (0..VERSIONED_KEYS).step_by(KILL_BATCH as usize) {
+            let mut batch = WriteBatch::new();
+            for k in first..first + KILL_BATCH {
+                batch.put(key(k), versioned(k, round));
+            }
+            // Acknowledged once durable in the object store (SlateDB's `write` returns once
+            // the batch is in its memory).
+            db.write(batch).await.unwrap().await_durable().await.unwrap();
+            println!("acked {round} {first}");
+            for k in (0..VERSIONED_KEYS).step_by(7) {
+                let expected = if k < first + KILL_BATCH { round } else { round.wrapping_sub(1) };
+                let found = db.get(key(k)).await.unwrap();
+                if round > 0 || k < first + KILL_BATCH {
+                    assert_eq!(found, Some(versioned(k, expected).into()), "key {k}");
+                }
+            }
+        }
+        cache.flush_to_disk().await.unwrap();
+    }
+}
+
+/// A process killed (SIGKILL) while SlateDB writes and its cache moves blocks to flash: the
+/// database reopens with every acknowledged write, and the cache over the files the kill left
+/// either recovers what checks out or drops it; no read returns a wrong value.
+#[test]
+fn a_killed_process_leaves_the_database_whole_and_its_cache_consistent() {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    if let Some(dir) = std::env::var_os(KILL_CHILD) {
+        runtime.block_on(write_until_killed(Path::new(&dir)));
+        return;
+    }
+    let dir = scratch("kill");
+    let name = "a_killed_process_leaves_the_database_whole_and_its_cache_consistent";
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+        .env(KILL_CHILD, &dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    // The round of each key's last acknowledged write.
+    let mut acked: Vec<Option<u64>> = vec![None; VERSIONED_KEYS as usize];
+    let mut batches = 0;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let Some(batch) = line.strip_prefix("acked ") else { continue };
+        let (round, first) = batch.split_once(' ').unwrap();
+        let (round, first): (u64, u64) = (round.parse().unwrap(), first.parse().unwrap());
+        for k in first..first + KILL_BATCH {
+            acked[k as usize] = Some(round);
+        }
+        batches += 1;
+        if batches == KILL_AFTER {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(batches, KILL_AFTER, "the child ended before the kill: {status}");
+
+    // Each key reads its last acknowledged version or the one in flight at the kill: from
+    // SlateDB alone (its own guarantee), then through the cache over the files the kill left.
+    runtime.block_on(async {
+        let db = Db::builder("db", store(&dir)).with_db_cache_disabled().build().await.unwrap();
+        check_acknowledged(&db, &acked, "without a cache").await;
+        db.close().await.unwrap();
+        let cache = Arc::new(TiercacheDbCache::new(cache(&dir)).unwrap());
+        let db = Db::builder("db", store(&dir)).with_db_cache(cache.clone(), 0).build().await;
+        let db = db.unwrap();
+        for pass in ["through the cache", "through the cache again"] {
+            check_acknowledged(&db, &acked, pass).await;
+        }
+        let stats = cache.keyed().cache().stats();
+        eprintln!(
+            "after the kill: {} entries recovered, {} dropped as damaged; {} hits of {} lookups",
+            stats.recovered, stats.recovery_damaged, stats.hits, stats.lookups
+        );
+        assert!(stats.recovered > 0, "the cache reopened warm: {stats:?}");
+        assert!(stats.hits > 0, "{stats:?}");
+        assert_eq!(cache.undecodable(), 0);
+        db.close().await.unwrap();
+    });
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every key reads its last acknowledged version, the one in flight at the kill, or (never
+/// acknowledged) nothing.
+async fn check_acknowledged(db: &Db, acked: &[Option<u64>], pass: &str) {
+    for k in 0..VERSIONED_KEYS {
+        let found = db.get(key(k)).await.unwrap();
+        // The last acknowledged version, or the one in flight at the kill.
+        let next = acked[k as usize].map_or(0, |round| round + 1);
+        let allowed = [acked[k as usize].map(|r| versioned(k, r)), Some(versioned(k, next))];
+        let found = found.map(|v| v.to_vec());
+        assert!(
+            allowed.contains(&found) || (found.is_none() && acked[k as usize].is_none()),
+            "key {k}, {pass}: acknowledged in round {:?}, read {:?}",
+            acked[k as usize],
+            found.map(|v| String::from_utf8_lossy(&v[..8]).into_owned()),
+        );
+    }
+}
+
+/// moto's S3 server (a Python package; `scripts/test` installs `moto[server]`) on a free
+/// loopback port, stopped when dropped.
+struct S3Server {
+    child: Child,
+    port: u16,
+}
+
+impl S3Server {
+    fn start() -> S3Server {
+        // reqwest, object_store's HTTP client, takes rustls's process-wide crypto provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = Command::new("python3")
+            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python3, to run moto's S3 server");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut said = String::new();
+                let _ = child.stderr.take().unwrap().read_to_string(&mut said);
+                panic!(
+                    "moto's S3 server ended ({status}); scripts/test installs moto[server]: {said}"
+                );
+            }
+            assert!(std::time::Instant::now() < deadline, "moto's S3 server did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        S3Server { child, port }
+    }
+
+    /// Creates `bucket` (S3's CreateBucket: a PUT of the bucket's path).
+    fn create_bucket(&self, bucket: &str) {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let request = format!(
+            "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\n\
+             Connection: close\r\n\r\n",
+            self.port
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        assert!(response.starts_with("HTTP/1.1 200"), "CreateBucket: {response}");
+    }
+
+    /// object_store's S3 client for `bucket` on this server, every request counted.
+    fn store(&self, bucket: &str) -> Arc<CountingStore> {
+        let s3 = AmazonS3Builder::new()
+            .with_endpoint(format!("http://127.0.0.1:{}", self.port))
+            .with_allow_http(true)
+            .with_bucket_name(bucket)
+            .with_region("us-east-1")
+            .with_access_key_id("tiercache")
+            .with_secret_access_key("tiercache")
+            .build()
+            .expect("an S3 client");
+        let none = Latency { first_byte: Duration::ZERO, bytes_per_second: 0 };
+        Arc::new(CountingStore::new(Arc::new(s3), none))
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// SlateDB over a real S3-compatible server, reached through object_store's S3 client, its
+/// blocks cached in tiercache: values check out cold, from the cache, and after the cache
+/// reopened warm, which then saves most of the GETs a cold read made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slatedb_on_an_s3_server_reads_through_the_cache_and_reopens_warm() {
+    const S3_KEYS: u64 = 150;
+    let server = S3Server::start();
+    server.create_bucket("tiercache");
+    let s3 = server.store("tiercache");
+    let dir = scratch("s3");
+    let db = Db::builder("db", s3.clone()).with_db_cache_disabled().build().await.unwrap();
+    for k in 0..S3_KEYS {
+        db.put(key(k), value(k)).await.unwrap();
+    }
+    db.flush_with_options(FlushOptions { flush_type: FlushType::MemTable }).await.unwrap();
+    db.close().await.unwrap();
+    assert!(s3.requests().puts > 0, "SlateDB wrote to the S3 server: {}", s3);
+
+    // Reads every key through `cache`: the GETs they made.
+    let read = |cache: Arc<TiercacheDbCache>| {
+        let s3 = s3.clone();
+        async move {
+            let before = s3.requests();
+            let db = Db::builder("db", s3.clone()).with_db_cache(cache, 0).build().await.unwrap();
+            for k in 0..S3_KEYS {
+                let found = db.get(key(k)).await.unwrap();
+                assert_eq!(found.as_deref(), Some(&value(k)[..]), "key {k}");
+            }
+            db.close().await.unwrap();
+            (s3.requests() - before).gets
+        }
+    };
+    let cold = Arc::new(TiercacheDbCache::new(cache(&dir)).unwrap().with_scope("s3/db"));
+    let cold_gets = read(cold.clone()).await;
+    read(cold.clone()).await;
+    assert!(cold.keyed().cache().stats().hits > 0);
+    cold.close().await.unwrap();
+    drop(cold);
+    let warm = Arc::new(TiercacheDbCache::new(cache(&dir)).unwrap().with_scope("s3/db"));
+    let warm_gets = read(warm.clone()).await;
+    eprintln!("GETs of the S3 server reading every key: {cold_gets} cold, {warm_gets} warm");
+    assert!(warm_gets * 2 < cold_gets, "warm {warm_gets} GETs, cold {cold_gets}");
+    assert_eq!(warm.undecodable(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
