@@ -329,53 +329,70 @@ fn the_engine_decides_as_the_simulator_on_object_sizes() {
     let largest = reqs.iter().map(|r| r.size).max().unwrap() as usize;
     let spanning = reqs.iter().filter(|r| r.size as usize > BLOCK).count();
     assert!(spanning > 5000, "objects larger than a block: {spanning}");
+    let names: Vec<&str> = PolicyConfig::NAMES
+        .iter()
+        .copied()
+        .filter(|n| !PolicyConfig::parse(n).unwrap().needs_future())
+        .collect();
+    // The policies one after another on as many threads as the machine has (each its own
+    // simulator and one-shard engine; the one-thread engine is what is compared).
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(names.len());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(name) = names.get(i) else { return };
+                engine_decides_as_simulator(name, &reqs, largest);
+            });
+        }
+    });
+}
+
+/// `name`'s one-shard engine serving `reqs` through `fetch_object` hits and misses exactly as
+/// its simulator does with byte capacity, each object sized as the pages it takes.
+fn engine_decides_as_simulator(name: &str, reqs: &[Request], largest: usize) {
     let pages = |size: u32| size.max(1).div_ceil(BLOCK as u32) * BLOCK as u32;
     let capacity = 16_000 * BLOCK as u64;
-    let names =
-        PolicyConfig::NAMES.iter().filter(|n| !PolicyConfig::parse(n).unwrap().needs_future());
-    for name in names {
-        let config = PolicyConfig::parse(name).unwrap();
-        let Ok(mut policy) = AnyPolicy::from_config(&config, Capacity::bytes(capacity), &[], 0)
-        else {
-            // A policy of fixed slots (set-associative): neither runs objects by size.
-            let built = CacheBuilder::new(config.clone()).max_value(2 * BLOCK).build();
-            assert!(built.is_err(), "{name}");
-            continue;
-        };
-        let mut decision = Decision::new();
-        let simulated: Vec<bool> = reqs
-            .iter()
-            .map(|r| {
-                decision.clear();
-                policy.decide(&Request { size: pages(r.size), ..*r }, &mut decision);
-                decision.hit.is_some()
-            })
-            .collect();
-        let clock = std::sync::Arc::new(tiercache_engine::ManualClock::default());
-        let cache = CacheBuilder::new(config.clone())
-            .clock(clock.clone())
-            .block_size(BLOCK)
-            .shards(1)
-            .capacity_bytes(capacity)
-            .max_value(largest.max(2 * BLOCK))
-            .without_worker()
-            .build()
-            .unwrap();
-        let engine: Vec<bool> = reqs
-            .iter()
-            .map(|r| {
-                clock.set(r.time_us);
-                let (got, hit) = cache
-                    .fetch_object(r.key, || Ok(value(r.key, 0, r.size.max(16) as usize)))
-                    .unwrap();
-                assert_eq!(version_of(r.key, &got), 0);
-                hit
-            })
-            .collect();
-        let parted = simulated.iter().zip(&engine).position(|(a, b)| a != b);
-        assert_eq!(parted, None, "{name}: engine and simulator part at request {parted:?}");
-        assert!(engine.iter().filter(|h| **h).count() > 1000, "{name}");
-    }
+    let config = PolicyConfig::parse(name).unwrap();
+    let Ok(mut policy) = AnyPolicy::from_config(&config, Capacity::bytes(capacity), &[], 0) else {
+        // A policy of fixed slots (set-associative): neither runs objects by size.
+        let built = CacheBuilder::new(config.clone()).max_value(2 * BLOCK).build();
+        assert!(built.is_err(), "{name}");
+        return;
+    };
+    let mut decision = Decision::new();
+    let simulated: Vec<bool> = reqs
+        .iter()
+        .map(|r| {
+            decision.clear();
+            policy.decide(&Request { size: pages(r.size), ..*r }, &mut decision);
+            decision.hit.is_some()
+        })
+        .collect();
+    let clock = std::sync::Arc::new(tiercache_engine::ManualClock::default());
+    let cache = CacheBuilder::new(config.clone())
+        .clock(clock.clone())
+        .block_size(BLOCK)
+        .shards(1)
+        .capacity_bytes(capacity)
+        .max_value(largest.max(2 * BLOCK))
+        .without_worker()
+        .build()
+        .unwrap();
+    let engine: Vec<bool> = reqs
+        .iter()
+        .map(|r| {
+            clock.set(r.time_us);
+            let (got, hit) =
+                cache.fetch_object(r.key, || Ok(value(r.key, 0, r.size.max(16) as usize))).unwrap();
+            assert_eq!(version_of(r.key, &got), 0);
+            hit
+        })
+        .collect();
+    let parted = simulated.iter().zip(&engine).position(|(a, b)| a != b);
+    assert_eq!(parted, None, "{name}: engine and simulator part at request {parted:?}");
+    assert!(engine.iter().filter(|h| **h).count() > 1000, "{name}");
 }
 
 /// The limits: a value over max_value, a max_value no shard can hold or of too many pages,
