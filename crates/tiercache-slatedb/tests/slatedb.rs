@@ -286,21 +286,16 @@ fn compacting() -> Settings {
     }
 }
 
-/// The SST objects in the store now.
+/// The SST objects in the store now (compacted/ is flat: `<ulid>.sst`, L0s and sorted runs).
 fn ssts(dir: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, found);
-            } else if path.extension().is_some_and(|e| e == "sst") {
-                found.push(path);
-            }
-        }
-    }
-    let mut found = Vec::new();
-    walk(&dir.join("objects").join("db").join("compacted"), &mut found);
-    found
+    let compacted = dir.join("objects").join("db").join("compacted");
+    std::fs::read_dir(compacted)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "sst"))
+        .collect()
 }
 
 /// Every key reads `round`'s version, or nothing where `deleted` says so.
@@ -345,7 +340,7 @@ async fn compacted_and_deleted_ssts_never_serve_a_stale_block() {
     written.dedup();
     // Compaction merges the rounds' SSTs into new ones and the collector deletes the old.
     let waited = std::time::Instant::now();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let deadline = waited + Duration::from_secs(60);
     let deleted = loop {
         let now = ssts(&dir);
         let deleted = written.iter().filter(|p| !now.contains(p)).count();
@@ -480,15 +475,13 @@ fn a_killed_process_leaves_the_database_whole_and_its_cache_consistent() {
 /// acknowledged) nothing.
 async fn check_acknowledged(db: &Db, acked: &[Option<u64>], pass: &str) {
     for k in 0..VERSIONED_KEYS {
-        let found = db.get(key(k)).await.unwrap();
-        // The last acknowledged version, or the one in flight at the kill.
-        let next = acked[k as usize].map_or(0, |round| round + 1);
-        let allowed = [acked[k as usize].map(|r| versioned(k, r)), Some(versioned(k, next))];
-        let found = found.map(|v| v.to_vec());
+        let acked = acked[k as usize];
+        let found = db.get(key(k)).await.unwrap().map(|v| v.to_vec());
+        let next = acked.map_or(0, |round| round + 1);
+        let allowed = [acked.map(|r| versioned(k, r)), Some(versioned(k, next))];
         assert!(
-            allowed.contains(&found) || (found.is_none() && acked[k as usize].is_none()),
-            "key {k}, {pass}: acknowledged in round {:?}, read {:?}",
-            acked[k as usize],
+            allowed.contains(&found) || (found.is_none() && acked.is_none()),
+            "key {k}, {pass}: acknowledged in round {acked:?}, read {:?}",
             found.map(|v| String::from_utf8_lossy(&v[..8]).into_owned()),
         );
     }
