@@ -96,14 +96,21 @@ impl<H: KeyHash> KeyedCache<H> {
 
     /// `key`'s value, if cached.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let stored = self.cache.get_object(self.hasher.hash(key))?;
-        self.value_of(key, &stored).map(<[u8]>::to_vec)
+        self.get_with(key, <[u8]>::to_vec)
+    }
+
+    /// `key`'s value, if cached, handed to `read` where it lies: in place on a memory tier
+    /// (its slots pinned until `read` returns), or as the one copy a file or flash tier's read
+    /// makes. For a caller that decodes the value anyway, this spares [`get`](Self::get)'s copy.
+    pub fn get_with<R>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let held = self.cache.get_ref(self.hasher.hash(key))?;
+        self.value_of(key, &held).map(read)
     }
 
     /// Whether `key` is cached (its own object, not another key's under its hash).
     pub fn contains(&self, key: &[u8]) -> bool {
         let hash = self.hasher.hash(key);
-        self.cache.contains(hash) && self.get(key).is_some()
+        self.cache.contains(hash) && self.get_with(key, |_| ()).is_some()
     }
 
     /// Caches `value` under `key` if the policy admits it (an object of another key under the
@@ -117,7 +124,7 @@ impl<H: KeyHash> KeyedCache<H> {
 
     /// Drops `key`'s object if cached (another key's under the same hash is left alone).
     pub fn remove(&self, key: &[u8]) {
-        if self.get(key).is_some() {
+        if self.get_with(key, |_| ()).is_some() {
             self.cache.invalidate(self.hasher.hash(key));
         }
     }

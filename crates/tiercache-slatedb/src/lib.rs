@@ -108,7 +108,15 @@ impl TiercacheDbCache {
 
     /// The entry stored under `key`, if it decodes; one that does not is dropped.
     fn decode(&self, key: &[u8], stored: &[u8]) -> Option<CachedEntry> {
-        match bincode::deserialize(stored) {
+        self.decoded_or_dropped(key, bincode::deserialize(stored))
+    }
+
+    fn decoded_or_dropped(
+        &self,
+        key: &[u8],
+        decoded: bincode::Result<CachedEntry>,
+    ) -> Option<CachedEntry> {
+        match decoded {
             Ok(entry) => Some(entry),
             Err(_) => {
                 self.undecodable.fetch_add(1, Ordering::Relaxed);
@@ -119,9 +127,14 @@ impl TiercacheDbCache {
     }
 
     fn get(&self, key: &CachedKey) -> Option<CachedEntry> {
-        let key = self.key(key);
-        let stored = self.keyed.get(&key)?;
-        self.decode(&key, &stored)
+        self.get_stored(&self.key(key))
+    }
+
+    /// The entry under the stored key `key`, decoded where it lies in the cache (no copy of
+    /// its bytes on a memory tier's hit).
+    fn get_stored(&self, key: &[u8]) -> Option<CachedEntry> {
+        let decoded = self.keyed.get_with(key, |stored| bincode::deserialize(stored))?;
+        self.decoded_or_dropped(key, decoded)
     }
 
     /// A metadata entry: decoded already, or from the cache and kept decoded.
@@ -130,7 +143,7 @@ impl TiercacheDbCache {
         if let Some(entry) = self.decoded.get(&stored_key) {
             return Some(entry);
         }
-        let entry = self.get(key)?;
+        let entry = self.get_stored(&stored_key)?;
         self.decoded.keep(&stored_key, &entry);
         Some(entry)
     }
@@ -141,17 +154,17 @@ impl TiercacheDbCache {
         if let Some(entry) = self.decoded.get(&stored_key) {
             return Ok(CacheFetch::hit(entry));
         }
-        let fetched = self.fetch(key, loader).await?;
+        let fetched = self.fetch(stored_key.clone(), loader).await?;
         self.decoded.keep(&stored_key, &fetched.entry);
         Ok(fetched)
     }
 
-    /// `key`'s entry, from the cache or loaded once for every fetch of it at the time.
-    async fn fetch(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
-        if let Some(entry) = self.get(&key) {
+    /// The entry under the stored key `key`, from the cache or loaded once for every fetch of
+    /// it at the time.
+    async fn fetch(&self, key: Vec<u8>, loader: CacheLoader) -> Result<CacheFetch, Error> {
+        if let Some(entry) = self.get_stored(&key) {
             return Ok(CacheFetch::hit(entry));
         }
-        let key = self.key(&key);
         let keyed = self.keyed.clone();
         let runtime = tokio::runtime::Handle::current();
         let fetched = tokio::task::spawn_blocking(move || {
@@ -234,7 +247,7 @@ impl DbCache for TiercacheDbCache {
     }
 
     async fn fetch_block(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
-        self.fetch(key, loader).await
+        self.fetch(self.key(&key), loader).await
     }
 
     async fn fetch_index(&self, key: CachedKey, loader: CacheLoader) -> Result<CacheFetch, Error> {
