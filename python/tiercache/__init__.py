@@ -354,6 +354,8 @@ class Cache:
     64 MiB (or what a shard's largest tier holds, if less) for bytes keys. A value larger than
     a block spans pages, one entry of the policy counted by its size, and is kept (and
     recovered after a crash) only whole. ``stats()["tier_hits"]`` counts reads per tier.
+    ``sync_interval`` ("1s" by default, "250ms", or "0" for never) is how often the cache
+    syncs its slow and flash tiers on its own: a crash of the machine loses at most that much.
     """
 
     def __init__(
@@ -368,6 +370,7 @@ class Cache:
         stack: Optional[Dict[str, Any]] = None,
         keys: str = "int",
         max_value: Optional[Amount] = None,
+        sync_interval: Optional[str] = None,
         **options: Any,
     ) -> None:
         if stack and "policy" in stack:
@@ -381,6 +384,7 @@ class Cache:
             shards,
             keys,
             None if max_value is None else str(max_value),
+            sync_interval,
         )
 
     @property

@@ -93,6 +93,11 @@ pub struct CacheArgs {
     /// (start empty) [default: quiet; `bench`: wipe].
     #[arg(long)]
     pub recover: Option<Recover>,
+    /// How often the cache syncs its persistent tiers on its own, so that a crash of the
+    /// machine loses at most this much (in write-back, of acknowledged writes too): `1s`,
+    /// `250ms`, or `0` for never [default: 1s].
+    #[arg(long)]
+    pub sync_interval: Option<String>,
 }
 
 /// What a command assumes where an option is not given.
@@ -133,6 +138,7 @@ impl CacheArgs {
             block_size: self.block_size.or(file.block_size),
             shards: self.shards.or(file.shards),
             recover: self.recover.or(file.recover),
+            sync_interval: self.sync_interval.or(file.sync_interval),
         }
     }
 
@@ -208,6 +214,7 @@ impl CacheArgs {
             dram_profile: self.dram_profile.clone(),
             overwrite_foreign_files: false,
             max_value: None,
+            sync_interval: self.sync_interval.clone(),
         };
         Ok(CacheConfig { stack, media: self.media(), engine })
     }

@@ -77,6 +77,7 @@ pub struct CacheBuilder {
     mode: Option<CasConfig>,
     overwrite_foreign_files: bool,
     scrub_rate: u64,
+    sync_interval: Option<std::time::Duration>,
     recover: Recover,
     volatile_write_back: bool,
     /// The backing device given to the builder, attached before recovery.
@@ -144,6 +145,7 @@ impl CacheBuilder {
             mode: None,
             overwrite_foreign_files: false,
             scrub_rate: crate::scrub::DEFAULT_RATE,
+            sync_interval: Some(crate::cache::DEFAULT_SYNC_INTERVAL),
             recover: Recover::Quiet,
             volatile_write_back: false,
             backing: None,
@@ -220,6 +222,14 @@ impl CacheBuilder {
     /// checks its block. By default 256 MiB/s.
     pub fn scrub_rate(mut self, bytes_per_second: u64) -> Self {
         self.scrub_rate = bytes_per_second;
+        self
+    }
+
+    /// How often the cache syncs its persistent tiers on its own (see `cache::checkpoint`):
+    /// a crash of the machine loses at most this much of their changes, and in write-back
+    /// at most this much acknowledged data not yet synced. 1 s by default; 0 turns it off.
+    pub fn sync_interval(mut self, interval: std::time::Duration) -> Self {
+        self.sync_interval = Some(interval).filter(|i| !i.is_zero());
         self
     }
 
@@ -407,8 +417,8 @@ impl CacheBuilder {
         self
     }
 
-    /// No background worker: periodic work then runs only as requests arrive (deterministic
-    /// replays, tests).
+    /// No background worker: periodic work then runs only as requests arrive, and the tiers
+    /// sync only when asked, with no background checkpoints (deterministic replays, tests).
     pub fn without_worker(mut self) -> Self {
         self.worker_off = true;
         self
@@ -657,7 +667,8 @@ impl CacheBuilder {
             }
             core.attach_device(device);
         }
-        Ok(Cache::start(core, tick_every, writers, self.scrub_rate))
+        let sync_every = self.sync_interval.filter(|_| !self.worker_off);
+        Ok(Cache::start(core, tick_every, writers, (self.scrub_rate, sync_every)))
     }
 
     /// Opens each tier's medium, wrapped as the builder says (wrappers nearest the medium,

@@ -29,6 +29,8 @@ use crate::tier::behind::WriteBehind;
 use crate::tier::medium::Medium;
 use crate::tier::optimistic::{Hit, HitLog, Landing, Recorded, SlotTable};
 
+mod checkpoint;
+pub use checkpoint::DEFAULT_SYNC_INTERVAL;
 mod durability;
 mod fetch;
 mod report;
@@ -78,6 +80,7 @@ pub struct Cache {
     core: Arc<CacheCore>,
     worker: Option<Worker>,
     scrubber: Option<Worker>,
+    checkpointer: Option<Worker>,
     writers: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -94,8 +97,8 @@ impl Drop for Cache {
         if let Some(worker) = self.worker.take() {
             worker.stop();
         }
-        if let Some(scrubber) = self.scrubber.take() {
-            scrubber.stop();
+        for worker in [self.scrubber.take(), self.checkpointer.take()].into_iter().flatten() {
+            worker.stop();
         }
         if let Some(behind) = &self.core.behind {
             self.core.release_runs();
@@ -133,6 +136,10 @@ impl Worker {
             .spawn(move || loop {
                 let (lock, wake) = &*signal;
                 let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                // Looked at before waiting too: a stop while the step ran has no one to wake.
+                if *stopped {
+                    return;
+                }
                 let (stopped, _) =
                     wake.wait_timeout(stopped, interval).unwrap_or_else(|p| p.into_inner());
                 if *stopped {
@@ -159,9 +166,14 @@ impl Cache {
         core: CacheCore,
         tick_every: Option<std::time::Duration>,
         writers: usize,
-        scrub_rate: u64,
+        (scrub_rate, sync_every): (u64, Option<std::time::Duration>),
     ) -> Cache {
         let core = Arc::new(core);
+        let persistent = core.media().iter().any(|m| m.path().is_some());
+        let checkpointer = sync_every.filter(|_| persistent).map(|interval| {
+            let core = core.clone();
+            Worker::start("tiercache-checkpoint", interval, move || core.checkpoint(interval))
+        });
         let worker = tick_every.map(|interval| {
             let core = core.clone();
             Worker::start("tiercache-worker", interval, move || {
@@ -186,7 +198,7 @@ impl Cache {
             }
             None => Vec::new(),
         };
-        Cache { core, worker, scrubber, writers }
+        Cache { core, worker, scrubber, checkpointer, writers }
     }
 
     /// Whether a background worker runs periodic work.
@@ -224,6 +236,8 @@ pub struct CacheCore {
     unlocked: Option<Unlocked>,
     /// What the scrubber found.
     scrubbed: Arc<ScrubCounts>,
+    /// Syncs' turns and the background checkpoints' counts.
+    syncs: checkpoint::Syncs,
     /// The Open CAS mode the policies run in, if any.
     mode: Option<CacheMode>,
     /// Whether blocks may be dirty (a write-back mode, or dirty blocks recovered): the cache
@@ -376,6 +390,7 @@ impl CacheCore {
             behind: settings.behind,
             unlocked: settings.unlocked,
             scrubbed: Arc::default(),
+            syncs: Default::default(),
             mode,
             keeps_dirty,
             attached: Default::default(),

@@ -26,6 +26,7 @@
 //! shards = 16
 //! recover = "quiet"
 //! max_value = "64MiB"     # objects larger than a block (keys of any bytes)
+//! sync_interval = "1s"    # background checkpoints of the persistent tiers; "0" turns them off
 //! ```
 
 use std::path::PathBuf;
@@ -97,6 +98,9 @@ pub struct EngineOptions {
     /// The largest value (`CacheBuilder::max_value`): beyond the block size, values span
     /// pages. The block size when not given.
     pub max_value: Option<Amount>,
+    /// How often the cache syncs its persistent tiers on its own (`CacheBuilder::sync_interval`):
+    /// `1s` by default, `250ms`, `0` for never.
+    pub sync_interval: Option<String>,
 }
 
 impl Default for EngineOptions {
@@ -108,6 +112,7 @@ impl Default for EngineOptions {
             dram_profile: None,
             overwrite_foreign_files: false,
             max_value: None,
+            sync_interval: None,
         }
     }
 }
@@ -170,6 +175,9 @@ impl CacheConfig {
             };
             builder = builder.max_value(bytes as usize);
         }
+        if let Some(text) = &self.engine.sync_interval {
+            builder = builder.sync_interval(parse_interval(text, "sync_interval")?);
+        }
         let profile = |name: &str, setting: &'static str| {
             DeviceProfile::load(name).map_err(|e| EngineError::config(setting, e))
         };
@@ -184,5 +192,34 @@ impl CacheConfig {
             }
         }
         Ok(builder)
+    }
+}
+
+/// An interval: a number of seconds, or a number with `ms`, `s` or `min` after it (`250ms`,
+/// `1.5s`); `0` is none. An error names `setting`.
+pub fn parse_interval(
+    text: &str,
+    setting: &'static str,
+) -> Result<std::time::Duration, EngineError> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let seconds_per = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "min" => 60.0,
+        _ => {
+            let reason = format!("'{text}': the unit must be ms, s or min (`250ms`, `1s`)");
+            return Err(EngineError::config(setting, reason));
+        }
+    };
+    match number.parse::<f64>() {
+        Ok(n) if n.is_finite() && n * seconds_per < 1e9 => {
+            Ok(std::time::Duration::from_secs_f64(n * seconds_per))
+        }
+        _ => Err(EngineError::config(
+            setting,
+            format!("'{text}' is not an interval (`1s`, `250ms`, `0`)"),
+        )),
     }
 }

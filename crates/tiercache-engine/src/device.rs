@@ -46,6 +46,14 @@ pub trait Device: Send + Sync {
     /// Writes all of `data` at `at`.
     fn write_at(&self, data: &[u8], at: u64) -> io::Result<()>;
 
+    /// Writes all of `data` at `at` through the page cache where `write_at` goes around it
+    /// (a file opened with `O_DIRECT`): small writes no alignment fits, such as a flash tier's
+    /// slot records, which a killed process then leaves on the file at once, and the machine
+    /// keeps from the next [`sync`](Self::sync) on, as any write. Elsewhere, a write.
+    fn write_buffered_at(&self, data: &[u8], at: u64) -> io::Result<()> {
+        self.write_at(data, at)
+    }
+
     /// Returns once every write completed before the call is durable: on the medium for a
     /// file (`fdatasync`) or a mapped file (`msync`); process memory has nothing to sync.
     fn sync(&self) -> io::Result<()>;
@@ -170,11 +178,21 @@ pub fn read_exact_at(device: &dyn Device, buf: &mut [u8], at: u64) -> io::Result
 pub struct FileDevice {
     file: File,
     path: PathBuf,
+    /// For a file opened with `O_DIRECT`, the same file opened without it, for
+    /// [`Device::write_buffered_at`].
+    buffered: Option<File>,
 }
 
 impl FileDevice {
     pub fn new(file: File, path: &Path) -> FileDevice {
-        FileDevice { file, path: path.to_path_buf() }
+        FileDevice { file, path: path.to_path_buf(), buffered: None }
+    }
+
+    /// `direct`, a file opened with `O_DIRECT`, beside `buffered`, the same file opened
+    /// without it: aligned requests go straight to the device, `write_buffered_at` through
+    /// the page cache (the kernel writes back cached pages before a direct read of them).
+    pub fn direct(direct: File, buffered: File, path: &Path) -> FileDevice {
+        FileDevice { file: direct, path: path.to_path_buf(), buffered: Some(buffered) }
     }
 
     pub(crate) fn file(&self) -> &File {
@@ -202,6 +220,10 @@ impl Device for FileDevice {
 
     fn write_at(&self, data: &[u8], at: u64) -> io::Result<()> {
         self.file.write_all_at(data, at)
+    }
+
+    fn write_buffered_at(&self, data: &[u8], at: u64) -> io::Result<()> {
+        self.buffered.as_ref().unwrap_or(&self.file).write_all_at(data, at)
     }
 
     fn sync(&self) -> io::Result<()> {
@@ -340,6 +362,11 @@ impl Device for Emulated {
             .serve(Direction::Write, (at, data.len() as u64), || self.inner.write_at(data, at))
     }
 
+    /// The inner device's, uncharged: a write into the page cache, not to the device.
+    fn write_buffered_at(&self, data: &[u8], at: u64) -> io::Result<()> {
+        self.inner.write_buffered_at(data, at)
+    }
+
     fn sync(&self) -> io::Result<()> {
         self.inner.sync()
     }
@@ -423,6 +450,12 @@ impl Device for Faulty {
             }
         }
         Err(injected("write"))
+    }
+
+    /// The inner device's, never failed: a write into the page cache, which the faults here
+    /// (a device's) do not reach.
+    fn write_buffered_at(&self, data: &[u8], at: u64) -> io::Result<()> {
+        self.inner.write_buffered_at(data, at)
     }
 
     fn sync(&self) -> io::Result<()> {
@@ -513,6 +546,24 @@ pub enum Tear {
 }
 
 impl CrashImage {
+    /// Writes `data` at `at` with `write`, keeping what it overwrites to undo at a crash.
+    fn write_undoably(
+        &self,
+        data: &[u8],
+        at: u64,
+        write: impl FnOnce(&dyn Device) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut state = self.state();
+        if state.crashed {
+            return Err(crashed());
+        }
+        let len_before = self.inner.len()?;
+        let old = Saved::read(&*self.inner, at, data.len())?;
+        write(&*self.inner)?;
+        state.unsynced.push(Unsynced { at, old, written: data.len(), len_before });
+        Ok(())
+    }
+
     pub fn new(inner: Arc<dyn Device>) -> CrashImage {
         CrashImage { inner, state: Mutex::new(CrashState::default()) }
     }
@@ -590,15 +641,12 @@ impl Device for CrashImage {
     }
 
     fn write_at(&self, data: &[u8], at: u64) -> io::Result<()> {
-        let mut state = self.state();
-        if state.crashed {
-            return Err(crashed());
-        }
-        let len_before = self.inner.len()?;
-        let old = Saved::read(&*self.inner, at, data.len())?;
-        self.inner.write_at(data, at)?;
-        state.unsynced.push(Unsynced { at, old, written: data.len(), len_before });
-        Ok(())
+        self.write_undoably(data, at, |inner| inner.write_at(data, at))
+    }
+
+    /// Undone by a crash as any write since the last sync is.
+    fn write_buffered_at(&self, data: &[u8], at: u64) -> io::Result<()> {
+        self.write_undoably(data, at, |inner| inner.write_buffered_at(data, at))
     }
 
     fn sync(&self) -> io::Result<()> {

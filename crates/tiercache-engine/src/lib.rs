@@ -83,7 +83,7 @@ pub use {
     builder::{CacheBuilder, TierSpec},
     cache::{BlockRef, Cache, CacheCore},
     clock::{Clock, ManualClock, MonotonicClock},
-    config::{CacheConfig, EngineOptions, MediumKind, MediumSpec},
+    config::{parse_interval, CacheConfig, EngineOptions, MediumKind, MediumSpec},
     error::EngineError,
     file::{CachedFile, Extent},
     keyed::{KeyBytes, KeyHash, KeyedCache, TypedCache},

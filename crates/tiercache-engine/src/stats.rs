@@ -132,6 +132,8 @@ counters! {
     backing_syncs: "Syncs of the backing device a shard made before freeing slots of blocks written back.",
     limbo_syncs: "Tier syncs forced because the only free slots were held for a sync (old copies of dirty blocks rewritten since the last one).",
     limbo_write_backs: "Dirty blocks in DRAM copied to the backing device by such a sync, because the slot it freed held their last durable copy (they stay dirty, and are written back in their turn).",
+    checkpoints: "Background checkpoints made (`sync_interval`): syncs of every persistent tier, off the request path.",
+    checkpoint_errors: "Background checkpoints that failed; the next one tries again, and an explicit sync reports the error.",
     erase_syncs: "Tier syncs forced before a block was dropped or overwritten in place, because an older copy of it was freed after the last sync and could come back in a crash.",
     dirty_lost: "Dirty blocks lost: unreadable (checksum, I/O) or not written back when dropped. Reads of such a key fail with a data-loss error until it is written again.",
     writes_dropped: "Writes acknowledged but not applied. Always 0: a write the policy declines is counted in rejections.",

@@ -333,7 +333,7 @@ fn bytes_key(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 #[pymethods]
 impl Cache {
     #[new]
-    #[pyo3(signature = (options_json, block_size="4KiB", slow_path=None, flash_path=None, shards=16, keys="int", max_value=None))]
+    #[pyo3(signature = (options_json, block_size="4KiB", slow_path=None, flash_path=None, shards=16, keys="int", max_value=None, sync_interval=None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, each its own setting.
     fn new(
         py: Python<'_>,
@@ -344,6 +344,7 @@ impl Cache {
         shards: usize,
         keys: &str,
         max_value: Option<&str>,
+        sync_interval: Option<&str>,
     ) -> PyResult<Cache> {
         let table = options_table(options_json).map_err(to_py)?;
         let build = || -> anyhow::Result<Cache> {
@@ -361,6 +362,7 @@ impl Cache {
             config.engine.block_size = Amount::Count(block);
             config.engine.shards = shards;
             config.engine.max_value = max_value.map(|text| Amount::Text(text.into()));
+            config.engine.sync_interval = sync_interval.map(String::from);
             let mut builder = config.builder()?;
             if keys == "bytes" && max_value.is_none() {
                 builder = builder.max_value_at_most(BYTES_KEYS_MAX_VALUE);

@@ -125,8 +125,13 @@ impl CacheCore {
 
     /// Makes every block written and dropped so far durable on the persistent tiers (waits for
     /// the blocks written behind, then `msync` or `fdatasync`s each tier): after a crash, the
-    /// cache reopens with these blocks, and with none it had dropped.
+    /// cache reopens with these blocks, and with none it had dropped. Syncs take turns (a
+    /// background checkpoint's included: see `checkpoint`).
     pub fn sync(&self) -> Result<(), EngineError> {
+        self.syncs.run(|| self.sync_now())
+    }
+
+    fn sync_now(&self) -> Result<(), EngineError> {
         self.flush();
         if self.keeps_dirty && !self.volatile.is_empty() {
             // Dirty blocks of DRAM tiers would not survive: moved down to a persistent tier

@@ -115,6 +115,7 @@ impl CacheCore {
             total.bytes_read += untold.bytes;
         }
         self.scrubbed.add_to(&mut total);
+        self.syncs.add_to(&mut total);
         total.snapshot(self.tiers)
     }
 

@@ -446,8 +446,14 @@ impl Shard {
 
     /// Writes what the shard's regions keep in DRAM for their media (flash slot records),
     /// before the tiers sync.
+    /// What the sync that follows may then free of the slots held for it (`limbo_covered`):
+    /// those held now.
     pub fn flush_records(&mut self) -> Result<(), EngineError> {
-        (0..self.tiers.len()).try_for_each(|t| self.flush_tier(t))
+        (0..self.tiers.len()).try_for_each(|t| self.flush_tier(t))?;
+        for tier in self.tiers.iter_mut() {
+            tier.limbo_covered = tier.limbo.len();
+        }
+        Ok(())
     }
 
     /// Writes tier `t`'s records not yet written (see `flush_records`). A placed tier's are
@@ -484,13 +490,17 @@ impl Shard {
         region.flush_records(&state, &mut self.seq)
     }
 
-    /// Frees the slots held since the last sync: the caller has just synced every tier, so the
-    /// newer copies they were held for are durable, and so are the free marks written before
-    /// the sync.
+    /// Frees the slots held for the sync the caller has just made of every tier, after this
+    /// shard's [`flush_records`](Self::flush_records): the newer copies they were held for are
+    /// durable, and so are the free marks written before the sync. Slots held since the flush
+    /// (the shard served on meanwhile) wait for the next sync.
     pub fn release_limbo(&mut self) {
         for t in 0..self.tiers.len() {
             self.tiers[t].released.clear();
-            for (slot, key) in std::mem::take(&mut self.tiers[t].limbo) {
+            let covered = std::mem::take(&mut self.tiers[t].limbo_covered);
+            let covered = covered.min(self.tiers[t].limbo.len());
+            let freed: Vec<(u32, Key)> = self.tiers[t].limbo.drain(..covered).collect();
+            for (slot, key) in freed {
                 // The key's current copy is newer; this one is only ever freed.
                 self.sync_backing();
                 self.tiers[t].free_slot(slot, key, &mut self.stats);
@@ -535,6 +545,9 @@ impl Shard {
             }
         }
         self.stats.limbo_syncs += 1;
+        for tier in self.tiers.iter_mut() {
+            tier.limbo_covered = tier.limbo.len();
+        }
         self.release_limbo();
     }
 

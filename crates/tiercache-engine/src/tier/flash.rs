@@ -40,6 +40,17 @@ pub fn open_direct(path: &Path) -> Result<(File, Option<String>), EngineError> {
     Ok((file, warning))
 }
 
+/// Opens the tier file `path` once more, without direct I/O, for its slot records: written as
+/// they change through the page cache, a killed process leaves them current on the file
+/// ([`DirectSlots`]).
+pub fn open_buffered(path: &Path) -> Result<File, EngineError> {
+    crate::tier::superblock::open_tier_path(path, libc::O_RDWR).map_err(|source| EngineError::Io {
+        path: path.to_path_buf(),
+        action: "cannot open the tier file",
+        source,
+    })
+}
+
 /// Puts `value` at the start of a block buffer, zeroes the rest, and returns its CRC32C.
 fn fill(buf: &mut AlignedBuf, value: &[u8]) -> u32 {
     let bytes = buf.as_mut_slice();
@@ -92,10 +103,13 @@ pub enum SlotState {
 /// | 20..24 | CRC32C of the value |
 /// | 24..32 | sequence number << 1, dirty in bit 0; in bits 48..64, which page of an object spanning pages the block is (`crate::tier::block::Part::short`), 0 for a whole block |
 ///
-/// Records change as blocks are written and slots freed; the pages that changed are written at
-/// the next sync, before the device syncs ([`flush`](DirectSlots::flush)), so a sync makes
-/// blocks and their records durable together. Between syncs the tier's records may lag its
-/// blocks, which is safe: a record whose slot now holds other bytes fails the value's checksum
+/// Records change as blocks are written and slots freed. A full tier's (below) writes each one
+/// as it changes, through the page cache ([`Device::write_buffered_at`]): a process killed at
+/// any point leaves the file with the records of every block written and every slot freed so
+/// far, and recovery takes them back. The device has them at the next sync, with the blocks.
+/// A compact tier's, and any whose buffered write failed, are written at the next sync, before
+/// the device syncs ([`flush`](DirectSlots::flush)). Between syncs the records on the device
+/// may lag its blocks, which is safe: a record whose slot now holds other bytes fails the value's checksum
 /// and is dropped at recovery, the shard holds a rewritten dirty block's old slot until the
 /// sync (so it is not overwritten while its record is the durable one), and a written-back
 /// block's slot is freed only after the backing device has its copy.
@@ -105,6 +119,8 @@ pub enum SlotState {
 /// read checks, 4 bytes and two bits a slot; the records of the slots changed since the last
 /// flush are made again from what the shard knows of them when they are written.
 pub struct DirectSlots {
+    /// The tier's device, which a full tier's records are written to as they change.
+    device: std::sync::Arc<dyn Device>,
     buf: AlignedBuf,
     /// Where the records start on the device.
     records_at: u64,
@@ -189,7 +205,13 @@ fn key_check(key: u64, crc: u32) -> u32 {
 impl DirectSlots {
     /// The metadata of `slots` slots of `block` bytes whose records start at `records_at`;
     /// `compact` keeps only what reads check in DRAM (see [`Records`]).
-    pub fn new(slots: u64, block: usize, records_at: u64, compact: bool) -> DirectSlots {
+    pub fn new(
+        device: std::sync::Arc<dyn Device>,
+        slots: u64,
+        block: usize,
+        records_at: u64,
+        compact: bool,
+    ) -> DirectSlots {
         let pages = record_pages(slots).max(1) as usize;
         let records = match compact {
             false => Records::Mirror {
@@ -203,6 +225,7 @@ impl DirectSlots {
             },
         };
         DirectSlots {
+            device,
             buf: AlignedBuf::new(block),
             records_at,
             records,
@@ -219,14 +242,19 @@ impl DirectSlots {
         self.readable.set(slot, readable);
     }
 
-    /// Sets `slot`'s record: a block's, or freed (`None`); on the tier at the next
-    /// [`flush`](Self::flush).
+    /// Sets `slot`'s record: a block's, or freed (`None`); a full tier's on the file at once,
+    /// a compact tier's at the next [`flush`](Self::flush).
     fn set_record(&mut self, slot: u32, record: Option<Record>) {
         match &mut self.records {
             Records::Mirror { all, changed } => {
-                changed[slot as usize * RECORD_BYTES / DIRECT_ALIGN] = true;
                 let at = slot as usize * RECORD_BYTES;
-                encode_record(&mut all.as_mut_slice()[at..at + RECORD_BYTES], record);
+                let bytes = &mut all.as_mut_slice()[at..at + RECORD_BYTES];
+                encode_record(bytes, record);
+                let on_file = self.device.write_buffered_at(bytes, self.records_at + at as u64);
+                if on_file.is_err() {
+                    // Written whole at the next flush, whose error the sync reports.
+                    changed[at / DIRECT_ALIGN] = true;
+                }
             }
             Records::Compact { checks, short, changed } => {
                 changed.set(slot, true);

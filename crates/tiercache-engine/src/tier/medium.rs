@@ -16,7 +16,7 @@ use memmap2::{MmapOptions, MmapRaw};
 use crate::aligned::AlignedBuf;
 use crate::device::{read_exact_at, Device, FileDevice, MemoryDevice};
 use crate::error::EngineError;
-use crate::tier::flash::open_direct;
+use crate::tier::flash::{open_buffered, open_direct};
 use crate::tier::region::Region;
 use crate::tier::superblock;
 use crate::tier::TierKind;
@@ -108,8 +108,14 @@ impl Medium {
             }
             TierKind::Flash { path } => {
                 let (file, note) = open_direct(path)?;
-                warnings.extend(note);
-                Arc::new(FileDevice::new(file, path))
+                match note {
+                    // Buffered already: its records are written as everything else.
+                    Some(note) => {
+                        warnings.push(note);
+                        Arc::new(FileDevice::new(file, path))
+                    }
+                    None => Arc::new(FileDevice::direct(file, open_buffered(path)?, path)),
+                }
             }
             TierKind::Mapped { path } => {
                 let file = locked.expect("a tier file");

@@ -145,7 +145,9 @@ impl Region {
             TierKind::Mapped { .. } => Format::Apart { headers_at: records_at },
             TierKind::File { .. } => Format::Headed,
             TierKind::Flash { .. } => {
-                Format::Aligned(DirectSlots::new(count, slot_bytes, records_at, compact))
+                let slots =
+                    DirectSlots::new(device.clone(), count, slot_bytes, records_at, compact);
+                Format::Aligned(slots)
             }
         };
         Region {

@@ -151,6 +151,10 @@ pub(crate) struct TierStore {
     /// the only durable copy of a synced write until the newer copy is synced too, so it is
     /// freed only after the tier's next sync (a device may persist writes out of order).
     pub(crate) limbo: Vec<(u32, Key)>,
+    /// How many of `limbo`'s first slots the sync under way may free: those held when the
+    /// shard's records were flushed for it. Slots held after that wait for the next sync,
+    /// whose flush writes their newer copies' records.
+    pub(crate) limbo_covered: usize,
     /// Keys whose held slot (`limbo`) was marked free after the tier last synced. The mark is
     /// not durable yet, so a crash could bring that older copy back; the key's current copy
     /// must survive until it is (see `Shard::settle_erasures`).
@@ -221,6 +225,7 @@ impl TierStore {
             owners,
             pins: Arc::new(Pins::new(slots, region.slack() - region.copy_reserve())),
             limbo: Vec::new(),
+            limbo_covered: 0,
             released: KeySet::default(),
             placed,
             region,
