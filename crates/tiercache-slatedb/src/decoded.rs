@@ -89,6 +89,22 @@ impl Decoded {
         }
     }
 
+    /// Puts `entry` in place of the one kept under `key`, if one is: whether one was. (SlateDB
+    /// inserts a filter again once it has decoded what the cache gave back.)
+    pub fn replace(&self, key: &[u8], entry: &CachedEntry) -> bool {
+        if self.budget == 0 {
+            return false;
+        }
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let Inner { entries, bytes, .. } = &mut *inner;
+        let Some(kept) = entries.get_mut(key) else { return false };
+        let size = entry.size().max(1);
+        *bytes = *bytes - kept.size + size;
+        kept.entry = entry.clone();
+        kept.size = size;
+        true
+    }
+
     pub fn remove(&self, key: &[u8]) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(gone) = inner.entries.remove(key) {

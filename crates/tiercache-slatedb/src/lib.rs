@@ -218,10 +218,18 @@ impl DbCache for TiercacheDbCache {
     }
 
     async fn insert(&self, key: CachedKey, value: CachedEntry) {
+        let key = self.key(&key);
+        // An entry kept decoded is this SST's same entry (SST ids never repeat), given back in
+        // another form: SlateDB decodes the filters a cache returns in their stored form and
+        // inserts them again, decoded, after every such read. Kept so, it is not read back in
+        // the stored form again, and its bytes, cached already, are not written again.
+        if self.decoded.replace(&key, &value) {
+            return;
+        }
         let stored = bincode::serialize(&value).expect("a cache entry encodes");
         // An entry too large for the cache is not cached, as one the policy declines: the
         // trait has no error to report.
-        let _ = self.keyed.insert(&self.key(&key), &stored);
+        let _ = self.keyed.insert(&key, &stored);
     }
 
     async fn remove(&self, key: &CachedKey) {
