@@ -40,17 +40,6 @@ pub fn open_direct(path: &Path) -> Result<(File, Option<String>), EngineError> {
     Ok((file, warning))
 }
 
-/// Opens the tier file `path` once more, without direct I/O, for its slot records: written as
-/// they change through the page cache, a killed process leaves them current on the file
-/// ([`DirectSlots`]).
-pub fn open_buffered(path: &Path) -> Result<File, EngineError> {
-    crate::tier::superblock::open_tier_path(path, libc::O_RDWR).map_err(|source| EngineError::Io {
-        path: path.to_path_buf(),
-        action: "cannot open the tier file",
-        source,
-    })
-}
-
 /// Puts `value` at the start of a block buffer, zeroes the rest, and returns its CRC32C.
 fn fill(buf: &mut AlignedBuf, value: &[u8]) -> u32 {
     let bytes = buf.as_mut_slice();

@@ -16,7 +16,7 @@ use memmap2::{MmapOptions, MmapRaw};
 use crate::aligned::AlignedBuf;
 use crate::device::{read_exact_at, Device, FileDevice, MemoryDevice};
 use crate::error::EngineError;
-use crate::tier::flash::{open_buffered, open_direct};
+use crate::tier::flash::open_direct;
 use crate::tier::region::Region;
 use crate::tier::superblock;
 use crate::tier::TierKind;
@@ -114,7 +114,15 @@ impl Medium {
                         warnings.push(note);
                         Arc::new(FileDevice::new(file, path))
                     }
-                    None => Arc::new(FileDevice::direct(file, open_buffered(path)?, path)),
+                    None => {
+                        let mapped = FileDevice::direct(file, geometry.file_bytes(), path)
+                            .map_err(|source| EngineError::Io {
+                                path: path.clone(),
+                                action: "cannot map the tier file's slot records",
+                                source,
+                            })?;
+                        Arc::new(mapped)
+                    }
                 }
             }
             TierKind::Mapped { path } => {
