@@ -106,25 +106,7 @@ impl Medium {
                 let _ = mapping.advise(memmap2::Advice::HugePage);
                 Arc::new(MemoryDevice::anonymous(MmapRaw::from(mapping)))
             }
-            TierKind::Flash { path } => {
-                let (file, note) = open_direct(path)?;
-                match note {
-                    // Buffered already: its records are written as everything else.
-                    Some(note) => {
-                        warnings.push(note);
-                        Arc::new(FileDevice::new(file, path))
-                    }
-                    None => {
-                        let mapped = FileDevice::direct(file, geometry.file_bytes(), path)
-                            .map_err(|source| EngineError::Io {
-                                path: path.clone(),
-                                action: "cannot map the tier file's slot records",
-                                source,
-                            })?;
-                        Arc::new(mapped)
-                    }
-                }
-            }
+            TierKind::Flash { path } => open_flash(path, geometry.file_bytes(), &mut warnings)?,
             TierKind::Mapped { path } => {
                 let file = locked.expect("a tier file");
                 let length = geometry.file_bytes() as usize;
@@ -283,4 +265,25 @@ impl Medium {
         let format = (self.slot_bytes, self.chunks);
         Ok(Region::new(&self.kind, self.device.clone(), placed, format, compact))
     }
+}
+
+/// A flash tier's device: the file read and written with direct I/O, and mapped for its slot
+/// records (`Device::write_buffered_at`); where the file system refuses direct I/O, buffered,
+/// its records written as everything else, and a warning.
+fn open_flash(
+    path: &std::path::Path,
+    len: u64,
+    warnings: &mut Vec<String>,
+) -> Result<Arc<dyn Device>, EngineError> {
+    let (file, note) = open_direct(path)?;
+    if let Some(note) = note {
+        warnings.push(note);
+        return Ok(Arc::new(FileDevice::new(file, path)));
+    }
+    let device = FileDevice::direct(file, len, path).map_err(|source| EngineError::Io {
+        path: path.to_path_buf(),
+        action: "cannot map the tier file's slot records",
+        source,
+    })?;
+    Ok(Arc::new(device))
 }
