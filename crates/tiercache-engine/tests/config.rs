@@ -95,6 +95,29 @@ fn a_misspelt_key_is_an_error_naming_it() {
     assert!(e.contains("pmem") && e.contains("mapped"), "{e}");
 }
 
+/// The background checkpoints' interval: read with its unit, `0` for none, and anything else an
+/// error naming the setting and saying what it takes.
+#[test]
+fn the_sync_interval_reads_with_its_unit_and_a_bad_one_names_the_setting() {
+    use std::time::Duration;
+    use tiercache_engine::parse_interval;
+    let read = |text: &str| parse_interval(text, "sync_interval");
+    assert_eq!(read("250ms").unwrap(), Duration::from_millis(250));
+    assert_eq!(read("1.5s").unwrap(), Duration::from_millis(1500));
+    assert_eq!(read("2").unwrap(), Duration::from_secs(2));
+    assert_eq!(read("1min").unwrap(), Duration::from_secs(60));
+    assert_eq!(read("0").unwrap(), Duration::ZERO);
+    for bad in ["5 parsecs", "fast", "-1s", ""] {
+        let e = read(bad).unwrap_err().to_string();
+        assert!(e.contains("sync_interval") && e.contains(bad), "{bad}: {e}");
+    }
+    let text =
+        "[stack]\npolicy = \"lru\"\ncapacity = \"1MiB\"\n[engine]\nsync_interval = \"often\"\n";
+    let config: CacheConfig = toml::from_str(text).unwrap();
+    let e = config.builder().err().expect("refused").to_string();
+    assert!(e.contains("sync_interval") && e.contains("often"), "{e}");
+}
+
 #[test]
 fn a_config_survives_a_round_trip() {
     let config: CacheConfig = toml::from_str(&documented_example()).unwrap();
