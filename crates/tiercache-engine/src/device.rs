@@ -568,6 +568,14 @@ pub enum Tear {
 }
 
 impl CrashImage {
+    pub fn new(inner: Arc<dyn Device>) -> CrashImage {
+        CrashImage { inner, state: Mutex::new(CrashState::default()) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, CrashState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Writes `data` at `at` with `write`, keeping what it overwrites to undo at a crash.
     fn write_undoably(
         &self,
@@ -584,14 +592,6 @@ impl CrashImage {
         write(&*self.inner)?;
         state.unsynced.push(Unsynced { at, old, written: data.len(), len_before });
         Ok(())
-    }
-
-    pub fn new(inner: Arc<dyn Device>) -> CrashImage {
-        CrashImage { inner, state: Mutex::new(CrashState::default()) }
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, CrashState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Syncs completed so far.

@@ -8,7 +8,8 @@
 //!
 //! A process that is killed loses less: a flash tier's slot records reach its file as they
 //! change (`crate::tier::flash`), and mapped and file tiers keep their headers beside their
-//! blocks, so a cache reopened after a kill finds every block it held, checkpoint or not.
+//! blocks, so a cache reopened after a kill finds every block its persistent tiers held,
+//! checkpoint or not.
 //!
 //! [`CacheBuilder::sync_interval`]: crate::CacheBuilder::sync_interval
 
@@ -23,8 +24,8 @@ use crate::stats::Stats;
 /// The default interval between background checkpoints.
 pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
-/// What the cache knows of its syncs: whose turn it is, when the last one ended, and how the
-/// checkpoints went.
+/// What the cache knows of its syncs: whose turn it is, when the last completed one started,
+/// and how the checkpoints went.
 pub(crate) struct Syncs {
     /// Held by the sync under way.
     turn: Mutex<()>,

@@ -445,15 +445,19 @@ impl Shard {
     }
 
     /// Writes what the shard's regions keep in DRAM for their media (flash slot records),
-    /// before the tiers sync.
-    /// What the sync that follows may then free of the slots held for it (`limbo_covered`):
-    /// those held now.
+    /// before the tiers sync; the sync that follows may free the slots held now.
     pub fn flush_records(&mut self) -> Result<(), EngineError> {
         (0..self.tiers.len()).try_for_each(|t| self.flush_tier(t))?;
+        self.cover_limbo();
+        Ok(())
+    }
+
+    /// Lets the next [`release_limbo`](Self::release_limbo) free every slot held now: their
+    /// newer copies' records have just been written (`limbo_covered`).
+    fn cover_limbo(&mut self) {
         for tier in self.tiers.iter_mut() {
             tier.limbo_covered = tier.limbo.len();
         }
-        Ok(())
     }
 
     /// Writes tier `t`'s records not yet written (see `flush_records`). A placed tier's are
@@ -545,9 +549,7 @@ impl Shard {
             }
         }
         self.stats.limbo_syncs += 1;
-        for tier in self.tiers.iter_mut() {
-            tier.limbo_covered = tier.limbo.len();
-        }
+        self.cover_limbo();
         self.release_limbo();
     }
 

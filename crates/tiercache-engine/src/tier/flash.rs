@@ -98,10 +98,10 @@ pub enum SlotState {
 /// far, and recovery takes them back. The device has them at the next sync, with the blocks.
 /// A compact tier's, and any whose buffered write failed, are written at the next sync, before
 /// the device syncs ([`flush`](DirectSlots::flush)). Between syncs the records on the device
-/// may lag its blocks, which is safe: a record whose slot now holds other bytes fails the value's checksum
-/// and is dropped at recovery, the shard holds a rewritten dirty block's old slot until the
-/// sync (so it is not overwritten while its record is the durable one), and a written-back
-/// block's slot is freed only after the backing device has its copy.
+/// may lag its blocks, which is safe: a record whose slot now holds other bytes fails the
+/// value's checksum and is dropped at recovery, the shard holds a rewritten dirty block's old
+/// slot until the sync (so it is not overwritten while its record is the durable one), and a
+/// written-back block's slot is freed only after the backing device has its copy.
 ///
 /// What DRAM keeps of them ([`Records`]): every record as on the tier (33 bytes a slot), or,
 /// for a compact tier (a set-associative policy's, which knows each slot's key), only what a
