@@ -60,6 +60,17 @@ pub struct Row {
     pub tiercache_p99_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub foyer_p99_us: Option<f64>,
+    /// KiB the process read from and wrote to storage per operation in the measured phase
+    /// (`/proc/self/io`: direct I/O, and page-cache pages read in or dirtied): what a run asks
+    /// of the device, beside what it gets from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiercache_storage_read_kib_per_op: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiercache_storage_written_kib_per_op: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foyer_storage_read_kib_per_op: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foyer_storage_written_kib_per_op: Option<f64>,
 }
 
 /// CPU seconds (user and system) the process has used so far.
@@ -72,6 +83,16 @@ pub fn cpu_seconds() -> f64 {
     };
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// Bytes the process has read from and written to storage so far (`read_bytes` and
+/// `write_bytes` of `/proc/self/io`); zeros where the kernel does not say.
+pub fn storage_bytes() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines().find_map(|line| line.strip_prefix(name)?.trim().parse().ok()).unwrap_or(0)
+    };
+    (field("read_bytes:"), field("write_bytes:"))
 }
 
 /// The 99th percentile of `samples` (nanoseconds), in microseconds.

@@ -110,6 +110,26 @@ pub fn punch_hole(file: &File, at: u64, len: u64) -> io::Result<()> {
     }
 }
 
+/// Allocates `file`'s first `len` bytes on its file system (`fallocate`), so that a store
+/// through a mapping of them never finds the file system full: that is a SIGBUS, where a write
+/// call would get an error to handle. A file system that cannot allocate ahead (`EOPNOTSUPP`)
+/// is left as it is.
+pub fn allocate(file: &File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let Ok(len) = i64::try_from(len) else { return Err(io::ErrorKind::InvalidInput.into()) };
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: fallocate on a descriptor the caller owns; no memory is involved.
+    match unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } {
+        0 => Ok(()),
+        _ => match io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(()),
+            e => Err(e),
+        },
+    }
+}
+
 /// `file`'s first range of data at or after `at` (`lseek` with `SEEK_DATA`, then `SEEK_HOLE`):
 /// see [`Device::next_data`]. A file system that cannot tell (`EINVAL`) holds data everywhere.
 pub fn next_data(file: &File, at: u64) -> io::Result<Option<Range<u64>>> {

@@ -26,6 +26,11 @@
 //! disk tier (`log`) take objects up to 1 MiB and more (`max_value`), a value larger than a
 //! block spanning pages. `--workload blocks,objects` runs both.
 //!
+//! `--backing-io direct` reads and writes the blocks workload's backing file with direct I/O in
+//! both caches, as the slower device it stands for; by default both go through the page cache,
+//! where the file sits whole (a miss then costs a memory copy, less than a disk-tier hit, and
+//! every write takes the file's inode lock, one at a time).
+//!
 //! Every row also has CPU seconds per million operations (user and system, getrusage, over
 //! the measured phase) and the 99th percentile latency of an operation (every 8th timed).
 //!
@@ -37,7 +42,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -105,6 +110,26 @@ struct Args {
     /// Shards of both caches (a power of two); by default 32 for blocks, 16 for objects.
     #[arg(long)]
     shards: Option<usize>,
+    /// How both caches read and write the backing file of the blocks workload: through the
+    /// page cache (the default; the file then sits in memory, a miss costs a copy, and every
+    /// write takes the file's inode lock), or with direct I/O, as the slower device it stands for.
+    #[arg(long, value_enum, default_value_t = BackingIo::Buffered)]
+    backing_io: BackingIo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
+enum BackingIo {
+    Buffered,
+    Direct,
+}
+
+/// A block-sized buffer aligned for direct I/O: foyer's side reads and writes a direct backing
+/// file through one (tiercache's `CachedFile::open_direct` does the same inside).
+#[repr(C, align(4096))]
+struct Page([u8; BLOCK]);
+
+thread_local! {
+    static PAGE: std::cell::RefCell<Box<Page>> = std::cell::RefCell::new(Box::new(Page([0; BLOCK])));
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
@@ -144,12 +169,14 @@ fn object(key: u64, buf: &mut [u8]) -> usize {
     len
 }
 
-/// What a run measured: ops/s, CPU seconds per million operations, p99 latency (µs).
+/// What a run measured: ops/s, CPU seconds per million operations, p99 latency (µs), and KiB
+/// read from and written to storage per operation.
 #[derive(Clone, Copy, Debug, Default)]
 struct Measured {
     ops: f64,
     cpu_per_million: f64,
     p99_us: f64,
+    storage_kib_per_op: (f64, f64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
@@ -238,12 +265,16 @@ fn drive(threads: usize, phases: Phases, workload: Workload, op: &Request) -> Me
     };
     phase(phases.warmup, 100);
     let (start, cpu) = (Instant::now(), foyer_compare::cpu_seconds());
+    let storage = foyer_compare::storage_bytes();
     let (ops, mut samples) = phase(phases.measured, 200);
     let cpu = foyer_compare::cpu_seconds() - cpu;
+    let (read, written) = foyer_compare::storage_bytes();
+    let per_op = |bytes: u64| bytes as f64 / 1024.0 / ops.max(1) as f64;
     Measured {
         ops: ops as f64 / start.elapsed().as_secs_f64(),
         cpu_per_million: cpu / ops.max(1) as f64 * 1e6,
         p99_us: foyer_compare::p99_us(&mut samples),
+        storage_kib_per_op: (per_op(read - storage.0), per_op(written - storage.1)),
     }
 }
 
@@ -255,7 +286,7 @@ fn tiercache(
     threads: usize,
     phases: Phases,
     (direct, policy, workload, shards): (bool, &PolicyConfig, Workload, usize),
-    profiling: bool,
+    (backing_io, profiling): (BackingIo, bool),
 ) -> (Measured, u64, f64, f64) {
     let tier = match direct {
         true => TierKind::Flash { path: dir.join("tiercache.flash") },
@@ -302,7 +333,10 @@ fn tiercache(
         let blocks_per_write = stats.writes_behind as f64 / stats.behind_requests.max(1) as f64;
         return (ops, stats.writes_dropped, hit_ratio, blocks_per_write);
     }
-    let file = CachedFile::open(backing, cache).unwrap();
+    let file = match backing_io {
+        BackingIo::Buffered => CachedFile::open(backing, cache).unwrap(),
+        BackingIo::Direct => CachedFile::open_direct(backing, cache).unwrap(),
+    };
     let ops = drive(threads, phases, workload, &|op, key, buf| {
         let at = key * BLOCK as u64;
         match op {
@@ -422,7 +456,7 @@ fn foyer(
     backing: &Path,
     threads: usize,
     phases: Phases,
-    (workload, shards): (Workload, usize),
+    (workload, shards, backing_io): (Workload, usize, BackingIo),
 ) -> (Measured, u64, f64) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -450,7 +484,25 @@ fn foyer(
             .await
             .expect("a foyer hybrid cache")
     });
-    let file = File::options().read(true).write(true).open(backing).unwrap();
+    let mut options = File::options();
+    if backing_io == BackingIo::Direct {
+        options.custom_flags(libc::O_DIRECT);
+    }
+    let file = options.read(true).write(true).open(backing).unwrap();
+    let read = |buf: &mut [u8], at| match backing_io {
+        BackingIo::Buffered => file.read_exact_at(buf, at).unwrap(),
+        BackingIo::Direct => PAGE.with_borrow_mut(|page| {
+            file.read_exact_at(&mut page.0, at).unwrap();
+            buf.copy_from_slice(&page.0);
+        }),
+    };
+    let write = |buf: &[u8], at| match backing_io {
+        BackingIo::Buffered => file.write_all_at(buf, at).unwrap(),
+        BackingIo::Direct => PAGE.with_borrow_mut(|page| {
+            page.0.copy_from_slice(buf);
+            file.write_all_at(&page.0, at).unwrap();
+        }),
+    };
     let hits = AtomicU64::new(0);
     let lookups = AtomicU64::new(0);
     let handle = runtime.handle().clone();
@@ -480,13 +532,13 @@ fn foyer(
                         buf.copy_from_slice(entry.value());
                     }
                     None => {
-                        file.read_exact_at(buf, at).unwrap();
+                        read(buf, at);
                         cache.insert(key, buf.to_vec());
                     }
                 }
             }
             _ => {
-                file.write_all_at(buf, at).unwrap();
+                write(buf, at);
                 cache.insert(key, buf.to_vec());
             }
         }
@@ -521,16 +573,20 @@ fn main() {
     prepare(&backing);
     if !json {
         println!(
-            "DRAM {} MiB + disk {} MiB over a {} MiB backing file, 4 KiB blocks, Zipf 0.9, 90% reads, {} s warm-up, {} s measured; dir {}",
+            "DRAM {} MiB + disk {} MiB over a {} MiB backing file ({}), 4 KiB blocks, Zipf 0.9, 90% reads, {} s warm-up, {} s measured; dir {}",
             MEMORY >> 20,
             DISK >> 20,
             BACKING >> 20,
+            match args.backing_io {
+                BackingIo::Buffered => "page cache",
+                BackingIo::Direct => "direct I/O",
+            },
             phases.warmup,
             phases.measured,
             dir.display()
         );
         println!(
-            "{:>8} {:>7} {:>22} {:>14} {:>10} {:>10} {:>13} {:>18} {:>9} {:>9} {:>13}",
+            "{:>8} {:>7} {:>22} {:>14} {:>10} {:>10} {:>13} {:>18} {:>9} {:>9} {:>13} {:>16}",
             "workload",
             "threads",
             "tiercache disk tier",
@@ -541,7 +597,8 @@ fn main() {
             "dropped tc/foyer",
             "cpu s/M",
             "p99 us",
-            "blocks/write"
+            "blocks/write",
+            "storage KiB/op"
         );
     }
     let tiers: &[bool] = match args.disk_tier {
@@ -564,19 +621,21 @@ fn main() {
             for _ in 0..args.rounds.max(1) {
                 theirs.push(match args.tiercache_only {
                     true => (Measured::default(), 0, 0.0),
-                    false => foyer(&dir, &backing, threads, phases, (workload, shards)),
+                    false => {
+                        foyer(&dir, &backing, threads, phases, (workload, shards, args.backing_io))
+                    }
                 });
                 for (i, &(direct, (_, policy))) in variants.iter().enumerate() {
                     let setup = (direct, policy, workload, shards);
-                    let profiling = args.tiercache_only;
-                    ours[i].push(tiercache(&dir, &backing, threads, phases, setup, profiling));
+                    let how = (args.backing_io, args.tiercache_only);
+                    ours[i].push(tiercache(&dir, &backing, threads, phases, setup, how));
                 }
             }
             let foyer_at = median_by(&theirs, |t| t.0.ops);
             let (theirs, theirs_dropped, theirs_hits) = theirs[foyer_at];
             if !json {
                 println!(
-                    "{:>8} {threads:>7} {:>22} {:>14.0} {:>10} {:>10} {:>12.1}% {:>18} {:>9.2} {:>9.0}",
+                    "{:>8} {threads:>7} {:>22} {:>14.0} {:>10} {:>10} {:>12.1}% {:>18} {:>9.2} {:>9.0} {:>13} {:>16}",
                     workload.name(),
                     "(foyer, direct I/O)",
                     theirs.ops,
@@ -585,7 +644,9 @@ fn main() {
                     theirs_hits * 100.0,
                     "",
                     theirs.cpu_per_million,
-                    theirs.p99_us
+                    theirs.p99_us,
+                    "",
+                    storage(theirs)
                 );
             }
             for (&(direct, (name, _)), runs) in variants.iter().zip(&ours) {
@@ -593,9 +654,13 @@ fn main() {
                 let (ours, ours_dropped, ours_hits, blocks_per_write) = runs[at];
                 let tier = if direct { "direct I/O" } else { "page cache" };
                 let tier = format!("{tier}, {name}");
+                let over = match (workload, args.backing_io) {
+                    (Workload::Blocks, BackingIo::Direct) => ", backing file with direct I/O",
+                    _ => "",
+                };
                 let row = Row {
                     threads,
-                    cache: format!("DRAM + disk tier ({tier})"),
+                    cache: format!("DRAM + disk tier ({tier}){over}"),
                     workload: Some(workload.name().into()),
                     tiercache_blocks_per_write: Some(blocks_per_write),
                     tiercache_ops_per_second: ours.ops,
@@ -604,6 +669,10 @@ fn main() {
                     foyer_cpu_s_per_million: Some(theirs.cpu_per_million),
                     tiercache_p99_us: Some(ours.p99_us),
                     foyer_p99_us: Some(theirs.p99_us),
+                    tiercache_storage_read_kib_per_op: Some(ours.storage_kib_per_op.0),
+                    tiercache_storage_written_kib_per_op: Some(ours.storage_kib_per_op.1),
+                    foyer_storage_read_kib_per_op: Some(theirs.storage_kib_per_op.0),
+                    foyer_storage_written_kib_per_op: Some(theirs.storage_kib_per_op.1),
                     tiercache_dropped: ours_dropped,
                     foyer_dropped: theirs_dropped,
                     tiercache_hit_ratio: ours_hits,
@@ -615,7 +684,7 @@ fn main() {
                     continue;
                 }
                 println!(
-                    "{:>8} {threads:>7} {tier:>22} {:>14.0} {:>9.0}% {:>9.1}% {:>12.1}% {:>18} {:>9.2} {:>9.0} {:>13.1}",
+                    "{:>8} {threads:>7} {tier:>22} {:>14.0} {:>9.0}% {:>9.1}% {:>12.1}% {:>18} {:>9.2} {:>9.0} {:>13.1} {:>16}",
                     workload.name(),
                     ours.ops,
                     ours.ops / theirs.ops * 100.0,
@@ -624,11 +693,18 @@ fn main() {
                     format!("{ours_dropped}/{theirs_dropped}"),
                     ours.cpu_per_million,
                     ours.p99_us,
-                    blocks_per_write
+                    blocks_per_write,
+                    storage(ours)
                 );
             }
         }
     }
+}
+
+/// A run's storage KiB per operation, read and written, for the table.
+fn storage(run: Measured) -> String {
+    let (read, written) = run.storage_kib_per_op;
+    format!("{read:.1} r {written:.1} w")
 }
 
 /// The index of the median of `runs` by `key` (the lower middle of an even count).
