@@ -22,8 +22,10 @@ use std::path::{Path, PathBuf};
 
 use crate::error::EngineError;
 use crate::shard::{Scanned, Shard};
+use crate::tier::block::Check;
 use crate::tier::medium::Medium;
 use crate::tier::superblock::{Backing, Previous, Recover, State};
+use crate::tier::TierKind;
 
 /// What a cache found on its tiers when it opened (see [`CacheBuilder::recover`]); the blocks
 /// counted are in [`StatsSnapshot`] (`recovered`, `recovery_damaged`, `recovery_stale`,
@@ -45,6 +47,9 @@ pub struct Recovery {
     /// Tiers taken from their headers alone (mapped tiers stopped cleanly, their headers'
     /// digest unchanged): their values are checked when first read, not at the start.
     pub headers_only: usize,
+    /// Flash tiers after a crash whose clean blocks were taken from their slot records, only
+    /// the dirty blocks' values read at the start (the others checked when first read).
+    pub clean_from_records: usize,
 }
 
 impl Recovery {
@@ -55,6 +60,10 @@ impl Recovery {
                 "a clean stop; headers unchanged since, so values are checked when first read"
             }
             (true, false) => "a clean stop",
+            (false, _) if self.clean_from_records > 0 => {
+                "a crash or unclean stop; clean blocks taken from the flash records, their \
+                 values checked when first read"
+            }
             (false, _) => "a crash or unclean stop",
         }
     }
@@ -62,7 +71,14 @@ impl Recovery {
 
 impl Default for Recovery {
     fn default() -> Recovery {
-        Recovery { seconds: 0.0, clean: true, backing: None, notes: Vec::new(), headers_only: 0 }
+        Recovery {
+            seconds: 0.0,
+            clean: true,
+            backing: None,
+            notes: Vec::new(),
+            headers_only: 0,
+            clean_from_records: 0,
+        }
     }
 }
 
@@ -80,8 +96,8 @@ pub(crate) struct Options<'a> {
 struct Found<'a> {
     tier: usize,
     path: &'a Path,
-    /// Taken from its headers alone (a clean stop, headers unchanged since).
-    headers_only: bool,
+    /// Which values its scan reads and checks.
+    check: Check,
 }
 
 /// Takes back the blocks of the tiers whose files held a tier of this geometry (tiers with
@@ -100,7 +116,7 @@ pub(crate) fn recover(
     }
     // 2. The region scans, every shard at once.
     let bits = shards.len().trailing_zeros();
-    let tiers: Vec<(usize, bool)> = found.iter().map(|f| (f.tier, f.headers_only)).collect();
+    let tiers: Vec<(usize, Check)> = found.iter().map(|f| (f.tier, f.check)).collect();
     let scans = in_parallel(shards.iter_mut().enumerate().collect(), |(i, shard)| {
         let mut scanned = shard.scan(&tiers, |key| tiercache_core::shard_index(key, bits) == i)?;
         scanned.written_back(&written_back);
@@ -165,19 +181,27 @@ fn read_superblocks<'a>(
         // A mapped or flash tier stopped cleanly whose headers (flash: records) are as the
         // stop left them: taken without reading every value (each is checked when first
         // read). Strict reads everything, to refuse any damage before starting.
+        // After a crash a flash tier's records are as current as its last record written
+        // (they reach the file as they change): its clean blocks are taken as they say, and
+        // only dirty ones read now (see `Check::Dirty`).
         let stopped_cleanly = state != State::Open && !short && headers_crc.is_some();
-        let mut headers_only = false;
+        let flash = matches!(medium.kind(), TierKind::Flash { .. });
+        let mut check = Check::Every;
         if options.recover == Recover::Quiet && stopped_cleanly {
-            headers_only = medium.headers_crc()? == headers_crc;
-            if !headers_only {
+            if medium.headers_crc()? == headers_crc {
+                check = Check::Headers;
+            } else {
                 recovery.notes.push(note(
                     "the block headers changed since the clean stop; every block is read and \
                      checked",
                 ));
             }
+        } else if options.recover == Recover::Quiet && state == State::Open && flash && !short {
+            check = Check::Dirty;
         }
-        recovery.headers_only += headers_only as usize;
-        found.push(Found { tier, path, headers_only });
+        recovery.headers_only += (check == Check::Headers) as usize;
+        recovery.clean_from_records += (check == Check::Dirty) as usize;
+        found.push(Found { tier, path, check });
     }
     Ok((found, written_back))
 }

@@ -605,3 +605,47 @@ fn rotten_bytes_after_a_clean_stop_are_refused_or_missed_never_served() {
         assert_eq!(headers_only > 0, kind != "file", "{kind}: {headers_only} headers-only starts");
     }
 }
+
+/// After a crash (the tier file still marked open) a flash tier's clean blocks are taken from
+/// their slot records without reading their values, which are checked when first read: a block
+/// damaged meanwhile comes back, then misses on its first read and is never served. Strict
+/// reads every value, and refuses the same file.
+#[test]
+fn after_a_crash_a_flash_tier_reads_only_dirty_values_and_checks_the_rest_when_read() {
+    let path = scratch("crash-records.flash");
+    let cache = open("flash", &path, 8, 1, Recover::Quiet);
+    for key in 0..8 {
+        cache.put(key, &value(key, 1, BLOCK)).unwrap();
+    }
+    cache.sync().unwrap();
+    // A crash image: the file as it is while the cache still has it open.
+    let mut image = bytes(&path);
+    drop(cache);
+    let (records, blocks) = (HEADER_BYTES as usize, HEADER_BYTES as usize + 4096);
+    let three = (0..24)
+        .find(|s| {
+            let r = &image[records + s * 32..records + s * 32 + 32];
+            r[..4] == *b"TCR1" && r[8..16] == 3u64.to_le_bytes()
+        })
+        .expect("a record for key 3");
+    image[blocks + three * BLOCK + 10] ^= 0x01;
+    let copy = scratch("crash-records-image.flash");
+    std::fs::write(&copy, &image).unwrap();
+    let message = try_open("flash", &copy, 8, 1, Recover::Strict).err().unwrap();
+    assert!(message.contains("fails its checks"), "{message}");
+    std::fs::write(&copy, &image).unwrap();
+    let cache = open("flash", &copy, 8, 1, Recover::Quiet);
+    let recovery = cache.recovery().expect("the tier held blocks").clone();
+    assert!(!recovery.clean && recovery.headers_only == 0, "{recovery:?}");
+    assert_eq!(recovery.clean_from_records, 1, "{recovery:?}");
+    let stats = cache.stats();
+    assert_eq!((stats.recovered, stats.recovery_damaged), (8, 0), "taken from the records");
+    let mut buf = vec![0u8; BLOCK];
+    for key in 0..8 {
+        match cache.get(key, &mut buf) {
+            Some(len) => assert_eq!(version_of(key, &buf[..len]), 1, "key {key}"),
+            None => assert_eq!(key, 3, "key {key} was not recovered"),
+        }
+    }
+    assert_eq!((cache.stats().hits, cache.stats().checksum_failures), (7, 1));
+}

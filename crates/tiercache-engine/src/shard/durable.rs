@@ -561,13 +561,13 @@ impl Shard {
     /// was misdirected, and counts as damage.
     pub fn scan(
         &mut self,
-        tiers: &[(usize, bool)],
+        tiers: &[(usize, crate::tier::block::Check)],
         belongs: impl Fn(Key) -> bool,
     ) -> Result<Scanned, EngineError> {
         use crate::tier::block::Found;
         let mut scanned = Scanned::default();
-        for &(t, headers_only) in tiers {
-            self.tiers[t].region.scan(headers_only, |slot, found| match found {
+        for &(t, check) in tiers {
+            self.tiers[t].region.scan(check, |slot, found| match found {
                 Found::Empty => {}
                 Found::Block { key, len, stamp } if belongs(key) => scanned.copies.push(Copy {
                     seq: stamp.seq,

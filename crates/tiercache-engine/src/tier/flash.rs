@@ -429,63 +429,59 @@ impl DirectSlots {
         }
     }
 
-    /// Reads the records from the tier and checks every block they name, as recovery does:
-    /// `found` hears of each slot that holds something. Blocks that check out become readable.
+    /// Reads the records from the tier and checks the blocks they name that `check` says, as
+    /// recovery does: `found` hears of each slot that holds something. Blocks that check out,
+    /// or are taken on their records, become readable (each then checked when first read).
     pub fn scan(
         &mut self,
         device: &dyn Device,
         (offset, slot_bytes, count): (u64, usize, u64),
-        records_only: bool,
+        check: crate::tier::block::Check,
         mut found: impl FnMut(u32, crate::tier::block::Found),
     ) -> std::io::Result<()> {
-        use crate::tier::block::Found;
+        use crate::tier::block::{Check, Found};
         let mut read = AlignedBuf::new(record_pages(count).max(1) as usize * DIRECT_ALIGN);
         read_exact_at(device, read.as_mut_slice(), self.records_at)?;
         let record = |slot: u32| {
             let at = slot as usize * RECORD_BYTES;
             parse_record(&read.as_slice()[at..at + RECORD_BYTES])
         };
+        // Whether a block's value is read and checked now; the others are taken as their
+        // records say, each checked against its record's checksum when first read.
+        let read_now = |r: &Record| match check {
+            Check::Every => true,
+            Check::Dirty => r.stamp.dirty,
+            Check::Headers => false,
+        };
         let mut whole = Vec::new();
-        if records_only {
-            // The records of a clean stop, unchanged since: the blocks are taken as they say,
-            // each checked against its record's checksum when first read.
-            for slot in 0..count as u32 {
+        const BATCH: usize = 256;
+        let mut blocks = AlignedBuf::new(BATCH * slot_bytes);
+        for first in (0..count as usize).step_by(BATCH) {
+            let n = BATCH.min(count as usize - first);
+            let mut live = Vec::new();
+            for slot in first as u32..(first + n) as u32 {
                 match record(slot) {
                     Ok(None) => {}
                     Err(fault) => found(slot, Found::Damaged(fault)),
                     Ok(Some(r)) if r.len as usize > slot_bytes => {
                         found(slot, Found::Damaged(BlockFault::Length))
                     }
+                    Ok(Some(r)) if read_now(&r) => live.push((slot, r)),
                     Ok(Some(r)) => whole.push((slot, r)),
                 }
             }
-        } else {
-            const BATCH: usize = 256;
-            let mut blocks = AlignedBuf::new(BATCH * slot_bytes);
-            for first in (0..count as usize).step_by(BATCH) {
-                let n = BATCH.min(count as usize - first);
-                let live: Vec<(u32, Result<Option<Record>, BlockFault>)> =
-                    (first..first + n).map(|s| (s as u32, record(s as u32))).collect();
-                if !live.iter().any(|(_, r)| !matches!(r, Ok(None))) {
-                    continue;
-                }
-                let bytes = &mut blocks.as_mut_slice()[..n * slot_bytes];
-                read_exact_at(device, bytes, offset + (first * slot_bytes) as u64)?;
-                for (slot, record) in live {
-                    let block = &bytes[(slot as usize - first) * slot_bytes..][..slot_bytes];
-                    match record {
-                        Ok(None) => {}
-                        Err(fault) => found(slot, Found::Damaged(fault)),
-                        Ok(Some(r)) if r.len as usize > slot_bytes => {
-                            found(slot, Found::Damaged(BlockFault::Length))
-                        }
-                        Ok(Some(r))
-                            if crate::tier::block::crc32c(&block[..r.len as usize]) != r.crc =>
-                        {
-                            found(slot, Found::Damaged(BlockFault::Checksum))
-                        }
-                        Ok(Some(r)) => whole.push((slot, r)),
-                    }
+            if live.is_empty() {
+                continue;
+            }
+            // The batch's slots in one read, from the first to check to the last.
+            let (from, to) = (live[0].0 as usize, live[live.len() - 1].0 as usize + 1);
+            let bytes = &mut blocks.as_mut_slice()[..(to - from) * slot_bytes];
+            read_exact_at(device, bytes, offset + (from * slot_bytes) as u64)?;
+            for (slot, r) in live {
+                let block = &bytes[(slot as usize - from) * slot_bytes..][..slot_bytes];
+                match crate::tier::block::crc32c(&block[..r.len as usize]) == r.crc {
+                    true => whole.push((slot, r)),
+                    false => found(slot, Found::Damaged(BlockFault::Checksum)),
                 }
             }
         }
@@ -504,6 +500,7 @@ impl DirectSlots {
                 }
             }
         }
+        whole.sort_unstable_by_key(|&(slot, _)| slot);
         for (slot, r) in whole {
             self.set_readable(slot, true);
             found(slot, Found::Block { key: r.key, len: r.len, stamp: r.stamp });

@@ -4,18 +4,18 @@
 use super::{Format, Region};
 use crate::device::{read_exact_at, Device};
 use crate::error::EngineError;
-use crate::tier::block::{Found, HEADER_BYTES};
+use crate::tier::block::{Check, Found, HEADER_BYTES};
 
 impl Region {
     /// Reads every slot as recovery does (whole-block slots), calling `found` with each slot's
-    /// number and what it holds. With `headers_only` (a mapped tier's headers or a flash
-    /// tier's records, as its clean stop left them) the values are not read: each is checked
-    /// when it is first read, as every read does.
+    /// number and what it holds; `check` says which values are read and checked now (see
+    /// [`Check`]: only a flash tier reads dirty blocks' values alone).
     pub fn scan(
         &mut self,
-        headers_only: bool,
+        check: Check,
         mut found: impl FnMut(u32, Found),
     ) -> Result<(), EngineError> {
+        let headers_only = check == Check::Headers;
         assert!(self.chunks == 1, "recovered regions hold whole blocks");
         let read_error = |device: &dyn Device, source| EngineError::Io {
             path: device.path().to_path_buf(),
@@ -25,9 +25,7 @@ impl Region {
         if let Format::Aligned(direct) = &mut self.format {
             let region = (self.offset, self.slot_bytes, self.count);
             let device = &*self.device;
-            return direct
-                .scan(device, region, headers_only, found)
-                .map_err(|e| read_error(device, e));
+            return direct.scan(device, region, check, found).map_err(|e| read_error(device, e));
         }
         if let Format::Apart { headers_at } = self.format {
             return self
