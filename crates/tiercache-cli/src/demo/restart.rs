@@ -1,11 +1,12 @@
-//! Part 3 of the demo: a warm restart. A child process writes blocks through a write-back cache
-//! on a memory-mapped tier, syncs (the writes are durable on the tier, none on the backing
-//! file) and exits without the clean stop that would write them back. The demo then reopens
-//! the cache: it finds the dirty blocks on its tier, and every write reads back; the clean
-//! stop at the end writes them to the backing file.
+//! Part 3 of the demo: a warm restart after a crash. A child process writes blocks through a
+//! write-back cache on a memory-mapped tier, with no sync of its own, and is killed (SIGKILL)
+//! once its writes are acknowledged: none is on the backing file, and no clean stop wrote them
+//! back. The demo then reopens the cache: it finds the dirty blocks on its tier, and every
+//! write reads back; the clean stop at the end writes them to the backing file.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use serde::Serialize;
@@ -20,7 +21,8 @@ const QUICK_WRITES: u64 = 2_048;
 /// What the warm restart showed.
 #[derive(Serialize)]
 pub struct Restart {
-    /// Blocks the child wrote (each once, in a scrambled order) and synced before it exited.
+    /// Blocks the child wrote (each once, in a scrambled order), acknowledged and not synced,
+    /// before it was killed.
     pub blocks_written: u64,
     /// Of them, on the backing file when the child had gone: none, in write-back.
     pub on_backing_before_restart: u64,
@@ -75,7 +77,7 @@ fn written(count: u64) -> impl Iterator<Item = u64> {
     (0..count).map(|i| (i * 7919) % BLOCKS)
 }
 
-/// The child: writes, syncs, says how many, and exits without a clean stop.
+/// The child: writes, says how many, and waits to be killed, with no sync and no clean stop.
 pub fn child(dir: &Path) -> anyhow::Result<()> {
     let count: u64 = std::fs::read_to_string(dir.join("count"))?.trim().parse()?;
     let cache = config(dir)?.builder()?.build()?;
@@ -83,10 +85,12 @@ pub fn child(dir: &Path) -> anyhow::Result<()> {
     for block in written(count) {
         file.write_at(block * BLOCK as u64, &value(block))?;
     }
-    file.sync()?;
-    println!("synced {count}");
-    // Gone without the clean stop (no write-back), as a process that crashed after its sync.
-    std::process::exit(0);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "written {count}")?;
+    out.flush()?;
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 pub fn run(quick: bool) -> anyhow::Result<Restart> {
@@ -96,18 +100,24 @@ pub fn run(quick: bool) -> anyhow::Result<Restart> {
     std::fs::write(&backing, vec![0u8; BLOCKS as usize * BLOCK])?;
     std::fs::write(dir.path.join("count"), count.to_string())?;
     let exe = std::env::current_exe().context("cannot find the tiercache executable")?;
-    let out = std::process::Command::new(exe)
+    let mut writer = std::process::Command::new(exe)
         .args(["demo", "--restart-child"])
         .arg(&dir.path)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .context("cannot run the warm restart's writer")?;
-    let said = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || said.trim() != format!("synced {count}") {
+    let stdout = writer.stdout.take().expect("piped");
+    let said = BufReader::new(stdout).lines().next().transpose()?.unwrap_or_default();
+    // The crash: SIGKILL as soon as the writes are acknowledged.
+    let _ = writer.kill();
+    let ended = writer.wait_with_output().context("the warm restart's writer")?;
+    if said.trim() != format!("written {count}") {
         bail!(
             "the warm restart's writer failed ({}): {}{}",
-            out.status,
+            ended.status,
             said,
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&ended.stderr)
         );
     }
     let on_backing = |count: u64| -> anyhow::Result<u64> {
@@ -145,10 +155,10 @@ pub fn run(quick: bool) -> anyhow::Result<Restart> {
 }
 
 pub fn print(r: &Restart) {
-    println!("3. A warm restart, write-back on a mapped tier");
+    println!("3. A warm restart after a crash, write-back on a mapped tier");
     println!(
-        "   a child process wrote {} blocks, synced, and exited without writing back: {} of \
-         them on the backing file",
+        "   a child process wrote {} blocks, no sync, and was killed (SIGKILL): {} of them on \
+         the backing file",
         r.blocks_written, r.on_backing_before_restart
     );
     println!(
