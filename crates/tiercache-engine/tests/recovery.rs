@@ -649,3 +649,21 @@ fn after_a_crash_a_flash_tier_reads_only_dirty_values_and_checks_the_rest_when_r
     }
     assert_eq!((cache.stats().hits, cache.stats().checksum_failures), (7, 1));
 }
+
+/// What the engine stores to through a mapping is allocated on the file system when a tier
+/// file is opened (a mapped tier's whole file, a flash tier's superblock and slot records), so
+/// that a full file system is an error at the start and never a SIGBUS later.
+#[test]
+fn the_parts_stored_to_through_a_mapping_are_allocated_when_opened() {
+    use std::os::unix::fs::MetadataExt;
+    for kind in ["mapped", "flash"] {
+        let path = scratch(&format!("allocated.{kind}"));
+        let cache = open(kind, &path, 64, 2, Recover::Quiet);
+        let file = std::fs::metadata(&path).unwrap();
+        let (allocated, len) = (file.blocks() * 512, file.len());
+        // Mapped: the whole file; flash: the superblock and at least a page of records.
+        let mapped = if kind == "mapped" { len } else { HEADER_BYTES + 4096 };
+        assert!(allocated >= mapped, "{kind}: {allocated} bytes allocated of {mapped} ({len})");
+        drop(cache);
+    }
+}
