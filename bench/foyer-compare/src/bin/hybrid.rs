@@ -115,11 +115,6 @@ struct Args {
     /// write takes the file's inode lock), or with direct I/O, as the slower device it stands for.
     #[arg(long, value_enum, default_value_t = BackingIo::Buffered)]
     backing_io: BackingIo,
-    /// Size classes in tiercache's DRAM tier (`CacheBuilder::size_classes`): values smaller
-    /// than a block take the smallest class that holds them, not a whole page. 1 (the default)
-    /// keeps whole pages.
-    #[arg(long, default_value_t = 1)]
-    size_classes: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
@@ -291,7 +286,7 @@ fn tiercache(
     threads: usize,
     phases: Phases,
     (direct, policy, workload, shards): (bool, &PolicyConfig, Workload, usize),
-    (backing_io, size_classes, profiling): (BackingIo, u8, bool),
+    (backing_io, profiling): (BackingIo, bool),
 ) -> (Measured, u64, f64, f64) {
     let tier = match direct {
         true => TierKind::Flash { path: dir.join("tiercache.flash") },
@@ -305,7 +300,7 @@ fn tiercache(
         .capacity_bytes(MEMORY as u64)
         .lower_tier(tier, DISK as u64, policy.clone())
         .block_size(BLOCK);
-    let builder = builder.shards(shards).size_classes(size_classes);
+    let builder = builder.shards(shards);
     let builder = match workload {
         Workload::Blocks => builder,
         Workload::Objects => builder.max_value(LARGEST),
@@ -632,7 +627,7 @@ fn main() {
                 });
                 for (i, &(direct, (_, policy))) in variants.iter().enumerate() {
                     let setup = (direct, policy, workload, shards);
-                    let how = (args.backing_io, args.size_classes, args.tiercache_only);
+                    let how = (args.backing_io, args.tiercache_only);
                     ours[i].push(tiercache(&dir, &backing, threads, phases, setup, how));
                 }
             }
@@ -658,10 +653,7 @@ fn main() {
                 let at = median_by(runs, |r| r.0.ops);
                 let (ours, ours_dropped, ours_hits, blocks_per_write) = runs[at];
                 let tier = if direct { "direct I/O" } else { "page cache" };
-                let tier = match args.size_classes {
-                    1 => format!("{tier}, {name}"),
-                    n => format!("{tier}, {name}, {n} size classes in DRAM"),
-                };
+                let tier = format!("{tier}, {name}");
                 let over = match (workload, args.backing_io) {
                     (Workload::Blocks, BackingIo::Direct) => ", backing file with direct I/O",
                     _ => "",
