@@ -47,9 +47,10 @@ pub struct Recovery {
     /// Tiers taken from their headers alone (mapped tiers stopped cleanly, their headers'
     /// digest unchanged): their values are checked when first read, not at the start.
     pub headers_only: usize,
-    /// Flash tiers after a crash whose clean blocks were taken from their slot records, only
-    /// the dirty blocks' values read at the start (the others checked when first read).
-    pub clean_from_records: usize,
+    /// Mapped and flash tiers after a crash whose clean blocks were taken from their headers
+    /// (flash: slot records) unread, only the dirty blocks' values read at the start (the
+    /// others checked when first read).
+    pub clean_unread: usize,
 }
 
 impl Recovery {
@@ -60,9 +61,9 @@ impl Recovery {
                 "a clean stop; headers unchanged since, so values are checked when first read"
             }
             (true, false) => "a clean stop",
-            (false, _) if self.clean_from_records > 0 => {
-                "a crash or unclean stop; clean blocks taken from the flash records, their \
-                 values checked when first read"
+            (false, _) if self.clean_unread > 0 => {
+                "a crash or unclean stop; clean blocks taken from their headers, their values \
+                 checked when first read"
             }
             (false, _) => "a crash or unclean stop",
         }
@@ -77,7 +78,7 @@ impl Default for Recovery {
             backing: None,
             notes: Vec::new(),
             headers_only: 0,
-            clean_from_records: 0,
+            clean_unread: 0,
         }
     }
 }
@@ -181,11 +182,11 @@ fn read_superblocks<'a>(
         // A mapped or flash tier stopped cleanly whose headers (flash: records) are as the
         // stop left them: taken without reading every value (each is checked when first
         // read). Strict reads everything, to refuse any damage before starting.
-        // After a crash a flash tier's records are as current as its last record written
-        // (they reach the file as they change): its clean blocks are taken as they say, and
-        // only dirty ones read now (see `Check::Dirty`).
+        // After a crash a mapped tier's headers and a flash tier's records are as current as
+        // the last one written (they reach the file as they change): clean blocks are taken
+        // as they say, and only dirty ones read now (see `Check::Dirty`).
         let stopped_cleanly = state != State::Open && !short && headers_crc.is_some();
-        let flash = matches!(medium.kind(), TierKind::Flash { .. });
+        let apart = matches!(medium.kind(), TierKind::Flash { .. } | TierKind::Mapped { .. });
         let mut check = Check::Every;
         if options.recover == Recover::Quiet && stopped_cleanly {
             if medium.headers_crc()? == headers_crc {
@@ -196,11 +197,11 @@ fn read_superblocks<'a>(
                      checked",
                 ));
             }
-        } else if options.recover == Recover::Quiet && state == State::Open && flash && !short {
+        } else if options.recover == Recover::Quiet && state == State::Open && apart && !short {
             check = Check::Dirty;
         }
         recovery.headers_only += (check == Check::Headers) as usize;
-        recovery.clean_from_records += (check == Check::Dirty) as usize;
+        recovery.clean_unread += (check == Check::Dirty) as usize;
         found.push(Found { tier, path, check });
     }
     Ok((found, written_back))

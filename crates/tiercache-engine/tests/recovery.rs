@@ -637,7 +637,7 @@ fn after_a_crash_a_flash_tier_reads_only_dirty_values_and_checks_the_rest_when_r
     let cache = open("flash", &copy, 8, 1, Recover::Quiet);
     let recovery = cache.recovery().expect("the tier held blocks").clone();
     assert!(!recovery.clean && recovery.headers_only == 0, "{recovery:?}");
-    assert_eq!(recovery.clean_from_records, 1, "{recovery:?}");
+    assert_eq!(recovery.clean_unread, 1, "{recovery:?}");
     let stats = cache.stats();
     assert_eq!((stats.recovered, stats.recovery_damaged), (8, 0), "taken from the records");
     let mut buf = vec![0u8; BLOCK];

@@ -180,12 +180,12 @@ pub fn stamp_of(slot: &[u8]) -> Stamp {
 /// read then is checked when it is first read, as every read checks it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
-    /// Every value: a crash (but a flash tier's, see `Dirty`), or `Recover::Strict`.
+    /// Every value: a file tier's crash, or `Recover::Strict`.
     Every,
-    /// Dirty blocks' values alone: a flash tier after a crash, whose slot records reach its
-    /// file as they change. A clean block found damaged later is a miss, read again from the
-    /// backing device; a dirty one must be known whole now, since an older copy held beside it
-    /// may be the one to keep. Tiers of other kinds read every value.
+    /// Dirty blocks' values alone: a mapped or flash tier after a crash, whose headers (flash:
+    /// slot records) reach its file as they change. A clean block found damaged later is a
+    /// miss, read again from the backing device; a dirty one must be known whole now, since an
+    /// older copy held beside it may be the one to keep. File tiers read every value.
     Dirty,
     /// None: the headers (or records) of a clean stop, unchanged since.
     Headers,

@@ -4,7 +4,7 @@
 use super::{Format, Region};
 use crate::device::{read_exact_at, Device};
 use crate::error::EngineError;
-use crate::tier::block::{Check, Found, HEADER_BYTES};
+use crate::tier::block::{inspect_header, Check, Found, HEADER_BYTES};
 
 impl Region {
     /// Reads every slot as recovery does (whole-block slots), calling `found` with each slot's
@@ -15,7 +15,6 @@ impl Region {
         check: Check,
         mut found: impl FnMut(u32, Found),
     ) -> Result<(), EngineError> {
-        let headers_only = check == Check::Headers;
         assert!(self.chunks == 1, "recovered regions hold whole blocks");
         let read_error = |device: &dyn Device, source| EngineError::Io {
             path: device.path().to_path_buf(),
@@ -29,7 +28,7 @@ impl Region {
         }
         if let Format::Apart { headers_at } = self.format {
             return self
-                .scan_apart(headers_at, headers_only, found)
+                .scan_apart(headers_at, check, found)
                 .map_err(|e| read_error(&*self.device, e));
         }
         assert!(matches!(self.format, Format::Headed), "a headed region");
@@ -65,10 +64,16 @@ impl Region {
     fn scan_apart(
         &self,
         headers_at: u64,
-        headers_only: bool,
+        check: Check,
         mut found: impl FnMut(u32, Found),
     ) -> std::io::Result<()> {
         let (count, slot_bytes) = (self.count as usize, self.slot_bytes);
+        let headers_only = check == Check::Headers;
+        // A clean block's header alone under `Check::Dirty`; otherwise its value checked too.
+        let inspect = |header: &[u8], area: &[u8]| match inspect_header(header, slot_bytes) {
+            taken @ Found::Block { stamp, .. } if check == Check::Dirty && !stamp.dirty => taken,
+            _ => crate::tier::block::inspect_apart(header, area),
+        };
         if let Some(mapping) = self.memory.as_ref().filter(|_| !headers_only) {
             // SAFETY: the headers and slots lie in the mapping (asserted when the region was
             // made, and by `header_in_memory`); nothing else runs on the cache while it
@@ -84,7 +89,7 @@ impl Region {
             };
             let pairs = headers.chunks_exact(HEADER_BYTES).zip(slots.chunks_exact(slot_bytes));
             for (slot, (header, area)) in pairs.enumerate() {
-                found(slot as u32, crate::tier::block::inspect_apart(header, area));
+                found(slot as u32, inspect(header, area));
             }
             return Ok(());
         }
@@ -94,7 +99,7 @@ impl Region {
         read_exact_at(&*self.device, &mut headers, headers_at)?;
         if headers_only {
             for (slot, header) in headers.chunks_exact(HEADER_BYTES).enumerate() {
-                found(slot as u32, crate::tier::block::inspect_header(header, slot_bytes));
+                found(slot as u32, inspect_header(header, slot_bytes));
             }
             return Ok(());
         }
@@ -106,7 +111,7 @@ impl Region {
             read_exact_at(&*self.device, bytes, self.offset + (first * slot_bytes) as u64)?;
             let heads = headers[first * HEADER_BYTES..].chunks_exact(HEADER_BYTES);
             for (i, (header, area)) in heads.zip(bytes.chunks_exact(slot_bytes)).enumerate() {
-                found((first + i) as u32, crate::tier::block::inspect_apart(header, area));
+                found((first + i) as u32, inspect(header, area));
             }
         }
         Ok(())
