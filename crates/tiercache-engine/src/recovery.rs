@@ -179,12 +179,11 @@ fn read_superblocks<'a>(
                 "the tier file was shorter than its tier; the missing slots read as empty",
             ));
         }
-        // A mapped or flash tier stopped cleanly whose headers (flash: records) are as the
-        // stop left them: taken without reading every value (each is checked when first
-        // read). Strict reads everything, to refuse any damage before starting.
-        // After a crash a mapped tier's headers and a flash tier's records are as current as
-        // the last one written (they reach the file as they change): clean blocks are taken
-        // as they say, and only dirty ones read now (see `Check::Dirty`).
+        // Under quiet, a mapped or flash tier's headers (flash: records) are taken without
+        // reading the values they name, each checked when first read: all of them after a
+        // clean stop that left the headers as they are, the clean ones after a crash (headers
+        // reach the file as they change; dirty values are read now, see `Check::Dirty`).
+        // Strict reads everything, to refuse any damage before starting.
         let stopped_cleanly = state != State::Open && !short && headers_crc.is_some();
         let apart = matches!(medium.kind(), TierKind::Flash { .. } | TierKind::Mapped { .. });
         let mut check = Check::Every;

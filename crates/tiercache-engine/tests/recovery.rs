@@ -520,6 +520,18 @@ fn a_hierarchy_restarts_with_its_lower_tier() {
     assert_eq!(held, (0..16).collect::<Vec<_>>());
 }
 
+/// The slot whose record names `key` in the bytes of a one-shard flash tier file of 8 blocks
+/// (its records on the page after the superblock).
+fn record_slot(bytes: &[u8], key: u64) -> usize {
+    let records = HEADER_BYTES as usize;
+    (0..24)
+        .find(|s| {
+            let r = &bytes[records + s * 32..records + s * 32 + 32];
+            r[..4] == *b"TCR1" && r[8..16] == key.to_le_bytes()
+        })
+        .expect("a record for the key")
+}
+
 /// A flash tier's blocks are headerless: each slot has a 32-byte record (key, length,
 /// checksum, sequence) on pages between the superblock and the blocks. A restart recovers from
 /// the records, checking every block against its record's checksum: a flipped bit in a block
@@ -535,15 +547,7 @@ fn a_flash_tier_recovers_from_its_slot_records_and_drops_what_fails_them() {
     drop(cache);
     let mut bytes = std::fs::read(&path).unwrap();
     let (records, blocks) = (HEADER_BYTES as usize, HEADER_BYTES as usize + 4096);
-    let slot_of = |bytes: &[u8], key: u64| {
-        (0..24)
-            .find(|s| {
-                let r = &bytes[records + s * 32..records + s * 32 + 32];
-                r[..4] == *b"TCR1" && r[8..16] == key.to_le_bytes()
-            })
-            .expect("a record for the key")
-    };
-    let (three, five) = (slot_of(&bytes, 3), slot_of(&bytes, 5));
+    let (three, five) = (record_slot(&bytes, 3), record_slot(&bytes, 5));
     bytes[blocks + three * BLOCK + 10] ^= 0x01; // key 3's block
     bytes[records + five * 32 + 17] ^= 0x01; // key 5's record (its length)
     std::fs::write(&path, &bytes).unwrap();
@@ -621,13 +625,8 @@ fn after_a_crash_a_flash_tier_reads_only_dirty_values_and_checks_the_rest_when_r
     // A crash image: the file as it is while the cache still has it open.
     let mut image = bytes(&path);
     drop(cache);
-    let (records, blocks) = (HEADER_BYTES as usize, HEADER_BYTES as usize + 4096);
-    let three = (0..24)
-        .find(|s| {
-            let r = &image[records + s * 32..records + s * 32 + 32];
-            r[..4] == *b"TCR1" && r[8..16] == 3u64.to_le_bytes()
-        })
-        .expect("a record for key 3");
+    let blocks = HEADER_BYTES as usize + 4096;
+    let three = record_slot(&image, 3);
     image[blocks + three * BLOCK + 10] ^= 0x01;
     let copy = scratch("crash-records-image.flash");
     std::fs::write(&copy, &image).unwrap();

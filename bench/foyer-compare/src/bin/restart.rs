@@ -132,13 +132,22 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime")
 }
 
+/// Says the cache is filled, then waits for the SIGKILL that ends the child.
+fn wait_to_be_killed() -> ! {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "filled").unwrap();
+    out.flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 /// The child: fills `which`'s disk tier, waits for its writes, then stops cleanly (`clean`)
 /// or says it is filled and waits to be killed.
 fn child(spec: &str) {
     let words: Vec<&str> = spec.split(' ').collect();
     let [which, stop, dir, mib] = words[..] else { panic!("{CHILD}: `{spec}`") };
     let (dir, mib): (&Path, u64) = (Path::new(dir), mib.parse().expect("MiB"));
-    let mut out = std::io::stdout().lock();
     let runtime = runtime();
     match which {
         "tiercache" => {
@@ -150,11 +159,7 @@ fn child(spec: &str) {
             if stop == "clean" {
                 drop(cache);
             } else {
-                writeln!(out, "filled").unwrap();
-                out.flush().unwrap();
-                loop {
-                    std::thread::sleep(Duration::from_secs(1));
-                }
+                wait_to_be_killed();
             }
         }
         _ => {
@@ -179,15 +184,11 @@ fn child(spec: &str) {
             if stop == "clean" {
                 runtime.block_on(cache.close()).expect("foyer closes");
             } else {
-                writeln!(out, "filled").unwrap();
-                out.flush().unwrap();
-                loop {
-                    std::thread::sleep(Duration::from_secs(1));
-                }
+                wait_to_be_killed();
             }
         }
     }
-    writeln!(out, "stopped").unwrap();
+    println!("stopped");
 }
 
 /// Fills `which` in a child process, stops it as `stop` says, reopens and counts.

@@ -9,7 +9,7 @@ use crate::tier::block::{inspect_header, Check, Found, HEADER_BYTES};
 impl Region {
     /// Reads every slot as recovery does (whole-block slots), calling `found` with each slot's
     /// number and what it holds; `check` says which values are read and checked now (see
-    /// [`Check`]: only a flash tier reads dirty blocks' values alone).
+    /// [`Check`]: mapped and flash tiers may read dirty blocks' values alone).
     pub fn scan(
         &mut self,
         check: Check,
