@@ -59,6 +59,10 @@ pub struct CacheArgs {
     /// there), bidirectional[:T] [default: dram-first].
     #[arg(long)]
     pub placement: Option<String>,
+    /// With two or more tiers: a miss of a value larger than this size (256KiB) goes to the
+    /// tier below DRAM, whatever the placement, and is never promoted [default: off].
+    #[arg(long, value_name = "SIZE")]
+    pub large_values: Option<String>,
     /// NVCache's admission in front of the cache: obp[:TARGET], alloc-read-write or
     /// no-write-allocate, then ',small-bypass=BYTES', ',window=LOOKUPS', ',write-allocate',
     /// ',no-eviction'; or interference[:TARGET].
@@ -130,6 +134,7 @@ impl CacheArgs {
             lower_policy: self.lower_policy.or(file.lower_policy),
             mode: self.mode.or(file.mode),
             placement: self.placement.or(file.placement),
+            large_values: self.large_values.or(file.large_values),
             nvcache: self.nvcache.or(file.nvcache),
             nhc: self.nhc.or(file.nhc),
             admission: self.admission.or(file.admission),
@@ -153,6 +158,7 @@ impl CacheArgs {
             ("--lower-policy", self.lower_policy.is_some()),
             ("--mode", self.mode.is_some()),
             ("--placement", self.placement.is_some()),
+            ("--large-values", self.large_values.is_some()),
             ("--nvcache", self.nvcache.is_some()),
             ("--nhc", self.nhc.is_some()),
             ("--admission", self.admission.is_some()),
@@ -263,6 +269,7 @@ impl CacheArgs {
         if let Some(placement) = &self.placement {
             spec.placement = placement.clone();
         }
+        spec.large_values = self.large_values.clone().map(Amount::Text);
         // Write-through is what a policy does on its own (a write places its block as a miss
         // would); Hibachi and Hybrid-ARC place clean and dirty blocks themselves.
         spec.mode = (mode != CacheMode::WriteThrough && !own).then(|| mode.short().to_string());

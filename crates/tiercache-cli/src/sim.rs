@@ -52,6 +52,10 @@ pub struct StackArgs {
     /// Placement across the two tiers: dram-first, scm-first[:T], bidirectional[:T].
     #[arg(long, default_value = "dram-first")]
     pub placement: String,
+    /// With two or more tiers: a miss of a value larger than this size (256KiB) goes to the
+    /// tier below the top, whatever the placement, and is never promoted [default: off].
+    #[arg(long, value_name = "SIZE")]
+    pub large_values: Option<String>,
     /// Run in an Open CAS cache mode: wt, wb, wa, wi, wo, pt (write-through, write-back,
     /// write-around, write-invalidate, write-only, pass-through).
     #[arg(long)]
@@ -109,6 +113,7 @@ impl StackArgs {
             lower_policy: self.lower_policy.clone(),
             tier: self.tiers.clone(),
             placement: self.placement.clone(),
+            large_values: self.large_values.clone().map(Amount::Text),
             mode: self.mode.clone(),
             nhit: self.nhit,
             seq_cutoff: self.seq_cutoff.clone(),

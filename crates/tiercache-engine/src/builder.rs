@@ -18,6 +18,7 @@ use crate::tier::medium::{Layout, Medium};
 use crate::tier::superblock::{Backing, Recover};
 use crate::tier::TierKind;
 
+mod stack;
 mod validate;
 
 /// Most shards a cache may have.
@@ -61,6 +62,7 @@ pub struct CacheBuilder {
     tick_every: Option<std::time::Duration>,
     worker_off: bool,
     placement: Placement,
+    large_values: Option<u64>,
     nvcache: Option<tiercache_policy::nvcache::NvcacheConfig>,
     nhc: Option<tiercache_policy::nhc::NhcConfig>,
     measure_every: std::time::Duration,
@@ -131,6 +133,7 @@ impl CacheBuilder {
             tick_every: None,
             worker_off: false,
             placement: Placement::DramFirst,
+            large_values: None,
             nvcache: None,
             nhc: None,
             measure_every: DEFAULT_MEASURE,
@@ -253,48 +256,6 @@ impl CacheBuilder {
         self
     }
 
-    /// A policy stack, as `sim`, experiment files and `serve --config` describe one
-    /// ([`StackConfig`]), over `media`, one per tier top down: each tier's policy and capacity,
-    /// the placement, admission, NVCache, cache mode, NHC, seed and shards. The engine counts
-    /// capacity in bytes; a stack counted in objects is an error naming `unit`, and so is a stack with
-    /// another number of tiers than `media` has.
-    pub fn stack(mut self, stack: &StackConfig, media: Vec<TierKind>) -> Result<Self, EngineError> {
-        if stack.tiers.len() != media.len() {
-            let reason = format!(
-                "the stack has {} tiers and the cache {} media to put them on",
-                stack.tiers.len(),
-                media.len()
-            );
-            return Err(EngineError::config("tiers", reason));
-        }
-        let mut tiers = Vec::new();
-        for ((policy, capacity), kind) in stack.tiers.iter().zip(media) {
-            if capacity.unit != tiercache_core::Unit::Bytes {
-                let reason = "the engine sizes its tiers in bytes: use unit = \"bytes\"";
-                return Err(EngineError::config("unit", reason));
-            }
-            let capacity_bytes = capacity.amount;
-            tiers.push(TierSpec { kind, capacity_bytes, policy: policy.clone(), profile: None });
-        }
-        self.tiers = tiers;
-        self.placement = stack.placement;
-        self.admission = stack.admission.clone();
-        self.nvcache = stack.nvcache.clone();
-        self.mode = stack.mode.clone();
-        self.nhc = stack.nhc.clone();
-        self.seed = stack.seed;
-        if let Some(rule) = stack.hit_rule {
-            self.hit_rule = rule;
-        }
-        if let Some(shards) = stack.shards {
-            self.shards = shards;
-        }
-        if let Some(us) = stack.tick_us {
-            self.tick_every = Some(std::time::Duration::from_micros(us));
-        }
-        Ok(self)
-    }
-
     /// A second tier below the first: the first tier's victims move here.
     pub fn lower_tier(mut self, kind: TierKind, capacity_bytes: u64, policy: PolicyConfig) -> Self {
         self.tiers.truncate(1);
@@ -387,6 +348,14 @@ impl CacheBuilder {
 
     pub fn placement(mut self, placement: Placement) -> Self {
         self.placement = placement;
+        self
+    }
+
+    /// A miss of a value larger than `bytes` goes to the tier below the top, never promoted
+    /// (`tiercache_policy::hierarchy`): so a value near a shard's memory does not push out
+    /// that much of it. Needs two or more tiers.
+    pub fn large_values(mut self, bytes: u64) -> Self {
+        self.large_values = Some(bytes);
         self
     }
 
@@ -607,6 +576,7 @@ impl CacheBuilder {
                 .zip(capacities)
                 .collect(),
             placement: self.placement,
+            large_values: self.large_values,
             admission: self.admission.clone(),
             nvcache: self.nvcache.clone(),
             mode: self.mode.clone(),

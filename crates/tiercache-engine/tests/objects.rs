@@ -318,14 +318,7 @@ fn page_holds(path: &std::path::Path, page: u64, key: u64) -> bool {
 /// every request, for every policy the engine runs.
 #[test]
 fn the_engine_decides_as_the_simulator_on_object_sizes() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/cloudPhysicsIO.oracleGeneral.bin.zst");
-    let reqs: Vec<Request> =
-        tiercache_workload::TraceReader::open(&path, &tiercache_workload::TraceOptions::default())
-            .unwrap()
-            .map(|r| r.unwrap())
-            .take(40_000)
-            .collect();
+    let reqs: Vec<Request> = cloudphysics_objects().into_iter().take(40_000).collect();
     let largest = reqs.iter().map(|r| r.size).max().unwrap() as usize;
     let spanning = reqs.iter().filter(|r| r.size as usize > BLOCK).count();
     assert!(spanning > 5000, "objects larger than a block: {spanning}");
@@ -347,6 +340,16 @@ fn the_engine_decides_as_the_simulator_on_object_sizes() {
             });
         }
     });
+}
+
+/// CloudPhysics' requests in libCacheSim's oracleGeneral (`data/`), each object of its size.
+fn cloudphysics_objects() -> Vec<Request> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/cloudPhysicsIO.oracleGeneral.bin.zst");
+    tiercache_workload::TraceReader::open(&path, &tiercache_workload::TraceOptions::default())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
 }
 
 /// `name`'s one-shard engine serving `reqs` through `fetch_object` hits and misses exactly as
@@ -393,6 +396,70 @@ fn engine_decides_as_simulator(name: &str, reqs: &[Request], largest: usize) {
     let parted = simulated.iter().zip(&engine).position(|(a, b)| a != b);
     assert_eq!(parted, None, "{name}: engine and simulator part at request {parted:?}");
     assert!(engine.iter().filter(|h| **h).count() > 1000, "{name}");
+}
+
+/// With `large_values`, a miss of a value larger than the limit goes to the tier below DRAM:
+/// the engine (DRAM over a mapped tier, one shard) still decides as the simulator's stack on
+/// the trace of real object sizes, request by request, and the rule did place values there.
+#[test]
+fn large_values_start_below_dram_as_the_simulator_places_them() {
+    let reqs: Vec<Request> = cloudphysics_objects().into_iter().take(20_000).collect();
+    let largest = reqs.iter().map(|r| r.size).max().unwrap() as usize;
+    let pages = |size: u32| size.max(1).div_ceil(BLOCK as u32) * BLOCK as u32;
+    let (dram, lower, large) = (2_000 * BLOCK as u64, 16_000 * BLOCK as u64, 64 << 10);
+    let stack = tiercache_policy::StackConfig {
+        tiers: vec![
+            (PolicyConfig::Lru, Capacity::bytes(dram)),
+            (PolicyConfig::Lru, Capacity::bytes(lower)),
+        ],
+        large_values: Some(large),
+        ..tiercache_policy::StackConfig::single(PolicyConfig::Lru, Capacity::bytes(dram))
+    };
+    let mut policy = stack.build().unwrap();
+    let (mut decision, mut placed_below) = (Decision::new(), 0);
+    let simulated: Vec<bool> = reqs
+        .iter()
+        .map(|r| {
+            decision.clear();
+            policy.decide(&Request { size: pages(r.size), ..*r }, &mut decision);
+            let below = tiercache_core::Action::Insert {
+                tier: tiercache_core::TierId(1),
+                key: r.key,
+                size: pages(r.size),
+                dirty: false,
+            };
+            placed_below += decision.actions.contains(&below) as usize;
+            decision.hit.is_some()
+        })
+        .collect();
+    assert!(placed_below > 100, "misses placed below DRAM: {placed_below}");
+    let path = scratch("large-values.mem");
+    let _ = std::fs::remove_file(&path);
+    let cache = CacheBuilder::new(PolicyConfig::Lru)
+        .block_size(BLOCK)
+        .shards(1)
+        .capacity_bytes(dram)
+        .lower_tier(TierKind::Mapped { path }, lower, PolicyConfig::Lru)
+        .large_values(large)
+        .max_value(largest)
+        .hit_rule(tiercache_policy::HitRule::Exact)
+        .without_worker()
+        .build()
+        .unwrap();
+    let engine: Vec<bool> = reqs
+        .iter()
+        .map(|r| {
+            let (got, hit) =
+                cache.fetch_object(r.key, || Ok(value(r.key, 0, r.size.max(16) as usize))).unwrap();
+            assert_eq!(version_of(r.key, &got), 0);
+            hit
+        })
+        .collect();
+    let parted = simulated.iter().zip(&engine).position(|(a, b)| a != b);
+    assert_eq!(parted, None, "engine and simulator part at request {parted:?}");
+    let e = CacheBuilder::new(PolicyConfig::Lru).large_values(large).build().err();
+    let e = e.expect("one tier refused").to_string();
+    assert!(e.contains("large_values") && e.contains("second tier"), "{e}");
 }
 
 /// The limits: a value over max_value, a max_value no shard can hold or of too many pages,

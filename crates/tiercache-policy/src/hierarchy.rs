@@ -15,6 +15,14 @@
 //! The paper has two tiers. With more, "SCM" reads "any tier below DRAM": a promoted block
 //! goes to the top, and a block's hit count starts at zero each time it enters a lower tier.
 //!
+//! Large values ([`Hybrid::with_large_values`], off unless asked for): a miss of a value
+//! larger than a set size goes to the tier below the top whatever the placement, and is never
+//! promoted. Inserted at the top, such a value would push out as many bytes of smaller, more
+//! often hit values, each then moved (written) to the tier below; AdaptSize (Berger et al.,
+//! "AdaptSize: Orchestrating the Hot Object Memory Cache in a Content Delivery Network", NSDI
+//! 2017, section 2) measures how much hit ratio a small memory tier loses to the few large
+//! objects it admits. A size threshold is the simplest of the admission rules it compares.
+//!
 //! Invariants: a key is resident in at most one tier (exclusive); each tier stays within its
 //! capacity; a demotion is a `Move` from a tier to the one below, preceded by the evictions
 //! (or further demotions) that make room for it. A victim the tier below will not take (LFRU
@@ -89,6 +97,8 @@ pub struct Hybrid {
     placement: Placement,
     /// Hits of each block since it entered a lower tier (placements that promote).
     scm_hits: KeyMap<u32>,
+    /// Values larger than this many bytes start in the tier below the top (see the module).
+    large_values: Option<u64>,
 }
 
 impl Hybrid {
@@ -101,7 +111,26 @@ impl Hybrid {
     ) -> Hybrid {
         assert!(tiers.len() >= 2 && tiers.len() == capacities.len(), "two or more tiers");
         assert!(tiers.len() <= u8::MAX as usize, "tier ids are one byte");
-        Hybrid { tiers, capacities, admission, placement, scm_hits: KeyMap::default() }
+        Hybrid {
+            tiers,
+            capacities,
+            admission,
+            placement,
+            scm_hits: KeyMap::default(),
+            large_values: None,
+        }
+    }
+
+    /// Places a miss of a value larger than `bytes` in the tier below the top, never to be
+    /// promoted (see the module).
+    pub fn with_large_values(mut self, bytes: u64) -> Hybrid {
+        self.large_values = Some(bytes);
+        self
+    }
+
+    /// Whether a value of `size` bytes is large (see the module).
+    fn large(&self, size: u32) -> bool {
+        self.large_values.is_some_and(|bytes| size as u64 > bytes)
     }
 
     fn tier(t: usize) -> TierId {
@@ -171,6 +200,9 @@ impl Hybrid {
     /// Counts a hit in a lower tier and moves the block to DRAM once it passes the threshold.
     fn on_lower_hit(&mut self, t: usize, req: &Request, stored: u32, out: &mut Decision) {
         let Some(threshold) = self.placement.promotion_threshold() else { return };
+        if self.large(stored) {
+            return;
+        }
         let hits = self.scm_hits.entry(req.key).or_insert(0);
         *hits += 1;
         if *hits <= threshold {
@@ -195,13 +227,15 @@ impl Hybrid {
         let reject = |out: &mut Decision, reason| {
             out.push(Action::Reject { key: req.key, size: req.size, reason })
         };
-        if !self.capacities[0].fits(req.size) {
+        let large = self.large(req.size);
+        if !self.capacities[large as usize].fits(req.size) {
             return reject(out, tiercache_core::RejectReason::TooLarge);
         }
         if let Err(reason) = self.admission.admit(req) {
             return reject(out, reason);
         }
-        let first = if let Placement::ScmFirst { .. } = self.placement { 1 } else { 0 };
+        let scm_first = matches!(self.placement, Placement::ScmFirst { .. });
+        let first = (scm_first || large) as usize;
         if first == 0 {
             let needs_room =
                 self.tiers[0].used() + self.charge(0, req.size) > self.capacities[0].amount;
@@ -395,6 +429,37 @@ mod tests {
         let caps = [Capacity::objects(upper), Capacity::objects(lower)];
         let placement = Placement::parse(placement).unwrap();
         AnyPolicy::hybrid(placement, &PolicyConfig::Lru, &PolicyConfig::Lru, caps, &[], 0).unwrap()
+    }
+
+    #[test]
+    fn a_large_value_starts_below_dram_and_is_never_promoted() {
+        let caps = [Capacity::bytes(8), Capacity::bytes(64)];
+        let placement = Placement::Bidirectional { threshold: 0 };
+        let lru = PolicyConfig::Lru;
+        let policy = AnyPolicy::hybrid(placement, &lru, &lru, caps, &[], 0).unwrap();
+        let AnyPolicy::Hybrid(hybrid) = policy else { panic!("a hierarchy") };
+        let mut p = AnyPolicy::Hybrid(Box::new(hybrid.with_large_values(4)));
+        // Small values start in DRAM; one of 5 bytes (over the limit) below it, and one of 16,
+        // which DRAM could not hold at all, too, where it would be refused as too large.
+        let d = run(&mut p, Request::read(1, 4));
+        assert_eq!(d.actions, vec![Action::Insert { tier: UPPER, key: 1, size: 4, dirty: false }]);
+        for (key, size) in [(2, 5), (3, 16)] {
+            let d = run(&mut p, Request::read(key, size));
+            assert_eq!(d.actions, vec![Action::Insert { tier: LOWER, key, size, dirty: false }]);
+        }
+        // Hits in the tier below leave the large values there; a small one moves up (the
+        // placement promotes after no hits).
+        for _ in 0..3 {
+            assert_eq!(run(&mut p, Request::read(2, 5)).actions, vec![]);
+        }
+        assert_eq!(p.peek(2), Some((LOWER, 5)));
+        assert_eq!(run(&mut p, Request::read(1, 4)).hit, Some(UPPER));
+        let d = run(&mut p, Request::read(4, 4));
+        assert_eq!(d.actions[0], Action::Insert { tier: UPPER, key: 4, size: 4, dirty: false });
+        assert_eq!(
+            run(&mut p, Request::read(9, 65)).actions[0].clone(),
+            Action::Reject { key: 9, size: 65, reason: tiercache_core::RejectReason::TooLarge }
+        );
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub struct StackConfig {
     pub shards: Option<usize>,
     /// Periodic work every this many microseconds (see `StackSpec::tick_us`).
     pub tick_us: Option<u64>,
+    /// Values larger than this many bytes start in the tier below the top (hierarchies of
+    /// two or more tiers; see `crate::hierarchy`).
+    pub large_values: Option<u64>,
     /// How a policy with quiet hits is told of them (see [`crate::told`]); `None`: the
     /// runner's default, every hit in the simulator ([`HitRule::Exact`]) and the engine's
     /// [`HitRule::ENGINE`].
@@ -86,6 +89,7 @@ impl StackConfig {
             shards: None,
             tick_us: None,
             hit_rule: None,
+            large_values: None,
         }
     }
 
@@ -158,11 +162,22 @@ impl StackConfig {
     fn build_tiers(&self) -> Result<AnyPolicy, PolicyError> {
         let (policy, capacity) = match &self.tiers[..] {
             [] => return Err(PolicyError::setting("tiers", "a cache needs at least one tier")),
+            [_] if self.large_values.is_some() => {
+                let reason = "places large values in the tier below the top: give a second tier";
+                return Err(PolicyError::setting("large_values", reason));
+            }
             [(policy, capacity)] => {
                 return AnyPolicy::from_config(policy, *capacity, &self.admission, self.seed)
             }
             [top, ..] => top,
         };
+        if self.large_values.is_some()
+            && matches!(policy, PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc)
+        {
+            let reason =
+                format!("{} places values itself: large_values is for hierarchies", policy.name());
+            return Err(PolicyError::setting("large_values", reason));
+        }
         match policy {
             PolicyConfig::Hibachi(_) | PolicyConfig::HybridArc if self.tiers.len() != 2 => {
                 Err(PolicyError::bad(
@@ -175,7 +190,16 @@ impl StackConfig {
                 AnyPolicy::hibachi(config, [*capacity, self.tiers[1].1])
             }
             PolicyConfig::HybridArc => AnyPolicy::hybrid_arc([*capacity, self.tiers[1].1]),
-            _ => AnyPolicy::hierarchy(self.placement, &self.tiers, &self.admission, self.seed),
+            _ => {
+                let policy =
+                    AnyPolicy::hierarchy(self.placement, &self.tiers, &self.admission, self.seed)?;
+                Ok(match (self.large_values, policy) {
+                    (Some(bytes), AnyPolicy::Hybrid(h)) => {
+                        AnyPolicy::Hybrid(Box::new(h.with_large_values(bytes)))
+                    }
+                    (_, policy) => policy,
+                })
+            }
         }
     }
 }
@@ -250,6 +274,10 @@ pub struct StackSpec {
     /// Placement across the tiers: `dram-first`, `scm-first[:T]`, `bidirectional[:T]`.
     #[serde(default = "default_placement")]
     pub placement: String,
+    /// A miss of a value larger than this (`"256KiB"`) goes to the tier below the top,
+    /// whatever the placement, and is never promoted; off by default.
+    #[serde(default)]
+    pub large_values: Option<Amount>,
     /// An Open CAS cache mode: `wt`, `wb`, `wa`, `wi`, `wo`, `pt`.
     #[serde(default)]
     pub mode: Option<String>,
@@ -301,6 +329,7 @@ impl StackSpec {
             lower_policy: default_lower_policy(),
             tier: Vec::new(),
             placement: default_placement(),
+            large_values: None,
             mode: None,
             nhit: false,
             seq_cutoff: default_seq_cutoff(),
@@ -429,6 +458,11 @@ impl TryFrom<StackSpec> for StackConfig {
         Ok(StackConfig {
             tiers,
             placement: under("placement", Placement::parse(&spec.placement))?,
+            large_values: spec
+                .large_values
+                .as_ref()
+                .map(|a| a.value("large_values"))
+                .transpose()?,
             admission: under("admission", AdmissionConfig::parse_chain(&spec.admission))?,
             nvcache: under(
                 "nvcache",
@@ -453,6 +487,22 @@ mod tests {
 
     fn parse(toml_text: &str) -> Result<StackConfig, String> {
         StackConfig::from_toml(toml_text)
+    }
+
+    #[test]
+    fn large_values_are_a_size_for_hierarchies_only() {
+        let two = "policy = \"lru\"\ncapacity = \"1MiB\"\nlower_capacity = \"8MiB\"\n";
+        let stack = parse(&format!("{two}large_values = \"256KiB\"")).unwrap();
+        assert_eq!(stack.large_values, Some(256 << 10));
+        assert!(stack.build().is_ok());
+        let e = parse(&format!("{two}large_values = \"lots\"")).unwrap_err();
+        assert!(e.contains("large_values"), "{e}");
+        let one = parse("policy = \"lru\"\ncapacity = \"1MiB\"\nlarge_values = \"1KiB\"");
+        let e = one.unwrap().build().err().expect("one tier").to_string();
+        assert!(e.contains("large_values") && e.contains("second tier"), "{e}");
+        let arc = format!("{}\nlarge_values = \"1KiB\"", two.replace("lru", "hybrid-arc"));
+        let e = parse(&arc).unwrap().build().err().expect("hybrid-arc").to_string();
+        assert!(e.contains("large_values") && e.contains("hierarchies"), "{e}");
     }
 
     #[test]

@@ -24,7 +24,11 @@
 //! the value (generated) and inserting it, 10% writes inserting a new value. Both caches get
 //! 32 MiB of memory and a 128 MiB disk tier with direct I/O, 16 shards (`--shards`); tiercache's DRAM and
 //! disk tier (`log`) take objects up to 1 MiB and more (`max_value`), a value larger than a
-//! block spanning pages. `--workload blocks,objects` runs both.
+//! block spanning pages. A miss of a value over 256 KiB goes straight to tiercache's disk tier
+//! (`--large-values`, `CacheBuilder::large_values`): a 1 MiB value is half a shard's 2 MiB of
+//! memory, and inserted there it pushes out as many bytes of smaller values, each then written
+//! to disk. foyer has no such setting and puts every value in memory first; `--large-values
+//! off` runs tiercache that way too. `--workload blocks,objects` runs both.
 //!
 //! `--backing-io direct` reads and writes the blocks workload's backing file with direct I/O in
 //! both caches, as the slower device it stands for; by default both go through the page cache,
@@ -115,6 +119,11 @@ struct Args {
     /// write takes the file's inode lock), or with direct I/O, as the slower device it stands for.
     #[arg(long, value_enum, default_value_t = BackingIo::Buffered)]
     backing_io: BackingIo,
+    /// In the objects workload, a miss of a value larger than this goes straight to
+    /// tiercache's disk tier (`CacheBuilder::large_values`), rather than pushing as many bytes
+    /// out of a shard's 2 MiB of memory; `off` puts every miss in memory first, as foyer does.
+    #[arg(long, default_value = "256KiB")]
+    large_values: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
@@ -285,7 +294,7 @@ fn tiercache(
     backing: &Path,
     threads: usize,
     phases: Phases,
-    (direct, policy, workload, shards): (bool, &PolicyConfig, Workload, usize),
+    (direct, policy, workload, shards, large): (bool, &PolicyConfig, Workload, usize, Option<u64>),
     (backing_io, profiling): (BackingIo, bool),
 ) -> (Measured, u64, f64, f64) {
     let tier = match direct {
@@ -304,6 +313,10 @@ fn tiercache(
     let builder = match workload {
         Workload::Blocks => builder,
         Workload::Objects => builder.max_value(LARGEST),
+    };
+    let builder = match (workload, large) {
+        (Workload::Objects, Some(bytes)) => builder.large_values(bytes),
+        _ => builder,
     };
     let cache = builder.build().expect("a valid cache");
     for warning in cache.warnings() {
@@ -565,6 +578,16 @@ fn main() {
             }
         })
         .collect();
+    let large = match args.large_values.as_str() {
+        "off" => None,
+        text => match tiercache_core::parse_size(text) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                eprintln!("error: --large-values {text}: {e} (a size, or off)");
+                std::process::exit(2);
+            }
+        },
+    };
     let dir = args.dir.unwrap_or_else(|| std::env::temp_dir().join("tiercache-foyer-hybrid"));
     let phases = Phases { warmup: args.warmup, measured: args.common.seconds.unwrap_or(SECONDS) };
     let json = args.common.json;
@@ -626,7 +649,7 @@ fn main() {
                     }
                 });
                 for (i, &(direct, (_, policy))) in variants.iter().enumerate() {
-                    let setup = (direct, policy, workload, shards);
+                    let setup = (direct, policy, workload, shards, large);
                     let how = (args.backing_io, args.tiercache_only);
                     ours[i].push(tiercache(&dir, &backing, threads, phases, setup, how));
                 }
@@ -654,9 +677,14 @@ fn main() {
                 let (ours, ours_dropped, ours_hits, blocks_per_write) = runs[at];
                 let tier = if direct { "direct I/O" } else { "page cache" };
                 let tier = format!("{tier}, {name}");
-                let over = match (workload, args.backing_io) {
-                    (Workload::Blocks, BackingIo::Direct) => ", backing file with direct I/O",
-                    _ => "",
+                let over = match (workload, args.backing_io, large) {
+                    (Workload::Blocks, BackingIo::Direct, _) => {
+                        ", backing file with direct I/O".to_string()
+                    }
+                    (Workload::Objects, _, Some(bytes)) => {
+                        format!(", misses over {} KiB straight to disk", bytes >> 10)
+                    }
+                    _ => String::new(),
                 };
                 let row = Row {
                     threads,

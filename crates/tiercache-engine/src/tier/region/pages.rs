@@ -8,6 +8,14 @@ use crate::device::read_exact_at;
 use crate::error::EngineError;
 use crate::tier::block::{BlockFault, Part, ReadFault, Stamp};
 
+/// Bytes of buffers for objects' pages a region keeps for its next reads and writes. A shard
+/// holds back a run of staged writes of up to `RUN_BYTES` (`crate::tier::behind::run_slots`),
+/// each object in a buffer of its own, while the run before it is being written and objects are
+/// read: about three runs' worth is in use at the busiest, and what is kept never exceeds what
+/// was in use. Measured on the objects workload of `bench/foyer-compare` (2 threads, 3 s):
+/// one run's worth kept, 429 buffers of 1 MiB were allocated afresh; three runs' worth, 60.
+const SPARE_RUN_BYTES: usize = 3 * crate::cleaner::RUN_BYTES;
+
 impl Region {
     /// Prepares the read of an object of `key` spanning the pages in `slots` of a flash tier,
     /// to run with the shard unlocked (see [`begin_read`](Self::begin_read)); `None` on other
@@ -19,7 +27,12 @@ impl Region {
             .map(|&slot| Some((slot, self.at(slot), direct.expect(slot, key)?)))
             .collect::<Option<Vec<_>>>()?;
         let (device, at) = (self.device.clone(), pages[0].1);
-        let buf = self.spare_runs.pop().map_or(IoBuf::Plain(Vec::new()), IoBuf::Aligned);
+        // The longest run of adjacent pages is what one device read needs; all of them is
+        // what it needs at most.
+        let buf = match self.spare_run_for(pages.len() * self.slot_bytes) {
+            Some(i) => IoBuf::Aligned(self.spare_runs.swap_remove(i)),
+            None => IoBuf::Plain(Vec::new()),
+        };
         let stride = self.slot_bytes;
         Some(PinnedRead { device, at, key, expect: None, buf, pages, stride })
     }
@@ -59,19 +72,33 @@ impl Region {
         })
     }
 
-    /// Keeps a buffer of an object's pages for the next (a few at most).
+    /// Keeps a buffer of an object's pages for the next, up to [`SPARE_RUN_BYTES`] in all,
+    /// the largest first: reused rather than allocated again (a new allocation the kernel
+    /// zeroes page by page).
     pub(super) fn keep_run_buf(&mut self, buf: AlignedBuf) {
-        if self.spare_runs.len() < 4 {
-            self.spare_runs.push(buf);
+        self.spare_runs.push(buf);
+        let mut kept: usize = self.spare_runs.iter().map(|b| b.as_slice().len()).sum();
+        while kept > SPARE_RUN_BYTES {
+            let smallest = (0..self.spare_runs.len())
+                .min_by_key(|&i| self.spare_runs[i].as_slice().len())
+                .expect("kept buffers");
+            kept -= self.spare_runs.swap_remove(smallest).as_slice().len();
         }
     }
 
-    /// A buffer of at least `bytes` for an object's pages: a kept one if one is large enough.
+    /// A buffer of at least `bytes` for an object's pages: the smallest kept one that is large
+    /// enough, or a new one of the next power of two (so that it serves other sizes later).
     fn run_buf(&mut self, bytes: usize) -> AlignedBuf {
-        match self.spare_runs.iter().position(|b| b.as_slice().len() >= bytes) {
+        match self.spare_run_for(bytes) {
             Some(i) => self.spare_runs.swap_remove(i),
-            None => AlignedBuf::new(bytes.next_multiple_of(crate::aligned::DIRECT_ALIGN)),
+            None => AlignedBuf::new(bytes.next_power_of_two().max(crate::aligned::DIRECT_ALIGN)),
         }
+    }
+
+    /// The smallest kept buffer of at least `bytes`.
+    fn spare_run_for(&self, bytes: usize) -> Option<usize> {
+        let sizes = self.spare_runs.iter().map(|b| b.as_slice().len()).enumerate();
+        sizes.filter(|&(_, len)| len >= bytes).min_by_key(|&(_, len)| len).map(|(i, _)| i)
     }
 
     /// Writes `data`, an object of `key` spanning pages, into `slots` (a page each, in order),
