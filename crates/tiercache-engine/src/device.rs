@@ -48,6 +48,18 @@ pub trait Device: Send + Sync {
     /// Writes all of `data` at `at`.
     fn write_at(&self, data: &[u8], at: u64) -> io::Result<()>;
 
+    /// Writes `parts` end to end from `at`, as one request where the device can gather them
+    /// (a file: `pwritev`); elsewhere copied into `scratch` (which holds them all) and written
+    /// with [`write_at`](Self::write_at).
+    fn write_parts_at(&self, parts: &[&[u8]], at: u64, scratch: &mut [u8]) -> io::Result<()> {
+        let mut len = 0;
+        for part in parts {
+            scratch[len..len + part.len()].copy_from_slice(part);
+            len += part.len();
+        }
+        self.write_at(&scratch[..len], at)
+    }
+
     /// Writes all of `data` at `at` through the page cache where `write_at` goes around it
     /// (a file opened with `O_DIRECT`): small writes no alignment fits, such as a flash tier's
     /// slot records, which a killed process then leaves on the file at once, and the machine
@@ -184,6 +196,10 @@ impl Device for FileDevice {
 
     fn write_at(&self, data: &[u8], at: u64) -> io::Result<()> {
         self.file.write_all_at(data, at)
+    }
+
+    fn write_parts_at(&self, parts: &[&[u8]], at: u64, _: &mut [u8]) -> io::Result<()> {
+        fs::write_parts_at(&self.file, parts, at)
     }
 
     fn write_buffered_at(&self, data: &[u8], at: u64) -> io::Result<()> {
@@ -667,6 +683,29 @@ mod tests {
             .open(&path)
             .unwrap();
         (path.clone(), Arc::new(FileDevice::new(file, &path)))
+    }
+
+    #[test]
+    fn parts_gathered_by_the_file_land_end_to_end_as_written_whole() {
+        let (path, device) = scratch("parts");
+        // More parts than one pwritev takes, of odd lengths, from an odd offset.
+        let parts: Vec<Vec<u8>> =
+            (0..1500u32).map(|i| vec![i as u8; 1 + (i as usize % 7)]).collect();
+        let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+        device.write_parts_at(&refs, 3, &mut []).unwrap();
+        let whole: Vec<u8> = parts.concat();
+        let file = std::fs::read(&path).unwrap();
+        assert_eq!(file.len(), 3 + whole.len());
+        assert_eq!(&file[3..], &whole[..]);
+        // The default, for devices that cannot gather: copied into the scratch buffer.
+        let memory = MemoryDevice::anonymous(MmapRaw::from(
+            memmap2::MmapOptions::new().len(64).map_anon().unwrap(),
+        ));
+        let mut scratch = [0u8; 16];
+        memory.write_parts_at(&[b"ab", b"cde"], 4, &mut scratch).unwrap();
+        let mut back = [0u8; 5];
+        memory.read_at(&mut back, 4).unwrap();
+        assert_eq!(&back, b"abcde");
     }
 
     #[test]

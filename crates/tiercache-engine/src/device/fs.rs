@@ -1,9 +1,51 @@
-//! What the engine asks of a file's file system beyond reads and writes: holes punched into it,
-//! its space allocated ahead, and where its data lies.
+//! What the engine asks of a file's file system beyond plain reads and writes: writes gathered
+//! from several buffers, holes punched into it, its space allocated ahead, and where its data
+//! lies.
 
 use std::fs::File;
 use std::io;
 use std::ops::Range;
+
+/// The most buffers one `pwritev` takes (Linux's `IOV_MAX`).
+const IOV_MAX: usize = 1024;
+
+/// Writes `parts` end to end from `at` in `file`, gathered by the kernel (`pwritev`) rather
+/// than copied into one buffer first; a short write goes on from where it stopped.
+pub fn write_parts_at(file: &File, parts: &[&[u8]], at: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (mut part, mut into, mut at) = (0, 0, at);
+    while part < parts.len() {
+        let iov: Vec<libc::iovec> = std::iter::once(&parts[part][into..])
+            .chain(parts[part + 1..].iter().copied())
+            .take(IOV_MAX)
+            .map(|p| libc::iovec { iov_base: p.as_ptr() as *mut libc::c_void, iov_len: p.len() })
+            .collect();
+        let Ok(offset) = i64::try_from(at) else { return Err(io::ErrorKind::InvalidInput.into()) };
+        // SAFETY: every iovec points into a live slice of `parts` of its length, which the
+        // kernel only reads; the descriptor is the caller's.
+        let written =
+            unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), iov.len() as i32, offset) };
+        let mut written = match written {
+            n if n > 0 => n as usize,
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            _ => match io::Error::last_os_error() {
+                e if e.kind() == io::ErrorKind::Interrupted => continue,
+                e => return Err(e),
+            },
+        };
+        at += written as u64;
+        while written > 0 {
+            let left = parts[part].len() - into;
+            if written < left {
+                into += written;
+                break;
+            }
+            written -= left;
+            (part, into) = (part + 1, 0);
+        }
+    }
+    Ok(())
+}
 
 /// Punches a hole of `len` bytes from `at` into `file`, its length unchanged (`fallocate`).
 pub fn punch_hole(file: &File, at: u64, len: u64) -> io::Result<()> {

@@ -162,17 +162,17 @@ pub fn start_writers(
 }
 
 /// Writes blocks that lie end to end on one device, in device order (a run the queue
-/// gathered), in one request, gathered in `buf` (which must hold them all).
+/// gathered), in one request: gathered by the device where it can, or copied into `buf`
+/// (which must hold them all) and written from there.
 pub fn write_run(run: &[&Staged], buf: &mut AlignedBuf) -> Result<(), EngineError> {
-    let (first, last) = (run[0], run[run.len() - 1]);
-    let bytes = (last.at + last.written as u64 - first.at) as usize;
-    let joined = &mut buf.as_mut_slice()[..bytes];
-    for staged in run {
-        let from = (staged.at - first.at) as usize;
-        joined[from..from + staged.written]
-            .copy_from_slice(&staged.buf.as_slice()[..staged.written]);
-    }
-    first.device.write_at(joined, first.at).map_err(|source| write_error(&*first.device, source))
+    let first = run[0];
+    let parts: Vec<&[u8]> =
+        run.iter().map(|staged| &staged.buf.as_slice()[..staged.written]).collect();
+    // The queue joins only jobs whose bytes continue one another (`WriteBehind::next_run`).
+    let end_to_end = run.windows(2).all(|w| w[0].at + w[0].written as u64 == w[1].at);
+    assert!(end_to_end, "the blocks of a run lie end to end");
+    (first.device.write_parts_at(&parts, first.at, buf.as_mut_slice()))
+        .map_err(|source| write_error(&*first.device, source))
 }
 
 #[derive(Default)]
