@@ -1016,12 +1016,20 @@ fn lab_experiments_write_reports_with_verdicts() {
         assert_eq!(tally[key][verdict].as_u64(), Some(*n), "{origin} {verdict}: {tally}");
     }
     assert!(tally["ours"]["claims"].as_u64().unwrap() >= 5, "the lab's own claims: {tally}");
-    // A claims.json written before claims had an origin is refused, naming it.
+    // A claims.json written before claims had an origin is refused, naming it; so is a
+    // missing one, never counted as no claims.
     let old = scratch("lab-old");
-    std::fs::create_dir_all(old.join("kassa")).unwrap();
+    for name in ["writes-hurt", "orthus", "kassa", "hibachi", "ycsb", "calibrate"] {
+        std::fs::create_dir_all(old.join(name)).unwrap();
+        std::fs::copy(out.join(name).join("claims.json"), old.join(name).join("claims.json"))
+            .unwrap();
+    }
     std::fs::write(old.join("kassa/claims.json"), r#"[{"verdict": "holds"}]"#).unwrap();
     let err = tiercache_fails(&["lab", "tally", "--dir", old.to_str().unwrap()]);
     assert!(err.contains("kassa/claims.json") && err.contains("origin"), "{err}");
+    std::fs::remove_file(old.join("kassa/claims.json")).unwrap();
+    let err = tiercache_fails(&["lab", "tally", "--dir", old.to_str().unwrap()]);
+    assert!(err.contains("kassa/claims.json is missing") && err.contains("lab run kassa"), "{err}");
 }
 
 /// `bench` runs the controllers by the flags every engine command shares (`--nhc`,

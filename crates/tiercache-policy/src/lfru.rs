@@ -62,6 +62,9 @@ pub struct Lfru {
     /// Whether sweeps run: NVCache's no-eviction (Writes Hurt section 3.2.2, Table 1) stops
     /// them, since the sweep is how LFRU evicts; blocks then leave only when removed.
     sweeping: bool,
+    /// Whether sweeps are held for now: NVCache abstains from evicting while its overhead
+    /// bypass ratio is over target (Writes Hurt section 3.2).
+    held: bool,
 }
 
 impl crate::frame::Registered for Lfru {
@@ -89,12 +92,19 @@ impl Lfru {
             next_sweep_us: None,
             sweeps: 0,
             sweeping: true,
+            held: false,
         }
     }
 
     /// Stops the sweeps for good: nothing is evicted from now on (NVCache's no-eviction).
     pub fn stop_sweeping(&mut self) {
         self.sweeping = false;
+    }
+
+    /// Holds the sweeps (`true`) until let go (`false`); a sweep due meanwhile runs at the first
+    /// request after.
+    pub fn hold_sweeps(&mut self, hold: bool) {
+        self.held = hold;
     }
 
     pub fn sweeps(&self) -> u64 {
@@ -137,7 +147,7 @@ impl Eviction for Lfru {
     }
 
     fn tick(&mut self, req: &Request, sink: &mut Sink) {
-        if !self.sweeping {
+        if !self.sweeping || self.held {
             return;
         }
         // Sweeps fire at multiples of the interval, like a timer thread waking each second.

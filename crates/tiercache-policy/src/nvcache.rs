@@ -339,12 +339,13 @@ impl<P: Policy> Nvcache<P> {
         if self.config.small_bypass_bytes.is_some_and(|dram| self.footprint <= dram) {
             return Some(RejectReason::SmallDataset);
         }
-        match self.config.obp_target {
-            Some(target) if self.ratio.value() > target * self.calibration => {
-                Some(RejectReason::Throttled)
-            }
-            _ => None,
-        }
+        self.abstaining().then_some(RejectReason::Throttled)
+    }
+
+    /// Whether overhead bypass abstains: OBP over its target (scaled by the measured
+    /// correction). NVCache then "abstains from admitting or evicting cache blocks".
+    fn abstaining(&self) -> bool {
+        self.config.obp_target.is_some_and(|target| self.ratio.value() > target * self.calibration)
     }
 
     /// Counts the writes (inserts and removals) the inner policy's actions cause.
@@ -389,6 +390,8 @@ impl<P: Policy> Policy for Nvcache<P> {
             self.footprint += req.size as u64;
         }
         let from = out.actions.len();
+        // Evictions of the inner policy's own accord (LFRU's sweeps) wait while OBP abstains.
+        self.inner.hold_evictions(self.abstaining());
         match req.op {
             Op::Delete => {
                 self.inner.decide(req, out);
@@ -396,6 +399,8 @@ impl<P: Policy> Policy for Nvcache<P> {
             }
             Op::Read | Op::Lookup => {
                 self.inner.decide(&Request { op: Op::Lookup, ..*req }, out);
+                // A sweep that ran during the lookup evicted: removals, counted.
+                self.count(out, from);
                 self.looked_up += 1;
                 self.ratio.lookup(self.weights.as_ref().map_or(1.0, |w| w.lookup(req.size)));
                 if out.hit.is_none() && req.op == Op::Read {
@@ -439,7 +444,10 @@ impl<P: Policy> Policy for Nvcache<P> {
     }
 
     fn tick(&mut self, now_us: u64, out: &mut Decision) {
+        let from = out.actions.len();
+        self.inner.hold_evictions(self.abstaining());
         self.inner.tick(now_us, out);
+        self.count(out, from);
     }
 
     fn label(&self) -> String {

@@ -17,6 +17,12 @@ pub trait Policy {
     /// actions to `out`. Most policies have none.
     fn tick(&mut self, _now_us: u64, _out: &mut Decision) {}
 
+    /// Holds (`true`) or lets go the evictions a policy makes of its own accord rather than to
+    /// make room for an insert (LFRU's periodic sweep): NVCache abstains from admitting and
+    /// from evicting while its overhead bypass ratio is over target (Writes Hurt, section 3.2).
+    /// Policies without such evictions ignore it.
+    fn hold_evictions(&mut self, _hold: bool) {}
+
     /// The measurement of the interval just ended (throughput, latency, hit counts), for
     /// policies with a controller that adapts to it (NHC's scheduler). Wrappers pass it on to
     /// the policy they wrap. Most policies ignore it.

@@ -472,6 +472,12 @@ impl Policy for AnyPolicy {
         dispatch!(self, p => p.tick(now_us, out))
     }
 
+    fn hold_evictions(&mut self, hold: bool) {
+        if let AnyPolicy::Lfru(lfru) = self {
+            lfru.eviction_mut().hold_sweeps(hold);
+        }
+    }
+
     fn observe(&mut self, interval: &tiercache_core::Interval) {
         dispatch!(self, p => p.observe(interval))
     }

@@ -114,3 +114,30 @@ fn no_eviction_stops_lfrus_sweep() {
     assert!(evicted > 0 && admitted > 4, "eager: {evicted} evicted, {admitted} admitted");
     assert_eq!(run_for("no-write-allocate,no-eviction"), (0, 4, 36));
 }
+
+/// "NVCache continuously updates OBP and abstains from admitting or evicting cache blocks if
+/// OBP exceeds its target": over LFRU, whose periodic sweep evicts of its own accord, no
+/// sweep runs while OBP is over target, and every eviction a sweep makes counts in OBP as a
+/// removal (the ratio is always the writes seen over the lookups). Eight slots, a sweep every
+/// 100 us sparing nothing younger than 50 us, reads of 40 blocks, one every 10 us.
+#[test]
+fn obp_abstaining_holds_lfrus_sweeps_and_counts_what_they_evict() {
+    let lfru = PolicyConfig::parse("lfru:sweep_interval_us=100,window_us=50").unwrap();
+    let base = AnyPolicy::from_config(&lfru, Capacity::objects(8), &[], 0).unwrap();
+    let mut p = base.with_nvcache(NvcacheConfig::parse("obp:0.1").unwrap());
+    let (mut writes, mut held, mut swept) = (0u64, 0, 0);
+    for i in 0..2000u64 {
+        let abstaining = i > 0 && obp(&p) > 0.1;
+        let mut d = Decision::new();
+        p.decide(&Request::new(i * 10, (i * 7) % 40, BLOCK, Op::Read), &mut d);
+        let evicted = d.actions.iter().filter(|a| matches!(a, Action::Evict { .. })).count();
+        let inserted = d.actions.iter().filter(|a| matches!(a, Action::Insert { .. })).count();
+        assert!(!(abstaining && evicted > 0), "request {i}: evicted while abstaining: {d:?}");
+        held += abstaining as u64;
+        swept += evicted as u64;
+        writes += (evicted + inserted) as u64;
+        let counted = obp(&p) * (i + 1) as f64;
+        assert!((counted - writes as f64).abs() < 1e-6, "request {i}: {counted} {writes}");
+    }
+    assert!(held > 20 && swept > 20, "abstained {held} times, swept {swept} blocks");
+}

@@ -194,7 +194,12 @@ fn tally(args: &TallyArgs) -> anyhow::Result<()> {
         let path = args.dir.join(e.name).join("claims.json");
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+                "{} is missing: a tally counts every experiment's claims (run `tiercache lab \
+                 run {}`, or give --dir where the runs wrote)",
+                path.display(),
+                e.name
+            ),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
         let claims: Vec<serde_json::Value> = serde_json::from_str(&text)
