@@ -189,3 +189,41 @@ fn transformation_flushes_a_run_longer_than_ten_and_not_one_of_ten() {
         }
     }
 }
+
+/// IV-E: "evict the least frequent page, and migrate the rest of the pages to the LRU end of the
+/// clean cache." The clean cache orders pages by frequency, then recency. Page 51, read once
+/// before the run is flushed, and the run's page 103, read once while dirty, are equally
+/// frequent: at the LRU end, 103 is evicted before 51, which is older; at the MRU end it would
+/// be after both 51 and 50 (read again after 51). The run's pages never read go first, lowest
+/// number first among equals.
+#[test]
+fn transformation_puts_a_flushed_runs_pages_at_the_lru_end_of_the_clean_cache() {
+    let mut h = hibachi(1, 13);
+    // 51 pushes 50 out of DRAM into the clean ghost; 50 read again is a ghost hit, which lets
+    // the clean cache borrow NVRAM for it (IV-D).
+    for page in [50, 51, 50] {
+        run(&mut h, Op::Read, page);
+    }
+    assert_eq!((h.peek(51), h.peek(50)), (Some((DRAM, 1)), Some((NVRAM, 1))));
+    for page in 100..111 {
+        run(&mut h, Op::Write, page);
+    }
+    run(&mut h, Op::Write, 500); // NVRAM full
+    run(&mut h, Op::Read, 103);
+    let actions = run(&mut h, Op::Read, 700);
+    assert!(actions.contains(&evict(NVRAM, 100)), "the run flushed: {actions:?}");
+    let mut victims = Vec::new();
+    for page in 701.. {
+        for action in run(&mut h, Op::Read, page) {
+            if let Action::Evict { key, .. } = action {
+                victims.push(key);
+            }
+        }
+        if victims.len() >= 11 {
+            break;
+        }
+    }
+    let expected: Vec<u64> = [101, 102].into_iter().chain(104..111).chain([103, 51]).collect();
+    assert_eq!(victims, expected);
+    assert_eq!(h.peek(50), Some((NVRAM, 1)), "50, newer than 51, stays");
+}
