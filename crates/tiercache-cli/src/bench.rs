@@ -51,6 +51,7 @@ pub struct BenchArgs {
     /// Key distribution over the working set: uniform, zipf, hotspot.
     #[arg(long, default_value = "zipf")]
     pub dist: String,
+    /// Zipf exponent of `--dist zipf`.
     #[arg(long, default_value_t = 0.9)]
     pub theta: f64,
     /// Spatial locality: each request the distribution draws names a run of this many
@@ -100,6 +101,7 @@ pub struct BenchArgs {
     /// Default: 4 with a flash tier.
     #[arg(long)]
     pub write_behind: Option<usize>,
+    /// Seed of the key stream and of the policy's randomness.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Read hits through read handles (`get_ref`: in place on DRAM and mapped tiers, the slot
@@ -125,6 +127,7 @@ pub struct BenchArgs {
     /// most). The tier options are then unused.
     #[arg(long, conflicts_with_all = ["raw", "handle"])]
     pub raw_backing: bool,
+    /// Print the report as one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
     /// The cache: its tiers, policies and engine options (shared with `serve` and `ycsb`).
@@ -865,7 +868,7 @@ fn report(
         threads: args.threads,
         block_size: plan.block,
         working_set_blocks: plan.blocks,
-        distribution: format!("{:?}", plan.distribution),
+        distribution: plan.distribution.to_string(),
         read_ratio: args.read_ratio,
         seconds,
         ops_per_second: ops as f64 / seconds,

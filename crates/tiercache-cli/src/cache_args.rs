@@ -24,12 +24,14 @@ pub struct CacheArgs {
     /// above a flash tier, with --slow-size.
     #[arg(long)]
     pub slow_path: Option<PathBuf>,
+    /// Size of the slow-memory tier at --slow-path (64MiB, 4GiB).
     #[arg(long)]
     pub slow_size: Option<String>,
     /// A flash tier (a file or block device read with direct I/O), below DRAM and a mapped
     /// tier, those given, with --flash-size.
     #[arg(long)]
     pub flash_path: Option<PathBuf>,
+    /// Size of the flash tier at --flash-path (1GiB).
     #[arg(long)]
     pub flash_size: Option<String>,
     /// Make the DRAM tier behave like a device: a preset (dram, optane-dcpm, cxl, optane-ssd,

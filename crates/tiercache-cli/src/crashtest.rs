@@ -45,6 +45,7 @@ pub struct CrashtestArgs {
     /// Times the child is killed (and the cache reopened and checked).
     #[arg(long, default_value_t = 20)]
     pub kills: u64,
+    /// Seed of the writes and of when each kill comes.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Blocks of 4 KiB in the backing file.
@@ -68,6 +69,7 @@ pub struct CrashtestArgs {
     /// directory, removed at the end).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Print the report as one JSON object instead of the summary line.
     #[arg(long)]
     pub json: bool,
     /// Run as the child, numbering writes from this version (used by the parent).

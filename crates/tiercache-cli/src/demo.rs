@@ -27,6 +27,7 @@ pub struct DemoArgs {
     /// Requests in the simulator's workload (the engine runs a fifth of them).
     #[arg(long, default_value_t = 2_000_000)]
     pub requests: u64,
+    /// Seed of the workload's and the policies' randomness.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
     /// Everything as one JSON document.

@@ -57,6 +57,8 @@ pub struct MeasureArgs {
     /// Write the profile's TOML here.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Print the measurement (the profile, the nearest preset, the raw figures) as one JSON
+    /// object instead of the comparison and the TOML.
     #[arg(long)]
     pub json: bool,
 }

@@ -9,7 +9,10 @@ pub enum ProfileCommand {
     /// The presets and their numbers.
     List,
     /// A preset (or a profile file, checked) as TOML.
-    Show { name: String },
+    Show {
+        /// A preset's name (`profile list`) or a profile file.
+        name: String,
+    },
     /// Measure a medium (memory-mapped, through the page cache, or with direct I/O) and write
     /// its profile: latency, bandwidth, parallelism and write-to-read interference.
     Measure(Box<crate::measure::MeasureArgs>),

@@ -77,6 +77,7 @@ pub struct StackArgs {
     /// With --mode: sequential cutoff policy (always, full, never) and threshold.
     #[arg(long, default_value = "full")]
     pub seq_cutoff: String,
+    /// With `--mode`: how long a sequential stream must run before the cutoff applies.
     #[arg(long, default_value = "1MiB")]
     pub seq_threshold: String,
     /// With --mode: the cleaning policy, alru, nop, or acp with its options

@@ -27,10 +27,13 @@ pub struct SweepArgs {
     /// trace's footprint.
     #[arg(long, value_delimiter = ',')]
     pub capacities: Vec<String>,
+    /// What capacities count: bytes (object sizes respected) or objects.
     #[arg(long, default_value = "bytes", value_parser = ["bytes", "objects"])]
     pub unit: String,
+    /// Admission filters joined by '+': always, prob:P, second-hit[:N], size:BYTES.
     #[arg(long, default_value = "always")]
     pub admission: String,
+    /// Seed of the policies' and filters' randomness.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Directory for sweep.csv, mrc.svg and mrc.png.

@@ -21,6 +21,7 @@ pub enum TraceCommand {
     Stats {
         #[command(flatten)]
         trace: TraceArgs,
+        /// Print the statistics as one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -53,13 +54,16 @@ pub struct GenArgs {
     /// Zipf exponent.
     #[arg(long, default_value_t = 0.99)]
     pub theta: f64,
-    /// Hotspot: fraction of keys that are hot, and of requests that go to them.
+    /// Hotspot: fraction of keys that are hot.
     #[arg(long, default_value_t = 0.2)]
     pub hot_fraction: f64,
+    /// Hotspot: fraction of requests that go to the hot keys.
     #[arg(long, default_value_t = 0.8)]
     pub hot_op_fraction: f64,
+    /// Distinct keys (1M, 50M).
     #[arg(long, default_value = "1000000")]
     pub objects: String,
+    /// Requests to generate (10M).
     #[arg(long, default_value = "10000000")]
     pub requests: String,
     /// Fraction of reads; the rest are writes.
@@ -68,13 +72,16 @@ pub struct GenArgs {
     /// Object size, or a range 'MIN..MAX' drawn per object.
     #[arg(long, default_value = "4096")]
     pub size: String,
+    /// Seed of the generator.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// A YCSB core workload (A-F) instead of --dist; uses --records and --operations.
     #[arg(long)]
     pub ycsb: Option<String>,
+    /// With --ycsb: records loaded.
     #[arg(long, default_value = "1000")]
     pub records: String,
+    /// With --ycsb: operations after the load.
     #[arg(long, default_value = "1000")]
     pub operations: String,
     /// db_bench's mixgraph model (Cao et al., FAST'20) instead of --dist: --objects keys,

@@ -71,12 +71,14 @@ pub struct YcsbArgs {
     /// (commits reach the file; the next immediate commit or the close makes them durable).
     #[arg(long, default_value = "immediate")]
     pub durability: String,
+    /// Seed of the keys, the values and the operation mix.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Check the database at --path through the cache described, without loading or running:
     /// the tier's blocks recovered (after a crash, say), every record read and checked.
     #[arg(long)]
     pub check: bool,
+    /// Print the results as one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
     /// Append `NUMBER VERSION` for each committed write to this file (for crash tests).

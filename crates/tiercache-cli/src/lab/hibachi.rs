@@ -655,7 +655,7 @@ fn write_throughput(
         })
         .collect();
     let mut context = String::from(
-        "Hibachi's Right Transformation evicts the longest run of consecutive dirty pages once one reaches 10 pages (section IV-E), and the engine writes such a run as one write; the baselines write back one dirty page at a time.",
+        "Hibachi's Right Transformation, when its longest run of consecutive dirty pages is longer than the threshold (10 pages; section IV-E), writes the whole run back, evicts the run's least frequent page and keeps the rest as clean pages at the LRU end of the clean cache; the engine writes such a run as one write. The baselines write back one dirty page at a time.",
     );
     if !baseline_shares.is_empty() {
         context += &format!(

@@ -39,6 +39,25 @@ pub enum KeyDistribution {
     Sequential,
 }
 
+impl std::fmt::Display for KeyDistribution {
+    /// As a person reads it: `scrambled zipf 0.90`, `hotspot: 20% of keys, 80% of requests`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyDistribution::Uniform => write!(f, "uniform"),
+            KeyDistribution::Zipf { theta } => write!(f, "zipf {theta:.2}"),
+            KeyDistribution::ScrambledZipf { theta } => write!(f, "scrambled zipf {theta:.2}"),
+            KeyDistribution::Hotspot { hot_fraction, hot_op_fraction } => write!(
+                f,
+                "hotspot: {:.0}% of keys, {:.0}% of requests",
+                hot_fraction * 100.0,
+                hot_op_fraction * 100.0
+            ),
+            KeyDistribution::Latest { theta } => write!(f, "latest, zipf {theta:.2}"),
+            KeyDistribution::Sequential => write!(f, "sequential"),
+        }
+    }
+}
+
 /// Object sizes, fixed per object.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -195,6 +214,16 @@ mod tests {
             size: SizeDistribution::Uniform { min: 100, max: 200 },
             seed: 9,
         }
+    }
+
+    #[test]
+    fn distributions_read_as_words() {
+        assert_eq!(
+            KeyDistribution::ScrambledZipf { theta: 0.9 }.to_string(),
+            "scrambled zipf 0.90"
+        );
+        let hotspot = KeyDistribution::Hotspot { hot_fraction: 0.2, hot_op_fraction: 0.8 };
+        assert_eq!(hotspot.to_string(), "hotspot: 20% of keys, 80% of requests");
     }
 
     #[test]
