@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::data_trace;
+use common::{data_trace, tiercache_fails};
 
 /// Long enough for each of these small runs on a loaded machine; only a hang reaches it.
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -275,4 +275,27 @@ fn a_killed_run_leaves_no_truncated_trace_behind() {
         .output()
         .unwrap();
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+}
+
+/// An option that would do nothing is refused, naming it and what it needs: a placement or a
+/// lower tier's device without a lower tier, a device without virtual time, a size where a
+/// count of objects is meant, large values with one tier.
+#[test]
+fn options_that_would_do_nothing_are_refused_naming_what_they_need() {
+    let trace = data_trace("cloudPhysicsIO.oracleGeneral.bin.zst");
+    let sim = |extra: &[&str]| {
+        let mut args = vec!["sim", "--trace", trace.to_str().unwrap(), "--policy", "lru"];
+        args.extend_from_slice(extra);
+        tiercache_fails(&args)
+    };
+    let e = sim(&["--capacity", "8MiB", "--placement", "scm-first:2"]);
+    assert!(e.contains("--placement") && e.contains("--lower-capacity"), "{e}");
+    let e = sim(&["--capacity", "8MiB", "--lower-profile", "hdd", "--clients", "4"]);
+    assert!(e.contains("--lower-profile") && e.contains("--lower-capacity"), "{e}");
+    let e = sim(&["--capacity", "8MiB", "--lower-capacity", "64MiB", "--lower-profile", "hdd"]);
+    assert!(e.contains("--lower-profile") && e.contains("--clients"), "{e}");
+    let e = sim(&["--capacity", "1MiB", "--unit", "objects"]);
+    assert!(e.contains("--capacity") && e.contains("'1MiB' is a size"), "{e}");
+    let e = sim(&["--capacity", "8MiB", "--large-values", "64KiB"]);
+    assert!(e.contains("--large-values") && e.contains("--lower-capacity"), "{e}");
 }

@@ -355,6 +355,15 @@ impl StackSpec {
                 ))
             }
         };
+        if let (Unit::Objects, Amount::Text(text)) = (unit, amount) {
+            if text.trim().parse::<u64>().is_err() {
+                let reason = format!(
+                    "'{text}' is a size, and with `unit` objects a capacity is a count of objects: \
+                     give a count, or `unit` bytes"
+                );
+                return Err(PolicyError::setting(key, reason));
+            }
+        }
         match amount.value(key)? {
             0 => Err(PolicyError::setting(key, "must be above 0")),
             amount => Ok(Capacity { amount, unit }),
@@ -451,6 +460,19 @@ impl TryFrom<StackSpec> for StackConfig {
             let capacity = spec.capacity("tier", &Amount::Text(capacity.into()))?;
             tiers.push((policy, capacity));
         }
+        if tiers.len() == 1 && spec.large_values.is_some() {
+            let reason = "places large values in the tier below the top, and this stack has \
+                          one: give `lower_capacity` too";
+            return Err(PolicyError::setting("large_values", reason));
+        }
+        if tiers.len() == 1 && spec.placement != default_placement() {
+            let reason = format!(
+                "'{}' places blocks across tiers, and this stack has one: give `lower_capacity` \
+                 too, or leave the placement out",
+                spec.placement
+            );
+            return Err(PolicyError::setting("placement", reason));
+        }
         if tiers.len() > MAX_TIERS {
             let reason = format!("{} tiers: at most {MAX_TIERS}", tiers.len());
             return Err(PolicyError::setting("tier", reason));
@@ -490,6 +512,17 @@ mod tests {
     }
 
     #[test]
+    fn a_setting_that_would_do_nothing_is_refused() {
+        let e = parse("policy = \"lru\"\ncapacity = \"1MiB\"\nplacement = \"scm-first:2\"");
+        let e = e.unwrap_err();
+        assert!(e.contains("placement") && e.contains("lower_capacity"), "{e}");
+        let e = parse("policy = \"lru\"\ncapacity = \"1MiB\"\nunit = \"objects\"").unwrap_err();
+        assert!(e.contains("'1MiB' is a size") && e.contains("count"), "{e}");
+        assert!(parse("policy = \"lru\"\ncapacity = \"1000\"\nunit = \"objects\"").is_ok());
+        assert!(parse("policy = \"lru\"\ncapacity = 1000\nunit = \"objects\"").is_ok());
+    }
+
+    #[test]
     fn large_values_are_a_size_for_hierarchies_only() {
         let two = "policy = \"lru\"\ncapacity = \"1MiB\"\nlower_capacity = \"8MiB\"\n";
         let stack = parse(&format!("{two}large_values = \"256KiB\"")).unwrap();
@@ -498,7 +531,11 @@ mod tests {
         let e = parse(&format!("{two}large_values = \"lots\"")).unwrap_err();
         assert!(e.contains("large_values"), "{e}");
         let one = parse("policy = \"lru\"\ncapacity = \"1MiB\"\nlarge_values = \"1KiB\"");
-        let e = one.unwrap().build().err().expect("one tier").to_string();
+        let e = one.unwrap_err();
+        assert!(e.contains("large_values") && e.contains("lower_capacity"), "{e}");
+        let mut built = StackConfig::single(PolicyConfig::Lru, Capacity::bytes(1 << 20));
+        built.large_values = Some(1024);
+        let e = built.build().err().expect("one tier").to_string();
         assert!(e.contains("large_values") && e.contains("second tier"), "{e}");
         let arc = format!("{}\nlarge_values = \"1KiB\"", two.replace("lru", "hybrid-arc"));
         let e = parse(&arc).unwrap().build().err().expect("hybrid-arc").to_string();

@@ -102,6 +102,17 @@ fn check_run(stack: &StackConfig, args: &RunArgs) -> anyhow::Result<()> {
         args.interval_ms > 0.0 && args.interval_ms.is_finite(),
         "--interval-ms must be above 0"
     );
+    if args.lower_profile.is_some() {
+        anyhow::ensure!(
+            stack.tiers.len() > 1,
+            "--lower-profile models the tier below the top, and this cache has one tier: give \
+             --lower-capacity too"
+        );
+        anyhow::ensure!(
+            args.clients.is_some() || args.arrival_rate.is_some(),
+            "--lower-profile models a device in virtual time: give --clients or --arrival-rate"
+        );
+    }
     Ok(())
 }
 

@@ -23,9 +23,10 @@ pub struct RunArgs {
     /// With --clients: the device of the (upper) tier, a preset or a TOML profile file.
     #[arg(long, default_value = "dram")]
     pub profile: String,
-    /// With --clients and --lower-capacity: the device of the lower tier.
-    #[arg(long, default_value = "optane-dcpm")]
-    pub lower_profile: String,
+    /// With --clients and --lower-capacity: the device of the lower tier [default:
+    /// optane-dcpm].
+    #[arg(long)]
+    pub lower_profile: Option<String>,
     /// With --clients and --tier: the device of each further tier, in order [default: nvme].
     #[arg(long = "tier-profile", value_name = "PROFILE")]
     pub tier_profiles: Vec<String>,

@@ -35,7 +35,8 @@ pub fn simulate_on(
     let mut tiers = vec![profile(&args.profile, "--profile")?];
     let further = options.stack.tiers.len().saturating_sub(2);
     if options.stack.tiers.len() > 1 {
-        tiers.push(profile(&args.lower_profile, "--lower-profile")?);
+        let lower = args.lower_profile.as_deref().unwrap_or("optane-dcpm");
+        tiers.push(profile(lower, "--lower-profile")?);
         anyhow::ensure!(
             args.tier_profiles.len() <= further,
             "{} --tier-profile for {further} --tier",
