@@ -279,7 +279,7 @@ fn a_killed_run_leaves_no_truncated_trace_behind() {
 
 /// An option that would do nothing is refused, naming it and what it needs: a placement or a
 /// lower tier's device without a lower tier, a device without virtual time, a size where a
-/// count of objects is meant, large values with one tier.
+/// count of objects is meant, large values with one tier. A missing trace is missing.
 #[test]
 fn options_that_would_do_nothing_are_refused_naming_what_they_need() {
     let trace = data_trace("cloudPhysicsIO.oracleGeneral.bin.zst");
@@ -298,4 +298,8 @@ fn options_that_would_do_nothing_are_refused_naming_what_they_need() {
     assert!(e.contains("--capacity") && e.contains("'1MiB' is a size"), "{e}");
     let e = sim(&["--capacity", "8MiB", "--large-values", "64KiB"]);
     assert!(e.contains("--large-values") && e.contains("--lower-capacity"), "{e}");
+    // A missing trace says it is missing, whatever its name would say of its format.
+    let e =
+        tiercache_fails(&["sim", "--trace", "nope.bin", "--policy", "lru", "--capacity", "1MiB"]);
+    assert!(e.contains("nope.bin: cannot open trace") && e.contains("No such file"), "{e}");
 }

@@ -104,8 +104,12 @@ impl TraceFormat {
         })
     }
 
-    /// Recognises a format from the file name, or from the first line of a `.csv`.
+    /// Recognises a format from the file name, or from the first line of a `.csv`. A file that
+    /// cannot be opened says so (missing, unreadable) before its name is looked at.
     pub fn detect(path: &Path) -> Result<TraceFormat, TraceError> {
+        if let Err(source) = std::fs::File::open(path) {
+            return Err(TraceError::Open { path: path.into(), source });
+        }
         let name = inner_name(path).to_ascii_lowercase();
         if name.ends_with(".lis") {
             return Ok(TraceFormat::ArcLis);
