@@ -6,6 +6,7 @@ these tests compare against)."""
 import json
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -161,6 +162,30 @@ def test_sim_releases_the_gil():
     # of a long list, was measured at about 6% of its window).
     rate = len(ticks) / (ticks[-1] - ticks[0])
     assert inside > 0.5 * rate * (end - start), f"{inside} ticks in {end - start:.3f} s"
+
+
+def test_progress_is_drawn_only_where_someone_watches(monkeypatch):
+    class Pipe:
+        def isatty(self):
+            return False
+
+    class Terminal(Pipe):
+        def isatty(self):
+            return True
+
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stderr", Pipe())
+    assert tiercache._progress(3, True) is None
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    bar = tiercache._progress(3, True)
+    assert bar is not None
+    bar.close()
+    assert tiercache._progress(3, False) is None
 
 
 def test_sweep_has_the_columns_of_sweep_csv(tmp_path):

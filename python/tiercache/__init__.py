@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
 
@@ -134,8 +135,20 @@ def _size(path: str) -> int:
         return 0
 
 
+def _interactive() -> bool:
+    """Whether a person watches: stderr is a terminal, or this runs in a notebook."""
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError):
+        pass
+    return "ipykernel" in sys.modules
+
+
 def _progress(total: int, show: bool):
-    if not show:
+    """A progress bar when asked for and someone watches (a terminal or a notebook); never
+    drawn into a log or a pipe."""
+    if not show or not _interactive():
         return None
     try:
         from tqdm.auto import tqdm
