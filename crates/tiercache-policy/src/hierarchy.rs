@@ -447,15 +447,18 @@ mod tests {
             let d = run(&mut p, Request::read(key, size));
             assert_eq!(d.actions, vec![Action::Insert { tier: LOWER, key, size, dirty: false }]);
         }
-        // Hits in the tier below leave the large values there; a small one moves up (the
-        // placement promotes after no hits).
+        // Hits in the tier below leave a large value there, however many.
         for _ in 0..3 {
             assert_eq!(run(&mut p, Request::read(2, 5)).actions, vec![]);
         }
         assert_eq!(p.peek(2), Some((LOWER, 5)));
-        assert_eq!(run(&mut p, Request::read(1, 4)).hit, Some(UPPER));
-        let d = run(&mut p, Request::read(4, 4));
-        assert_eq!(d.actions[0], Action::Insert { tier: UPPER, key: 4, size: 4, dirty: false });
+        // A small value pushed down moves up at its next hit (this placement promotes at once).
+        run(&mut p, Request::read(4, 4));
+        run(&mut p, Request::read(5, 4));
+        assert_eq!(p.peek(1), Some((LOWER, 4)));
+        let d = run(&mut p, Request::read(1, 4));
+        assert!(d.actions.contains(&Action::Move { key: 1, size: 4, from: LOWER, to: UPPER }));
+        // Too large for the tier below too: refused.
         assert_eq!(
             run(&mut p, Request::read(9, 65)).actions[0].clone(),
             Action::Reject { key: 9, size: 65, reason: tiercache_core::RejectReason::TooLarge }
