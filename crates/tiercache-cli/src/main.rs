@@ -12,7 +12,8 @@ use tiercache_cli::{
 #[command(
     name = "tiercache",
     version,
-    about = "Hybrid-memory cache policies: simulate, sweep, inspect traces"
+    about = "Hybrid-memory caching: policies simulated on traces (sim, sweep, run), the engine \
+             over DRAM, slow memory and flash (bench, serve, ycsb), and the papers' claims (lab)"
 )]
 struct Cli {
     #[command(subcommand)]

@@ -51,7 +51,7 @@ pub struct TallyArgs {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// writes-hurt, orthus, kassa, hibachi, ycsb, or all.
+    /// writes-hurt, orthus, kassa, hibachi, ycsb, calibrate, or all.
     pub name: String,
     /// The scaled-down version (each experiment under 10 minutes on a 2-core machine).
     #[arg(long)]
