@@ -383,19 +383,30 @@ fn engine_decides_as_simulator(name: &str, reqs: &[Request], largest: usize) {
         .without_worker()
         .build()
         .unwrap();
-    let engine: Vec<bool> = reqs
-        .iter()
+    let engine = fetch_all(&cache, reqs, Some(&clock));
+    let parted = simulated.iter().zip(&engine).position(|(a, b)| a != b);
+    assert_eq!(parted, None, "{name}: engine and simulator part at request {parted:?}");
+    assert!(engine.iter().filter(|h| **h).count() > 1000, "{name}");
+}
+
+/// Each of `reqs` through `fetch_object` (a miss loads the key's value, version 0, of the
+/// request's size), the clock set to the request's time if given; whether each was a hit.
+fn fetch_all(
+    cache: &Cache,
+    reqs: &[Request],
+    clock: Option<&tiercache_engine::ManualClock>,
+) -> Vec<bool> {
+    reqs.iter()
         .map(|r| {
-            clock.set(r.time_us);
+            if let Some(clock) = clock {
+                clock.set(r.time_us);
+            }
             let (got, hit) =
                 cache.fetch_object(r.key, || Ok(value(r.key, 0, r.size.max(16) as usize))).unwrap();
             assert_eq!(version_of(r.key, &got), 0);
             hit
         })
-        .collect();
-    let parted = simulated.iter().zip(&engine).position(|(a, b)| a != b);
-    assert_eq!(parted, None, "{name}: engine and simulator part at request {parted:?}");
-    assert!(engine.iter().filter(|h| **h).count() > 1000, "{name}");
+        .collect()
 }
 
 /// With `large_values`, a miss of a value larger than the limit goes to the tier below DRAM:
@@ -446,15 +457,7 @@ fn large_values_start_below_dram_as_the_simulator_places_them() {
         .without_worker()
         .build()
         .unwrap();
-    let engine: Vec<bool> = reqs
-        .iter()
-        .map(|r| {
-            let (got, hit) =
-                cache.fetch_object(r.key, || Ok(value(r.key, 0, r.size.max(16) as usize))).unwrap();
-            assert_eq!(version_of(r.key, &got), 0);
-            hit
-        })
-        .collect();
+    let engine = fetch_all(&cache, &reqs, None);
     let parted = simulated.iter().zip(&engine).position(|(a, b)| a != b);
     assert_eq!(parted, None, "engine and simulator part at request {parted:?}");
     let e = CacheBuilder::new(PolicyConfig::Lru).large_values(large).build().err();
