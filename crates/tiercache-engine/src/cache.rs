@@ -453,6 +453,12 @@ impl CacheCore {
         tiercache_core::shard_index(key, self.shard_bits)
     }
 
+    /// Runs `f` on shard `index`, locked: for the engine's tests of a shard's own steps.
+    #[cfg(test)]
+    pub(crate) fn with_shard<R>(&self, index: usize, f: impl FnOnce(&mut Shard) -> R) -> R {
+        f(&mut self.lock(index))
+    }
+
     /// Locks a shard. Hits served without the lock and not yet told to its policy (the
     /// calling thread's, and the other threads' that are flagged) are told first, so the
     /// policy hears of a thread's requests in the order they were served.

@@ -663,7 +663,7 @@ impl Shard {
                 continue;
             }
             assert!(self.tiers[t].region.chunks() > 1, "the policy is sized to the slots");
-            let victims = self.page_to_empty(t, key).expect(
+            let (page, victims) = self.page_to_empty(t, key).expect(
                 "a shard's tier has at least SIZE_CLASS_PAGES_MIN pages, more than its pins and \
                  one decision can hold",
             );
@@ -671,6 +671,9 @@ impl Shard {
                 self.stats.space_evictions += 1;
                 self.drop_key(victim);
             }
+            // Each pass empties a page, or this loop would spin with the shard locked.
+            let left = self.tiers[t].space.live[page as usize];
+            assert_eq!(left, 0, "page {page} of tier {t} chosen to empty keeps {left} slots");
         }
     }
 }
