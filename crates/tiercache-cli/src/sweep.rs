@@ -30,7 +30,7 @@ pub struct SweepArgs {
     /// What capacities count: bytes (object sizes respected) or objects.
     #[arg(long, default_value = "bytes", value_parser = ["bytes", "objects"])]
     pub unit: String,
-    /// Admission filters joined by '+': always, prob:P, second-hit[:N], size:BYTES.
+    /// Admission filters joined by '+': always, prob:P, second-hit[:N], second-hit-over:BYTES[:N], size:BYTES.
     #[arg(long, default_value = "always")]
     pub admission: String,
     /// Seed of the policies' and filters' randomness.

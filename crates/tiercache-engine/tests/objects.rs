@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use common::{value, version_of};
 use tiercache_core::{Capacity, Decision, Request, SeededRng};
 use tiercache_engine::{Cache, CacheBuilder, KeyedCache, TierKind};
+use tiercache_policy::admission::AdmissionConfig;
 use tiercache_policy::cas::{CacheMode, CasConfig, SeqCutoffPolicy};
 use tiercache_policy::{AnyPolicy, Policy, PolicyConfig};
 
@@ -418,48 +419,61 @@ fn large_values_start_below_dram_as_the_simulator_places_them() {
     let largest = reqs.iter().map(|r| r.size).max().unwrap() as usize;
     let pages = |size: u32| size.max(1).div_ceil(BLOCK as u32) * BLOCK as u32;
     let (dram, lower, large) = (2_000 * BLOCK as u64, 16_000 * BLOCK as u64, 64 << 10);
-    let stack = tiercache_policy::StackConfig {
-        tiers: vec![
-            (PolicyConfig::Lru, Capacity::bytes(dram)),
-            (PolicyConfig::Lru, Capacity::bytes(lower)),
-        ],
-        large_values: Some(large),
-        ..tiercache_policy::StackConfig::single(PolicyConfig::Lru, Capacity::bytes(dram))
-    };
-    let mut policy = stack.build().unwrap();
-    let (mut decision, mut placed_below) = (Decision::new(), 0);
-    let simulated: Vec<bool> = reqs
-        .iter()
-        .map(|r| {
-            decision.clear();
-            policy.decide(&Request { size: pages(r.size), ..*r }, &mut decision);
-            let below = tiercache_core::Action::Insert {
-                tier: tiercache_core::TierId(1),
-                key: r.key,
-                size: pages(r.size),
-                dirty: false,
-            };
-            placed_below += decision.actions.contains(&below) as usize;
-            decision.hit.is_some()
-        })
-        .collect();
-    assert!(placed_below > 100, "misses placed below DRAM: {placed_below}");
-    let path = scratch("large-values.mem");
-    let _ = std::fs::remove_file(&path);
-    let cache = CacheBuilder::new(PolicyConfig::Lru)
-        .block_size(BLOCK)
-        .shards(1)
-        .capacity_bytes(dram)
-        .lower_tier(TierKind::Mapped { path }, lower, PolicyConfig::Lru)
-        .large_values(large)
-        .max_value(largest)
-        .hit_rule(tiercache_policy::HitRule::Exact)
-        .without_worker()
-        .build()
-        .unwrap();
-    let engine = fetch_all(&cache, &reqs, None);
-    let parted = simulated.iter().zip(&engine).position(|(a, b)| a != b);
-    assert_eq!(parted, None, "engine and simulator part at request {parted:?}");
+    // Every miss admitted, then large values only on their second miss.
+    for spec in ["always", "second-hit-over:64KiB"] {
+        let admission = AdmissionConfig::parse_chain(spec).unwrap();
+        let stack = tiercache_policy::StackConfig {
+            tiers: vec![
+                (PolicyConfig::Lru, Capacity::bytes(dram)),
+                (PolicyConfig::Lru, Capacity::bytes(lower)),
+            ],
+            large_values: Some(large),
+            admission: admission.clone(),
+            ..tiercache_policy::StackConfig::single(PolicyConfig::Lru, Capacity::bytes(dram))
+        };
+        let mut policy = stack.build().unwrap();
+        let (mut decision, mut placed_below, mut first_misses) = (Decision::new(), 0, 0);
+        let simulated: Vec<bool> = reqs
+            .iter()
+            .map(|r| {
+                decision.clear();
+                policy.decide(&Request { size: pages(r.size), ..*r }, &mut decision);
+                let below = tiercache_core::Action::Insert {
+                    tier: tiercache_core::TierId(1),
+                    key: r.key,
+                    size: pages(r.size),
+                    dirty: false,
+                };
+                placed_below += decision.actions.contains(&below) as usize;
+                first_misses += decision.actions.iter().any(|a| {
+                    matches!(a, tiercache_core::Action::Reject { reason, .. }
+                        if *reason == tiercache_core::RejectReason::FirstMiss)
+                }) as usize;
+                decision.hit.is_some()
+            })
+            .collect();
+        // Large values that miss twice, or every one, are placed below DRAM.
+        let least = if spec == "always" { 100 } else { 10 };
+        assert!(placed_below > least, "{spec}: misses placed below DRAM: {placed_below}");
+        assert_eq!(first_misses > 100, spec != "always", "{spec}: {first_misses} first misses");
+        let path = scratch("large-values.mem");
+        let _ = std::fs::remove_file(&path);
+        let cache = CacheBuilder::new(PolicyConfig::Lru)
+            .block_size(BLOCK)
+            .shards(1)
+            .capacity_bytes(dram)
+            .lower_tier(TierKind::Mapped { path }, lower, PolicyConfig::Lru)
+            .large_values(large)
+            .admission(admission)
+            .max_value(largest)
+            .hit_rule(tiercache_policy::HitRule::Exact)
+            .without_worker()
+            .build()
+            .unwrap();
+        let engine = fetch_all(&cache, &reqs, None);
+        let parted = simulated.iter().zip(&engine).position(|(a, b)| a != b);
+        assert_eq!(parted, None, "{spec}: engine and simulator part at request {parted:?}");
+    }
     let e = CacheBuilder::new(PolicyConfig::Lru).large_values(large).build().err();
     let e = e.expect("one tier refused").to_string();
     assert!(e.contains("large_values") && e.contains("second tier"), "{e}");

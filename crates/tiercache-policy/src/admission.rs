@@ -5,7 +5,12 @@
 //! - `always`: admit every miss (no filter).
 //! - `prob:P`: admit with probability P (seeded; the same seed replays the same choices).
 //! - `second-hit[:N]`: admit a key only on its second miss within the last N distinct missed
-//!   keys (a ghost list of keys, no data).
+//!   keys (a ghost list of keys, no data). Akamai's "cache on second hit" rule keeps the
+//!   one-hit wonders, most of a CDN's objects, out of its disk caches (Maggs and Sitaraman,
+//!   "Algorithmic Nuggets in Content Delivery", SIGCOMM CCR 45(3), 2015, section 3).
+//! - `second-hit-over:S[:N]`: the same, for values over S bytes only; smaller ones are
+//!   admitted. A large value's first miss is the costliest to admit (its bytes written, and as
+//!   many bytes of other values pushed out) and one of the likeliest never to be hit.
 //! - `size:S`: admit objects of at most S bytes.
 
 use serde::{Deserialize, Serialize};
@@ -24,13 +29,16 @@ pub enum AdmissionConfig {
     /// `ghost_keys` defaults to the cache's capacity in objects (bytes / 4 KiB for byte caches).
     SecondHit {
         ghost_keys: Option<u64>,
+        /// Only values over this many bytes are asked; smaller ones pass.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        over: Option<u64>,
     },
     Size {
         max_bytes: u64,
     },
 }
 
-const KNOWN: &str = "always, prob:P, second-hit[:N], size:BYTES";
+const KNOWN: &str = "always, prob:P, second-hit[:N], second-hit-over:BYTES[:N], size:BYTES";
 
 /// Most keys a second-hit filter remembers (its ring grows as keys arrive, up to this).
 pub const GHOST_KEYS_MAX: u64 = 1 << 32;
@@ -46,11 +54,13 @@ impl AdmissionConfig {
             Some((n, a)) => (n.trim(), Some(a.trim())),
             None => (spec.trim(), None),
         };
-        let need = |what: &str| PolicyError::bad(name, what, "is required, e.g. prob:0.5");
+        let need = |what: &str, example: &str| {
+            PolicyError::bad(name, what, format!("is required, e.g. {example}"))
+        };
         match name {
             "always" | "none" => Ok(AdmissionConfig::Always),
             "prob" | "probabilistic" => {
-                let text = arg.ok_or_else(|| need("p"))?;
+                let text = arg.ok_or_else(|| need("p", "prob:0.5"))?;
                 let p: f64 =
                     text.parse().map_err(|_| PolicyError::bad(name, "p", "is not a number"))?;
                 if !(0.0..=1.0).contains(&p) {
@@ -59,20 +69,23 @@ impl AdmissionConfig {
                 Ok(AdmissionConfig::Prob { p })
             }
             "second-hit" | "second_hit" => {
-                let ghost_keys = match arg {
-                    None => None,
-                    Some(t) => Some(
-                        parse_size(t).map_err(|e| PolicyError::bad(name, "N", e.to_string()))?,
-                    ),
+                Ok(AdmissionConfig::SecondHit { ghost_keys: ghost_keys(name, arg)?, over: None })
+            }
+            "second-hit-over" | "second_hit_over" => {
+                let text = arg.ok_or_else(|| need("S", "second-hit-over:256KiB"))?;
+                let (size, keys) = match text.split_once(':') {
+                    Some((s, n)) => (s.trim(), Some(n.trim())),
+                    None => (text, None),
                 };
-                if let Some(n) = ghost_keys.filter(|n| !(1..=GHOST_KEYS_MAX).contains(n)) {
-                    let reason = format!("must be 1 to {GHOST_KEYS_MAX} keys, got {n}");
-                    return Err(PolicyError::bad(name, "N", reason));
-                }
-                Ok(AdmissionConfig::SecondHit { ghost_keys })
+                let over =
+                    parse_size(size).map_err(|e| PolicyError::bad(name, "S", e.to_string()))?;
+                Ok(AdmissionConfig::SecondHit {
+                    ghost_keys: ghost_keys(name, keys)?,
+                    over: Some(over),
+                })
             }
             "size" | "size-limit" => {
-                let text = arg.ok_or_else(|| need("max_bytes"))?;
+                let text = arg.ok_or_else(|| need("max_bytes", "size:1MiB"))?;
                 let max_bytes = parse_size(text)
                     .map_err(|e| PolicyError::bad(name, "max_bytes", e.to_string()))?;
                 Ok(AdmissionConfig::Size { max_bytes })
@@ -85,10 +98,25 @@ impl AdmissionConfig {
         match self {
             AdmissionConfig::Always => None,
             AdmissionConfig::Prob { p } => Some(format!("prob({p})")),
-            AdmissionConfig::SecondHit { .. } => Some("second-hit".into()),
+            AdmissionConfig::SecondHit { over: None, .. } => Some("second-hit".into()),
+            AdmissionConfig::SecondHit { over: Some(bytes), .. } => {
+                Some(format!("second-hit(over {bytes})"))
+            }
             AdmissionConfig::Size { max_bytes } => Some(format!("size({max_bytes})")),
         }
     }
+}
+
+/// A second-hit filter's ghost size from its `N` (`name` the filter, for errors): `None`
+/// where not given.
+fn ghost_keys(name: &str, arg: Option<&str>) -> Result<Option<u64>, PolicyError> {
+    let Some(text) = arg else { return Ok(None) };
+    let n = parse_size(text).map_err(|e| PolicyError::bad(name, "N", e.to_string()))?;
+    if !(1..=GHOST_KEYS_MAX).contains(&n) {
+        let reason = format!("must be 1 to {GHOST_KEYS_MAX} keys, got {n}");
+        return Err(PolicyError::bad(name, "N", reason));
+    }
+    Ok(Some(n))
 }
 
 /// A ring of recently missed keys with a set for membership. The ring grows as keys arrive,
@@ -123,8 +151,15 @@ impl GhostKeys {
 }
 
 enum Filter {
-    Prob { p: f64, rng: SeededRng },
-    SecondHit(GhostKeys),
+    Prob {
+        p: f64,
+        rng: SeededRng,
+    },
+    /// Values over `over` bytes (all where `None`) admitted on their second miss.
+    SecondHit {
+        ghost: GhostKeys,
+        over: Option<u64>,
+    },
     Size(u64),
 }
 
@@ -152,9 +187,9 @@ impl Admission {
                 AdmissionConfig::Prob { p } => {
                     Some(Filter::Prob { p: *p, rng: SeededRng::new(seed ^ (i as u64 + 1)) })
                 }
-                AdmissionConfig::SecondHit { ghost_keys } => {
+                AdmissionConfig::SecondHit { ghost_keys, over } => {
                     let keys = ghost_keys.unwrap_or(default_ghost).max(1) as usize;
-                    Some(Filter::SecondHit(GhostKeys::new(keys)))
+                    Some(Filter::SecondHit { ghost: GhostKeys::new(keys), over: *over })
                 }
                 AdmissionConfig::Size { max_bytes } => Some(Filter::Size(*max_bytes)),
             })
@@ -169,8 +204,9 @@ impl Admission {
             let (admitted, reason) = match filter {
                 Filter::Size(max) => (req.size as u64 <= *max, RejectReason::TooLarge),
                 Filter::Prob { p, rng } => (rng.chance(*p), RejectReason::Probability),
-                Filter::SecondHit(ghost) => {
-                    (ghost.seen_or_remember(req.key), RejectReason::FirstMiss)
+                Filter::SecondHit { ghost, over } => {
+                    let asked = over.is_none_or(|bytes| req.size as u64 > bytes);
+                    (!asked || ghost.seen_or_remember(req.key), RejectReason::FirstMiss)
                 }
             };
             if !admitted {
@@ -203,6 +239,25 @@ mod tests {
         assert_eq!(a.admit(&Request::read(3, 1)), Err(RejectReason::FirstMiss));
         // The ghost holds two keys: 1 was pushed out by 3.
         assert_eq!(a.admit(&Request::read(1, 1)), Err(RejectReason::FirstMiss));
+    }
+
+    #[test]
+    fn second_hit_over_a_size_asks_only_larger_values() {
+        let mut a = chain("second-hit-over:1KiB:2");
+        assert_eq!(a.label().as_deref(), Some("second-hit(over 1024)"));
+        // Small values pass, and the ghost never sees them.
+        assert_eq!(a.admit(&Request::read(1, 1024)), Ok(()));
+        assert_eq!(a.admit(&Request::read(2, 1025)), Err(RejectReason::FirstMiss));
+        assert_eq!(a.admit(&Request::read(1, 1024)), Ok(()));
+        assert_eq!(a.admit(&Request::read(3, 4096)), Err(RejectReason::FirstMiss));
+        assert_eq!(a.admit(&Request::read(2, 1025)), Ok(()));
+        let err = AdmissionConfig::parse("second-hit-over").unwrap_err().to_string();
+        assert!(err.contains("S"), "{err}");
+        let err = AdmissionConfig::parse("second-hit-over:1KiB:0").unwrap_err().to_string();
+        assert!(err.contains("1 to"), "{err}");
+        let config = AdmissionConfig::parse("second-hit-over:256KiB").unwrap();
+        let text = toml::to_string(&config).unwrap();
+        assert_eq!(toml::from_str::<AdmissionConfig>(&text).unwrap(), config);
     }
 
     #[test]

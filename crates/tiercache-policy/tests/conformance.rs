@@ -59,7 +59,7 @@ fn runs_over(config: &PolicyConfig, capacity: Capacity) -> bool {
 }
 
 fn admissions() -> Vec<Vec<AdmissionConfig>> {
-    ["always", "prob:0.5", "second-hit:8", "size:300+second-hit"]
+    ["always", "prob:0.5", "second-hit:8", "size:300+second-hit", "second-hit-over:200:8"]
         .iter()
         .map(|s| AdmissionConfig::parse_chain(s).unwrap())
         .collect()

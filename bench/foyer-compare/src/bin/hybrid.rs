@@ -27,8 +27,10 @@
 //! block spanning pages. A miss of a value over 256 KiB goes straight to tiercache's disk tier
 //! (`--large-values`, `CacheBuilder::large_values`): a 1 MiB value is half a shard's 2 MiB of
 //! memory, and inserted there it pushes out as many bytes of smaller values, each then written
-//! to disk. foyer has no such setting and puts every value in memory first; `--large-values
-//! off` runs tiercache that way too. `--workload blocks,objects` runs both.
+//! to disk. And such a value is cached on its second miss only (`--admission`, by default
+//! `second-hit-over:256KiB`): its first miss is the costliest to admit, 1 MiB written to disk.
+//! foyer has neither setting and puts every value in memory first; `--large-values off
+//! --admission always` runs tiercache that way too. `--workload blocks,objects` runs both.
 //!
 //! `--backing-io direct` reads and writes the blocks workload's backing file with direct I/O in
 //! both caches, as the slower device it stands for; by default both go through the page cache,
@@ -62,8 +64,10 @@ use mixtrics::metrics::{
     BoxedCounter, BoxedCounterVec, BoxedGauge, BoxedGaugeVec, BoxedHistogram, BoxedHistogramVec,
     CounterOps, CounterVecOps, GaugeOps, GaugeVecOps, HistogramOps, HistogramVecOps, RegistryOps,
 };
+use tiercache_core::Capacity;
 use tiercache_core::Op;
 use tiercache_engine::{CacheBuilder, CachedFile, TierKind};
+use tiercache_policy::admission::{Admission, AdmissionConfig};
 use tiercache_policy::PolicyConfig;
 use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, SyntheticConfig};
 
@@ -124,6 +128,11 @@ struct Args {
     /// out of a shard's 2 MiB of memory; `off` puts every miss in memory first, as foyer does.
     #[arg(long, default_value = "256KiB")]
     large_values: String,
+    /// In the objects workload, tiercache's admission filters (`+`-joined, as `tiercache sim
+    /// --admission`): by default a value over 256 KiB is cached on its second miss only, not its
+    /// first (`always` admits every miss, as foyer does here).
+    #[arg(long, default_value = "second-hit-over:256KiB")]
+    admission: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, ValueEnum)]
@@ -294,7 +303,8 @@ fn tiercache(
     backing: &Path,
     threads: usize,
     phases: Phases,
-    (direct, policy, workload, shards, large): (bool, &PolicyConfig, Workload, usize, Option<u64>),
+    (direct, policy, workload, shards): (bool, &PolicyConfig, Workload, usize),
+    (large, admission): (Option<u64>, &[AdmissionConfig]),
     (backing_io, profiling): (BackingIo, bool),
 ) -> (Measured, u64, f64, f64) {
     let tier = match direct {
@@ -317,6 +327,10 @@ fn tiercache(
     let builder = match (workload, large) {
         (Workload::Objects, Some(bytes)) => builder.large_values(bytes),
         _ => builder,
+    };
+    let builder = match workload {
+        Workload::Objects => builder.admission(admission.to_vec()),
+        Workload::Blocks => builder,
     };
     let cache = builder.build().expect("a valid cache");
     for warning in cache.warnings() {
@@ -588,6 +602,13 @@ fn main() {
             }
         },
     };
+    let admission = match AdmissionConfig::parse_chain(&args.admission) {
+        Ok(chain) => chain,
+        Err(e) => {
+            eprintln!("error: --admission {}: {e}", args.admission);
+            std::process::exit(2);
+        }
+    };
     let dir = args.dir.unwrap_or_else(|| std::env::temp_dir().join("tiercache-foyer-hybrid"));
     let phases = Phases { warmup: args.warmup, measured: args.common.seconds.unwrap_or(SECONDS) };
     let json = args.common.json;
@@ -649,9 +670,10 @@ fn main() {
                     }
                 });
                 for (i, &(direct, (_, policy))) in variants.iter().enumerate() {
-                    let setup = (direct, policy, workload, shards, large);
+                    let setup = (direct, policy, workload, shards);
                     let how = (args.backing_io, args.tiercache_only);
-                    ours[i].push(tiercache(&dir, &backing, threads, phases, setup, how));
+                    let objects = (large, admission.as_slice());
+                    ours[i].push(tiercache(&dir, &backing, threads, phases, setup, objects, how));
                 }
             }
             let foyer_at = median_by(&theirs, |t| t.0.ops);
@@ -681,8 +703,18 @@ fn main() {
                     (Workload::Blocks, BackingIo::Direct, _) => {
                         ", backing file with direct I/O".to_string()
                     }
-                    (Workload::Objects, _, Some(bytes)) => {
-                        format!(", misses over {} KiB straight to disk", bytes >> 10)
+                    (Workload::Objects, _, large) => {
+                        let mut over = match large {
+                            Some(bytes) => {
+                                format!(", misses over {} KiB straight to disk", bytes >> 10)
+                            }
+                            None => String::new(),
+                        };
+                        let filters = Admission::new(&admission, Capacity::objects(1), 0).label();
+                        if let Some(filters) = filters {
+                            over += &format!(", admission {filters}");
+                        }
+                        over
                     }
                     _ => String::new(),
                 };
