@@ -64,6 +64,16 @@ pub enum TierKind {
 }
 
 impl TierKind {
+    /// The tier's file, where it has one (every tier but DRAM).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            TierKind::Dram => None,
+            TierKind::Mapped { path } | TierKind::File { path } | TierKind::Flash { path } => {
+                Some(path)
+            }
+        }
+    }
+
     /// Whether the tier is read and written with file I/O (file and flash tiers).
     pub fn is_io(&self) -> bool {
         matches!(self, TierKind::File { .. } | TierKind::Flash { .. })

@@ -439,6 +439,39 @@ fn bad_configurations_name_the_setting_or_the_file() {
     assert!(e.contains("513") && e.contains("512"), "{e}");
 }
 
+/// A tier file that is the backing file, or another tier's, is refused as that (it was "in use
+/// by another cache", the lock the first opening took), before either file is written.
+#[test]
+fn a_tier_file_that_is_the_backing_file_or_another_tiers_is_named() {
+    let disk = scratch("named-disk.img");
+    std::fs::write(&disk, vec![7u8; 64 * 1024]).unwrap();
+    let lru = || CacheBuilder::new(PolicyConfig::Lru).block_size(4096).shards(1);
+    for tier in [TierKind::Mapped { path: disk.clone() }, TierKind::Flash { path: disk.clone() }] {
+        let builder = lru().capacity_bytes(64 << 10).lower_tier(tier, 256 << 10, PolicyConfig::Lru);
+        let e = build_err(builder.backing_file(&disk, false).unwrap());
+        assert!(e.contains("tier 1's file") && e.contains("is the backing file"), "{e}");
+    }
+    let twice = scratch("named-twice.tier");
+    let e = build_err(
+        lru()
+            .capacity_bytes(64 << 10)
+            .lower_tier(TierKind::Mapped { path: twice.clone() }, 256 << 10, PolicyConfig::Lru)
+            .add_tier(TierKind::Flash { path: twice.clone() }, 256 << 10, PolicyConfig::Lru),
+    );
+    assert!(e.contains("tiers 1 and 2 are the same file"), "{e}");
+    assert!(!twice.exists(), "nothing made");
+    // The cache built first, then opened over its own tier file as the backing file.
+    let tier = scratch("named-own.tier");
+    let cache = lru()
+        .capacity_bytes(64 << 10)
+        .lower_tier(TierKind::File { path: tier.clone() }, 256 << 10, PolicyConfig::Lru)
+        .build()
+        .unwrap();
+    let e = tiercache_engine::CachedFile::open(&tier, cache).err().unwrap().to_string();
+    assert!(e.contains("is this cache's tier file"), "{e}");
+    assert_eq!(std::fs::read(&disk).unwrap(), vec![7u8; 64 * 1024], "the disk is untouched");
+}
+
 #[test]
 fn stats_export_as_json_and_prometheus() {
     let cache = CacheBuilder::new(PolicyConfig::Lru)

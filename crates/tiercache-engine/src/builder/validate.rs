@@ -13,6 +13,7 @@ use super::{
 };
 use crate::aligned::DIRECT_ALIGN;
 use crate::error::EngineError;
+use crate::tier::superblock::Backing;
 use crate::tier::TierKind;
 
 impl CacheBuilder {
@@ -25,10 +26,55 @@ impl CacheBuilder {
         self.check_size_classes()?;
         self.check_objects()?;
         self.check_test_seams()?;
+        self.check_tier_files()?;
         let per_shard = self.slots_per_shard()?;
         self.check_largest_value(&per_shard)?;
         self.check_footprint(&per_shard)?;
         Ok(per_shard)
+    }
+
+    /// Each tier's file is a file of its own: not the backing file, not another tier's. (Either
+    /// would otherwise be refused as a file another cache has locked, which it is not.) Files
+    /// are the same by device and inode where they exist, by their full path where not yet.
+    fn check_tier_files(&self) -> Result<(), EngineError> {
+        use std::os::unix::fs::MetadataExt;
+        let identity = |path: &std::path::Path| {
+            std::fs::metadata(path).ok().map(|m| Backing { device: m.dev(), inode: m.ino() })
+        };
+        let full = |path: &std::path::Path| {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let dir = std::fs::canonicalize(parent.unwrap_or(std::path::Path::new(".")));
+            match (dir, path.file_name()) {
+                (Ok(dir), Some(name)) => dir.join(name),
+                _ => path.to_path_buf(),
+            }
+        };
+        let backing = self.backing.as_ref().and_then(|b| b.file.as_ref());
+        let mut seen: Vec<(Option<Backing>, std::path::PathBuf, usize)> = Vec::new();
+        for (i, tier) in self.tiers.iter().enumerate() {
+            let Some(path) = tier.kind.path() else { continue };
+            let (id, at) = (identity(path), full(path));
+            if let Some((_, backing_path)) = backing.filter(|(b, _)| Some(*b) == id) {
+                let reason = format!(
+                    "tier {i}'s file {} is the backing file {}: a tier needs a file of its own",
+                    path.display(),
+                    backing_path.display()
+                );
+                return Err(EngineError::config("tier path", reason));
+            }
+            let same = |(other, other_at, _): &&(Option<Backing>, std::path::PathBuf, usize)| {
+                (id.is_some() && *other == id) || *other_at == at
+            };
+            if let Some((_, _, other)) = seen.iter().find(same) {
+                let reason = format!(
+                    "tiers {other} and {i} are the same file {}: each tier needs a file of its own",
+                    path.display()
+                );
+                return Err(EngineError::config("tier path", reason));
+            }
+            seen.push((id, at, i));
+        }
+        Ok(())
     }
 
     /// Values larger than a block: the tiers and mode that can keep them.

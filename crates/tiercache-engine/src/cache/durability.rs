@@ -164,6 +164,19 @@ impl CacheCore {
     ) -> Result<(), EngineError> {
         let recovered = self.recovery.as_ref().filter(|_| self.stats().recovered > 0);
         let mut media = self.media();
+        let same = |tier: &std::path::Path| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(tier)
+                .is_ok_and(|m| m.dev() == backing.device && m.ino() == backing.inode)
+        };
+        if let Some(tier) = media.iter().filter_map(|m| m.path()).find(|t| same(t)) {
+            let reason = format!(
+                "the backing file {} is this cache's tier file {}: a tier needs a file of its own",
+                path.display(),
+                tier.display()
+            );
+            return Err(EngineError::config("tier path", reason));
+        }
         if let Some(found) = recovered.map(|r| r.backing).filter(|b| *b != Some(backing)) {
             let tier = media.iter().find_map(|m| m.path()).expect("a tier file was recovered");
             return Err(EngineError::mismatch(tier, found, backing, path));
