@@ -374,13 +374,53 @@ fn transmission_flags(offer: &Offer, session: &Session) -> u16 {
 }
 
 /// The handshake's options, until the client moves on to transmission, aborts, or (with
-/// [`Tls::Required`]) starts TLS; `session` records what it negotiates.
+/// [`Tls::Required`]) starts TLS; `session` records what it negotiates. A client refused an
+/// option for want of TLS that then leaves is an error saying so, for the server's log: the
+/// client itself reads only "not supported" or the like.
 pub fn options(
     input: &mut impl Read,
     output: &mut impl Write,
     exports: &[Export],
     session: &mut Session,
     tls: Tls,
+) -> io::Result<Handshake> {
+    let mut refused = None;
+    let ended = options_until_done(input, output, exports, session, tls, &mut refused);
+    match (refused, ended) {
+        (Some(option), Ok(Handshake::Closed) | Err(_)) => Err(io::Error::other(format!(
+            "a client asked for {} without TLS, which this server requires (refused with \
+             NBD_REP_ERR_TLS_REQD), and left: it needs TLS too (qemu: tls-creds; nbdinfo: \
+             nbds://)",
+            option_name(option)
+        ))),
+        (_, ended) => ended,
+    }
+}
+
+/// An option's name as the NBD protocol document writes it.
+fn option_name(option: u32) -> String {
+    let name = match option {
+        OPT_EXPORT_NAME => "NBD_OPT_EXPORT_NAME",
+        OPT_LIST => "NBD_OPT_LIST",
+        OPT_INFO => "NBD_OPT_INFO",
+        OPT_GO => "NBD_OPT_GO",
+        OPT_STRUCTURED_REPLY => "NBD_OPT_STRUCTURED_REPLY",
+        OPT_LIST_META_CONTEXT => "NBD_OPT_LIST_META_CONTEXT",
+        OPT_SET_META_CONTEXT => "NBD_OPT_SET_META_CONTEXT",
+        11 => "NBD_OPT_EXTENDED_HEADERS",
+        other => return format!("option {other}"),
+    };
+    name.to_string()
+}
+
+/// [`options`]' loop; `refused` is set to the first option refused for want of TLS.
+fn options_until_done(
+    input: &mut impl Read,
+    output: &mut impl Write,
+    exports: &[Export],
+    session: &mut Session,
+    tls: Tls,
+    refused: &mut Option<u32>,
 ) -> io::Result<Handshake> {
     loop {
         let mut head = [0u8; 16];
@@ -401,6 +441,7 @@ pub fn options(
                 eprintln!("tiercache serve: a client asked for the export without TLS; closed");
                 return Ok(Handshake::Closed);
             }
+            refused.get_or_insert(option);
             output.write_all(&option_reply(option, REP_ERR_TLS_REQD, &[]))?;
             output.flush()?;
             continue;

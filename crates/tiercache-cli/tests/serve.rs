@@ -9,6 +9,7 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 const SIZE: usize = 8 << 20;
 
@@ -17,6 +18,8 @@ struct Server {
     socket: PathBuf,
     /// What it logged before it listened.
     log: String,
+    /// What it logged since, as it comes.
+    later: Arc<Mutex<String>>,
 }
 
 /// A fresh directory for test `name`, with a backing file of `SIZE` bytes of `byte`: the
@@ -65,12 +68,29 @@ fn start_command(mut command: Command, socket: &Path) -> Server {
         }
         assert!(!line.contains("error"), "{log}");
     }
-    // The rest of the log is drained, so the server never blocks on it.
-    std::thread::spawn(move || lines.for_each(drop));
-    Server { child, socket: socket.to_path_buf(), log }
+    // The rest of the log is drained as it comes, so the server never blocks on it.
+    let later = Arc::new(Mutex::new(String::new()));
+    let kept = later.clone();
+    std::thread::spawn(move || {
+        lines.map_while(Result::ok).for_each(|l| *kept.lock().unwrap() += &(l + "\n"))
+    });
+    Server { child, socket: socket.to_path_buf(), log, later }
 }
 
 impl Server {
+    /// Waits up to five seconds for the server to log a line containing `text`; what it
+    /// logged since it listened.
+    fn logs(&self, text: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let later = self.later.lock().unwrap().clone();
+            if later.contains(text) || std::time::Instant::now() > deadline {
+                return later;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     fn uri(&self) -> String {
         format!("nbd+unix:///?socket={}", self.socket.display())
     }
@@ -1070,7 +1090,8 @@ fn out_of_descriptors_the_accept_loop_backs_off() {
     let failures = lines.lock().unwrap().iter().filter(|l| l.contains("accept failed")).count();
     assert!((1..=4).contains(&failures), "{failures} lines: {:?}", lines.lock().unwrap());
     drop(held);
-    let server = Server { child, socket: socket.clone(), log: String::new() };
+    let later = Default::default();
+    let server = Server { child, socket: socket.clone(), log: String::new(), later };
     std::thread::sleep(std::time::Duration::from_millis(500));
     qemu_io(&server, &["write -P 0x11 0 4k", "read -P 0x11 0 4k"]);
     assert!(server.stop().success());
@@ -1275,6 +1296,8 @@ fn tls_exports_admit_only_clients_with_a_certificate() {
         &["-f".into(), "raw".into(), server.uri(), "-c".into(), "read 0 4k".into()],
     );
     assert!(!ok && text.contains("TLS"), "a plain client: {text}");
+    let log = server.logs("without TLS");
+    assert!(log.contains("asked for NBD_OPT_") && log.contains("without TLS"), "why: {log}");
     let no_cert = tls_image(&socket, &dir.join("no-client"));
     let (ok, text) =
         client("qemu-io", &[&no_cert[..], &["-c".into(), "read 0 4k".into()]].concat());
@@ -1712,7 +1735,8 @@ fn socket_activation_serves_on_the_socket_systemd_passes() {
     while !socket.exists() && started.elapsed().as_secs() < 10 {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let server = Server { child: activator, socket: socket.clone(), log: String::new() };
+    let later = Default::default();
+    let server = Server { child: activator, socket: socket.clone(), log: String::new(), later };
     qemu_io(&server, &["read -P 0x22 0 4k", "read -P 0x21 4k 60k"]);
     // The server took the activator's pid (it execs): stopping it stops the server.
     assert!(server.stop().success());
