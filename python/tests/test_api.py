@@ -317,6 +317,40 @@ def test_the_engine_from_python(tmp_path):
     assert got == [b"slow"] * 8 and len(slow_calls) == 1
 
 
+def test_tier_files_made_in_a_temporary_directory_go_with_the_cache(tmp_path):
+    # tmp_path lies in the temp dir: a tier file made there goes when the cache closes...
+    made = tmp_path / "made.tier"
+    with tiercache.Cache(capacity="64KiB", lower_capacity="1MiB", slow_path=made, shards=1) as c:
+        c.put(1, b"one")
+        assert made.exists()
+    assert not made.exists()
+    with pytest.raises(ValueError, match="closed"):
+        c.get(1)
+    c.close()  # twice is nothing
+    # ... or when its last reference goes,
+    gone = tmp_path / "gone.flash"
+    dropped = tiercache.Cache(capacity="64KiB", lower_capacity="1MiB", flash_path=gone, shards=1)
+    assert gone.exists()
+    del dropped
+    assert not gone.exists()
+    # unless asked to keep it: then it brings the cache back warm, and, there before, it stays.
+    kept = tmp_path / "kept.tier"
+    first = tiercache.Cache(
+        capacity="64KiB", lower_capacity="1MiB", slow_path=kept, shards=1, keep_files=True
+    )
+    value = lambda key: key.to_bytes(8, "little") * 512
+    for key in range(100):
+        first.put(key, value(key))  # DRAM's victims go down to the slow tier's file
+    first.close()
+    assert kept.exists()
+    second = tiercache.Cache(capacity="64KiB", lower_capacity="1MiB", slow_path=kept, shards=1)
+    found = [second.get(key) for key in range(100)]
+    assert all(v in (None, value(k)) for k, v in enumerate(found))
+    assert sum(v is not None for v in found) >= 50, "warm from the kept file"
+    second.close()
+    assert kept.exists()
+
+
 # The ARC paper's Table VII (Megiddo and Modha, FAST'03): LRU and ARC hit ratios in percent,
 # unit-size pages; the same table crates/tiercache-cli/tests/arc_paper.rs checks through the CLI.
 ARC_TABLE = {

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
 
@@ -353,6 +355,22 @@ def write_trace(
     )
 
 
+def _temporary(path: str) -> bool:
+    """Whether ``path`` lies in a temporary directory: ``/dev/shm`` or the temp dir."""
+    parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    places = {os.path.realpath(tempfile.gettempdir()), "/dev/shm"}
+    return any(parent == place or parent.startswith(place + os.sep) for place in places)
+
+
+def _remove(paths: List[str]) -> None:
+    """Removes the tier files a closed cache made in a temporary directory."""
+    for path in paths:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+
+
 class Cache:
     """The engine: DRAM, a mapped slow-memory tier (``slow_path``) and a flash tier
     (``flash_path``), those given, top down, under a policy stack as :func:`sim` takes it.
@@ -369,6 +387,12 @@ class Cache:
     recovered after a crash) only whole. ``stats()["tier_hits"]`` counts reads per tier.
     ``sync_interval`` ("1s" by default, "250ms", or "0" for never) is how often the cache
     syncs its slow and flash tiers on its own: a crash of the machine loses at most that much.
+
+    A tier file this cache made in a temporary directory (``/dev/shm``, where it takes the
+    machine's memory, or :func:`tempfile.gettempdir`) is removed when the cache closes
+    (:meth:`close`, the end of a ``with`` block, or the cache's last reference going), unless
+    ``keep_files=True``: kept, it brings the cache back warm the next time. A file that was there
+    before, or made anywhere else, is always kept.
     """
 
     def __init__(
@@ -384,10 +408,13 @@ class Cache:
         keys: str = "int",
         max_value: Optional[Amount] = None,
         sync_interval: Optional[str] = None,
+        keep_files: bool = False,
         **options: Any,
     ) -> None:
         if stack and "policy" in stack:
             policy = None
+        paths = [os.fspath(p) for p in (slow_path, flash_path) if p is not None]
+        made = [p for p in paths if not os.path.exists(p) and _temporary(p)]
         merged = _options(policy, capacity, stack, options)
         self._cache = _tiercache.Cache(
             json.dumps(merged),
@@ -399,6 +426,26 @@ class Cache:
             None if max_value is None else str(max_value),
             sync_interval,
         )
+        self._closed = weakref.finalize(self, _remove, [] if keep_files else made)
+
+    def close(self) -> None:
+        """Stops the cache cleanly (its tiers synced and marked clean), then removes the tier
+        files it made in a temporary directory unless it was asked to keep them. Using the
+        cache after this raises ``ValueError``."""
+        self.__dict__.pop("_cache", None)  # the last reference: the engine stops here
+        self._closed()
+
+    def __enter__(self) -> "Cache":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for what the instance lacks: `_cache` after close.
+        if name == "_cache":
+            raise ValueError("the cache is closed")
+        raise AttributeError(name)
 
     @property
     def block_size(self) -> int:
