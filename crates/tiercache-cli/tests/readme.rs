@@ -1,0 +1,193 @@
+//! Every shell block of README.md runs as written, in order, in a scratch directory that sees
+//! the repository's `data/`, `lab/` and `docs/` (what a fresh clone has), with this build's
+//! `tiercache` first on PATH. A block fails the test with its line in the README and what it
+//! printed. Three blocks cannot run inside the test suite and are replaced, each by name
+//! below with the reason; a replacement that no longer matches a block fails the test, so the
+//! list cannot outlive the README. A planted broken block shows the runner failing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A block run otherwise: its first line, what runs instead, and why.
+type Instead = (&'static str, &'static str, &'static str);
+
+/// The README's blocks run otherwise.
+const INSTEAD: &[Instead] = &[
+    (
+        "cargo run --release -p tiercache-cli -- demo",
+        "tiercache demo --quick",
+        "the demo from this test's build; the block's second command, scripts/test, is the run \
+         this test is part of",
+    ),
+    (
+        "cargo install --locked --path crates/tiercache-cli",
+        "command -v tiercache",
+        "this test puts its own build on PATH; installing builds it again in release (minutes)",
+    ),
+    (
+        "pip install .",
+        "true",
+        "scripts/test runs exactly this after the Rust tests, then the Python package's tests",
+    ),
+];
+
+/// The longest one block may run.
+const BLOCK_LIMIT: Duration = Duration::from_secs(300);
+
+/// A shell block of a Markdown file: the line its first command is on, and its text.
+struct Block {
+    line: usize,
+    text: String,
+}
+
+/// The ```sh blocks of `markdown`, in order.
+fn shell_blocks(markdown: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut open: Option<Block> = None;
+    for (i, line) in markdown.lines().enumerate() {
+        match open.take() {
+            None if line.trim_end() == "```sh" => {
+                open = Some(Block { line: i + 2, text: String::new() });
+            }
+            None => {}
+            Some(block) if line.starts_with("```") => blocks.push(block),
+            Some(mut block) => {
+                block.text += line;
+                block.text.push('\n');
+                open = Some(block);
+            }
+        }
+    }
+    assert!(open.is_none(), "a shell block is never closed");
+    blocks
+}
+
+/// A scratch directory that sees the repository's shipped files as a fresh clone has them.
+fn workspace(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tiercache-readme-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = repository();
+    for shipped in ["data", "lab", "docs"] {
+        std::os::unix::fs::symlink(root.join(shipped), dir.join(shipped)).unwrap();
+    }
+    dir
+}
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// Runs `markdown`'s shell blocks in `dir`, those `instead` names replaced, stopping at the
+/// first that fails: how many ran, or how it failed (a replacement that matched no block too).
+fn run_blocks(markdown: &str, dir: &Path, instead: &[Instead]) -> Result<usize, String> {
+    let bin = Path::new(env!("CARGO_BIN_EXE_tiercache")).parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let blocks = shell_blocks(markdown);
+    let mut used = vec![false; instead.len()];
+    for block in &blocks {
+        let first = block.text.lines().next().unwrap_or("");
+        let script = match instead.iter().position(|(line, _, _)| first.starts_with(line)) {
+            Some(i) => {
+                used[i] = true;
+                instead[i].1.to_string()
+            }
+            None => block.text.clone(),
+        };
+        let started = Instant::now();
+        let mut child = Command::new("bash")
+            .args(["-e", "-o", "pipefail", "-c", &script])
+            .current_dir(dir)
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("bash");
+        // Output is read on threads, so a block that prints much never blocks on its pipe.
+        let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_string(&mut text);
+                }
+                text
+            })
+        };
+        let out = read(child.stdout.take().map(|p| Box::new(p) as _));
+        let err = read(child.stderr.take().map(|p| Box::new(p) as _));
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > BLOCK_LIMIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let printed = out.join().unwrap() + &err.join().unwrap();
+        let tail: String = printed
+            .lines()
+            .rev()
+            .take(30)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
+        match status {
+            Some(status) if status.success() => {
+                eprintln!(
+                    "README line {}: ok in {:.1} s",
+                    block.line,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            Some(status) => {
+                return Err(format!(
+                    "README line {}: {status}\n{}\n--- printed:\n{tail}",
+                    block.line, block.text
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "README line {}: still running after {BLOCK_LIMIT:?}\n{}\n--- printed:\n{tail}",
+                    block.line, block.text
+                ))
+            }
+        }
+    }
+    if let Some(i) = used.iter().position(|u| !u) {
+        return Err(format!("no block starts with {:?} any more", instead[i].0));
+    }
+    Ok(blocks.len())
+}
+
+#[test]
+fn every_shell_block_of_the_readme_runs_as_written() {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    let dir = workspace("all");
+    let ran = run_blocks(&readme, &dir, INSTEAD).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ran >= 12, "the README's shell blocks: {ran}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_broken_example_fails_naming_its_line() {
+    let planted =
+        "# A README\n\n```sh\ntiercache sim --trace data/arc_OLTP.lis.zst --unit objects \
+                   --policy arc --capacity 100\n```\n\ntext\n\n```sh\ntiercache sim --trace \
+                   hm_0.csv --policy arc --capacity 64MiB\n```\n";
+    let dir = workspace("planted");
+    let e = run_blocks(planted, &dir, &[]).expect_err("the second block cannot run");
+    assert!(e.starts_with("README line 10:") && e.contains("hm_0.csv"), "{e}");
+    let e = run_blocks("no blocks\n", &dir, INSTEAD).expect_err("nothing to replace");
+    assert!(e.contains("no block starts with"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
