@@ -351,6 +351,18 @@ def test_tier_files_made_in_a_temporary_directory_go_with_the_cache(tmp_path):
     assert kept.exists()
 
 
+def test_the_readmes_python_blocks_run_as_written(tmp_path, monkeypatch):
+    # In a directory that sees data/ as a fresh clone does, each block executed as pasted.
+    readme = (DATA.parent / "README.md").read_text()
+    blocks = [part.split("```", 1)[0] for part in readme.split("```python\n")[1:]]
+    assert blocks, "the README has Python blocks"
+    (tmp_path / "data").symlink_to(DATA)
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    assert not os.path.exists("/dev/shm/slow.tier"), "closed, the cache took its file along"
+
+
 # The ARC paper's Table VII (Megiddo and Modha, FAST'03): LRU and ARC hit ratios in percent,
 # unit-size pages; the same table crates/tiercache-cli/tests/arc_paper.rs checks through the CLI.
 ARC_TABLE = {
