@@ -35,6 +35,16 @@ fn demo_shows_the_simulator_the_engine_and_a_warm_restart() {
         assert!(all.as_f64().unwrap() > 0.0 && dram.as_f64().unwrap() > 0.0, "{h}");
         assert!(slow.as_f64().unwrap() > 0.0, "{h}: the slow tier serves reads");
     }
+    // What NVCache's OBP trades hits for: bytes written into the slow tier, on each size.
+    let written = |stack: &str| -> Vec<f64> {
+        let rows = hybrid.iter().filter(|h| h["stack"].as_str().unwrap().starts_with(stack));
+        rows.map(|h| h["slow_bytes_written_per_request"].as_f64().unwrap()).collect()
+    };
+    let (plain, obp) = (written("DRAM-first"), written("NVCache"));
+    assert_eq!((plain.len(), obp.len()), (2, 2));
+    for (plain, obp) in plain.iter().zip(&obp) {
+        assert!(*plain > 0.0 && *obp < *plain / 2.0, "OBP writes less: {plain} and {obp}");
+    }
     let engine = demo["engine"].as_array().unwrap();
     assert_eq!(engine.len(), 2);
     for (run, tiers) in engine.iter().zip([1, 2]) {

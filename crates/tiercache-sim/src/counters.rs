@@ -38,6 +38,10 @@ pub struct Counters {
     /// Read hits in each tier, top down.
     #[serde(skip)]
     pub read_tier_hits: [u64; tiercache_policy::MAX_TIERS],
+    /// Bytes written into each tier, top down: blocks inserted, updated or moved into it (what
+    /// a slow tier's endurance and bandwidth pay for; NVCache's OBP saves some of it).
+    #[serde(skip)]
+    pub bytes_written_to_tier: [u64; tiercache_policy::MAX_TIERS],
     pub read_hits: u64,
     /// Read hits served by the backing device all the same (non-hierarchical caching).
     pub read_hits_from_backing: u64,
@@ -162,14 +166,19 @@ impl Counters {
     #[inline]
     fn apply(&mut self, action: &Action) {
         match *action {
-            Action::Insert { size, .. } => {
+            Action::Insert { size, tier, .. } => {
                 self.insertions += 1;
                 self.bytes_written_to_cache += size as u64;
+                self.bytes_written_to_tier[tier.index()] += size as u64;
             }
-            Action::Update { size, .. } => self.bytes_written_to_cache += size as u64,
+            Action::Update { size, tier, .. } => {
+                self.bytes_written_to_cache += size as u64;
+                self.bytes_written_to_tier[tier.index()] += size as u64;
+            }
             Action::Move { size, from, to, .. } => {
                 self.moves += 1;
                 self.bytes_written_to_cache += size as u64;
+                self.bytes_written_to_tier[to.index()] += size as u64;
                 if to > from {
                     self.demotions += 1;
                     self.bytes_demoted += size as u64;
