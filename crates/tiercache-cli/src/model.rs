@@ -95,6 +95,7 @@ fn orthus(args: &OrthusArgs) -> anyhow::Result<()> {
             x_label: "hit rate H (caching) / split rate S (splitting)",
             y_label: "throughput (ops/s)",
             log_x: false,
+            x_ticks: crate::plot::Ticks::Binary,
             x_format: |x| format!("{x:.1}"),
             series: &all,
         };

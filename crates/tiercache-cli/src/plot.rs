@@ -53,9 +53,47 @@ pub struct Chart<'a> {
     pub x_label: &'a str,
     pub y_label: &'a str,
     pub log_x: bool,
+    /// Where a log x axis has its ticks: at powers of two (sizes), or at 1, 2 and 5 times a
+    /// power of ten (counts). A linear axis chooses its own.
+    pub x_ticks: Ticks,
     /// Formats an x-axis value (sizes as `64 MiB`, counts as `10k`).
     pub x_format: fn(f64) -> String,
     pub series: &'a [Series],
+}
+
+/// Round values for a log axis's ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ticks {
+    Binary,
+    Decimal,
+}
+
+impl Ticks {
+    /// At most `most` round values in `lo..=hi` (lo > 0), spread evenly over the log axis:
+    /// powers of two, every one or every second, third...; or 1, 2, 5 times powers of ten,
+    /// then powers of ten alone.
+    pub fn between(self, lo: f64, hi: f64, most: usize) -> Vec<f64> {
+        let candidates: Vec<f64> = match self {
+            Ticks::Binary => (-10..=70).map(|k| 2f64.powi(k)).collect(),
+            Ticks::Decimal => {
+                (-3..=18).flat_map(|k| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(k))).collect()
+            }
+        };
+        let inside: Vec<f64> =
+            candidates.into_iter().filter(|&v| v >= lo * 0.999 && v <= hi * 1.001).collect();
+        if inside.len() <= most {
+            return inside;
+        }
+        if self == Ticks::Decimal {
+            let tens: Vec<f64> =
+                inside.iter().copied().filter(|v| v.log10().fract().abs() < 1e-9).collect();
+            if tens.len() <= most && tens.len() >= 2 {
+                return tens;
+            }
+        }
+        let step = inside.len().div_ceil(most);
+        inside.into_iter().step_by(step).collect()
+    }
 }
 
 /// Formats a byte count for an axis.
@@ -135,10 +173,13 @@ where
     let xs = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
     let (x_min, x_max) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
     let ys = || chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
-    let y_max = ys().fold(0.0f64, f64::max);
-    // From zero, or below it where a line goes negative (a loss, a change of latency).
-    let y_min = ys().fold(0.0f64, f64::min);
-    let (y_low, y_high) = (y_min * 1.05, (y_max * 1.05).max(0.01));
+    let y_max = ys().fold(f64::MIN, f64::max);
+    let y_min = ys().fold(f64::MAX, f64::min);
+    // Fitted to the data, a twentieth of its span beyond each end (never below zero for
+    // data that is not), so that curves close together are told apart.
+    let pad = ((y_max - y_min) * 0.05).max(y_max.abs() * 0.01).max(1e-3);
+    let y_low = if y_min >= 0.0 { (y_min - pad).max(0.0) } else { y_min - pad };
+    let (y_low, y_high) = (y_low, y_max + pad);
     let y_range = y_low..y_high;
     let mut builder = ChartBuilder::on(&area);
     builder
@@ -177,8 +218,10 @@ where
         }};
     }
     if chart.log_x && x_min > 0.0 {
+        let (lo, hi) = (x_min * 0.9, x_max * 1.1);
+        let ticks = chart.x_ticks.between(lo, hi, 8);
         finish!(builder
-            .build_cartesian_2d((x_min * 0.9..x_max * 1.1).log_scale(), y_range)
+            .build_cartesian_2d((lo..hi).log_scale().with_key_points(ticks), y_range)
             .map_err(|e| anyhow::anyhow!("{e:?}"))?);
     } else {
         finish!(builder
@@ -199,4 +242,22 @@ pub fn write_chart(stem: &Path, chart: &Chart) -> anyhow::Result<Vec<PathBuf>> {
     draw(BitMapBackend::new(&png, (960, 600)).into_drawing_area(), chart)
         .with_context(|| format!("cannot draw {}", png.display()))?;
     Ok(vec![svg, png])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ticks;
+
+    #[test]
+    fn log_ticks_are_round_and_few() {
+        let mib = (1u64 << 20) as f64;
+        // A sweep from 9.5 MiB to 953.7 MiB: powers of two, not 10^7 bytes and its multiples.
+        let ticks = Ticks::Binary.between(9.5 * mib, 953.7 * mib, 8);
+        assert_eq!(ticks, [16.0, 32.0, 64.0, 128.0, 256.0, 512.0].map(|m| m * mib));
+        // Wider: every second power, still at most eight.
+        let ticks = Ticks::Binary.between(1024.0, 64.0 * 1024.0 * mib, 8);
+        assert!(ticks.len() <= 8 && ticks.iter().all(|t| t.log2().fract() == 0.0), "{ticks:?}");
+        assert_eq!(Ticks::Decimal.between(90.0, 2100.0, 8), [100.0, 200.0, 500.0, 1000.0, 2000.0]);
+        assert_eq!(Ticks::Decimal.between(1.0, 1e6, 8), [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6]);
+    }
 }

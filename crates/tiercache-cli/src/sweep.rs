@@ -179,8 +179,8 @@ fn plot(args: &SweepArgs, points: &[(String, u64, f64)]) -> anyhow::Result<Vec<P
             None => series.push(Series { name: policy.clone(), points: vec![point] }),
         }
     }
-    let x_label =
-        if args.unit == "objects" { "cache size (objects)" } else { "cache size (bytes)" };
+    // The ticks carry the unit of a size ("64 MiB"); a count's is the label's.
+    let x_label = if args.unit == "objects" { "cache size (objects)" } else { "cache size" };
     let name = args.trace.trace.file_name().and_then(|n| n.to_str()).unwrap_or("trace");
     let title = format!("miss ratio: {name}");
     let x_format = if args.unit == "objects" { axis_count } else { axis_bytes };
@@ -189,6 +189,10 @@ fn plot(args: &SweepArgs, points: &[(String, u64, f64)]) -> anyhow::Result<Vec<P
         x_label,
         y_label: "miss ratio",
         log_x: true,
+        x_ticks: match args.unit.as_str() {
+            "objects" => crate::plot::Ticks::Decimal,
+            _ => crate::plot::Ticks::Binary,
+        },
         x_format,
         series: &series,
     };

@@ -276,6 +276,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
                 x_label: "total cache (half DRAM, half NVRAM)",
                 y_label: "read hit rate (%)",
                 log_x: true,
+                x_ticks: crate::plot::Ticks::Binary,
                 x_format: |x| format!("{x:.0} MiB"),
                 series: &lines,
             },

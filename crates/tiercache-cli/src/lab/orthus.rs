@@ -851,6 +851,7 @@ fn ycsb_d(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             x_label: "virtual seconds",
             y_label,
             log_x: false,
+            x_ticks: crate::plot::Ticks::Binary,
             x_format: |x| format!("{x:.1}"),
             series: &over_time(value),
         };
@@ -929,6 +930,7 @@ fn ycsb_c(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             x_label: "Zipf theta",
             y_label: "ops/s",
             log_x: false,
+            x_ticks: crate::plot::Ticks::Binary,
             x_format: |x| format!("{x:.2}"),
             series: &[series("classic", classic_points), series("NHC", nhc_points)],
         },
@@ -991,6 +993,7 @@ fn moving_hot_set(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             x_label: "virtual seconds",
             y_label: "ratio",
             log_x: false,
+            x_ticks: crate::plot::Ticks::Binary,
             x_format: |x| format!("{x:.1}"),
             series: &[
                 series("load_admit", knob("load_admit")),
@@ -1008,6 +1011,7 @@ fn moving_hot_set(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             x_label: "virtual seconds",
             y_label: "ops/s",
             log_x: false,
+            x_ticks: crate::plot::Ticks::Binary,
             x_format: |x| format!("{x:.1}"),
             series: &[series("classic", ops(&classic)), series("NHC", ops(&tuned))],
         },

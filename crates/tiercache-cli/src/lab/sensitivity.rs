@@ -347,6 +347,7 @@ impl Lab {
                 x_label: sweep.assumption,
                 y_label: sweep.measure,
                 log_x: false,
+                x_ticks: crate::plot::Ticks::Binary,
                 x_format: sweep.x_format,
                 series: &lines,
             },

@@ -272,6 +272,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             x_label: "workload (0 read-only ... 4 write-heavy)",
             y_label: "ops/s",
             log_x: false,
+            x_ticks: crate::plot::Ticks::Binary,
             x_format: |x| {
                 ["read-only", "95% reads", "80% reads", "50/50", "10% reads"]
                     .get(x.round() as usize)
@@ -878,6 +879,7 @@ fn per_dollar(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             x_label: "NVRAM of the 96 (scaled) GB",
             y_label: "% change in ops/s per cost",
             log_x: false,
+            x_ticks: crate::plot::Ticks::Binary,
             x_format: |x| format!("{x:.0}"),
             series: &curves,
         },
