@@ -75,7 +75,8 @@ pub struct CacheArgs {
     /// ':load_admit=0.7' for a static split).
     #[arg(long)]
     pub nhc: Option<String>,
-    /// Admission filters joined by `+`: always, prob:P, second-hit[:N], second-hit-over:BYTES[:N], size:BYTES [default: always].
+    /// Admission filters joined by `+`: always, prob:P, second-hit[:N],
+    /// second-hit-over:BYTES[:N], size:BYTES [default: always].
     #[arg(long)]
     pub admission: Option<String>,
     /// With a write-back mode: the cleaning policy, alru, nop, or acp with its options

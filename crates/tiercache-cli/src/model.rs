@@ -94,8 +94,7 @@ fn orthus(args: &OrthusArgs) -> anyhow::Result<()> {
             title: &title,
             x_label: "hit rate H (caching) / split rate S (splitting)",
             y_label: "throughput (ops/s)",
-            log_x: false,
-            x_ticks: crate::plot::Ticks::Binary,
+            log_x: None,
             x_format: |x| format!("{x:.1}"),
             series: &all,
         };

@@ -45,6 +45,8 @@ pub const OPT_GO: u32 = 7;
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
 pub const OPT_LIST_META_CONTEXT: u32 = 9;
 pub const OPT_SET_META_CONTEXT: u32 = 10;
+/// An extension this server does not offer; named only in its log.
+pub const OPT_EXTENDED_HEADERS: u32 = 11;
 
 // Option replies.
 pub const REP_ACK: u32 = 1;
@@ -407,7 +409,7 @@ fn option_name(option: u32) -> String {
         OPT_STRUCTURED_REPLY => "NBD_OPT_STRUCTURED_REPLY",
         OPT_LIST_META_CONTEXT => "NBD_OPT_LIST_META_CONTEXT",
         OPT_SET_META_CONTEXT => "NBD_OPT_SET_META_CONTEXT",
-        11 => "NBD_OPT_EXTENDED_HEADERS",
+        OPT_EXTENDED_HEADERS => "NBD_OPT_EXTENDED_HEADERS",
         other => return format!("option {other}"),
     };
     name.to_string()

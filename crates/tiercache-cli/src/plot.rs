@@ -52,10 +52,9 @@ pub struct Chart<'a> {
     pub title: &'a str,
     pub x_label: &'a str,
     pub y_label: &'a str,
-    pub log_x: bool,
-    /// Where a log x axis has its ticks: at powers of two (sizes), or at 1, 2 and 5 times a
-    /// power of ten (counts). A linear axis chooses its own.
-    pub x_ticks: Ticks,
+    /// A log x axis, with its ticks at powers of two (sizes) or at 1, 2 and 5 times a power
+    /// of ten (counts); `None`, a linear one choosing its own.
+    pub log_x: Option<Ticks>,
     /// Formats an x-axis value (sizes as `64 MiB`, counts as `10k`).
     pub x_format: fn(f64) -> String,
     pub series: &'a [Series],
@@ -131,7 +130,7 @@ fn legend_corner(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> S
     let unit = |v: f64, lo: f64, hi: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
     let mut counts = [0usize; 4];
     for s in chart.series {
-        let x_of = |x: f64| match chart.log_x && x0 > 0.0 && x > 0.0 {
+        let x_of = |x: f64| match chart.log_x.is_some() && x0 > 0.0 && x > 0.0 {
             true => unit(x.ln(), x0.ln(), x1.ln()),
             false => unit(x, x0, x1),
         };
@@ -217,9 +216,9 @@ where
                 .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         }};
     }
-    if chart.log_x && x_min > 0.0 {
+    if let Some(ticks) = chart.log_x.filter(|_| x_min > 0.0) {
         let (lo, hi) = (x_min * 0.9, x_max * 1.1);
-        let ticks = chart.x_ticks.between(lo, hi, 8);
+        let ticks = ticks.between(lo, hi, 8);
         finish!(builder
             .build_cartesian_2d((lo..hi).log_scale().with_key_points(ticks), y_range)
             .map_err(|e| anyhow::anyhow!("{e:?}"))?);

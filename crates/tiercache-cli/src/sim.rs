@@ -29,7 +29,8 @@ pub struct StackArgs {
     /// Policy, optionally with parameters: lru, arc, 'clock:bits=2', 's3fifo:small_ratio=0.2'...
     #[arg(long)]
     pub policy: String,
-    /// Admission filters joined by '+': always, prob:P, second-hit[:N], second-hit-over:BYTES[:N], size:BYTES.
+    /// Admission filters joined by '+': always, prob:P, second-hit[:N],
+    /// second-hit-over:BYTES[:N], size:BYTES.
     #[arg(long, default_value = "always")]
     pub admission: String,
     /// Cache size: bytes ('64MiB', '4GiB') or, with --unit objects, a count.

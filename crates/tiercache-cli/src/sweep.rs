@@ -30,7 +30,8 @@ pub struct SweepArgs {
     /// What capacities count: bytes (object sizes respected) or objects.
     #[arg(long, default_value = "bytes", value_parser = ["bytes", "objects"])]
     pub unit: String,
-    /// Admission filters joined by '+': always, prob:P, second-hit[:N], second-hit-over:BYTES[:N], size:BYTES.
+    /// Admission filters joined by '+': always, prob:P, second-hit[:N],
+    /// second-hit-over:BYTES[:N], size:BYTES.
     #[arg(long, default_value = "always")]
     pub admission: String,
     /// Seed of the policies' and filters' randomness.
@@ -188,11 +189,10 @@ fn plot(args: &SweepArgs, points: &[(String, u64, f64)]) -> anyhow::Result<Vec<P
         title: &title,
         x_label,
         y_label: "miss ratio",
-        log_x: true,
-        x_ticks: match args.unit.as_str() {
+        log_x: Some(match args.unit.as_str() {
             "objects" => crate::plot::Ticks::Decimal,
             _ => crate::plot::Ticks::Binary,
-        },
+        }),
         x_format,
         series: &series,
     };

@@ -259,7 +259,8 @@ pub struct StackSpec {
     /// What capacities count: `bytes` (object sizes respected) or `objects`.
     #[serde(default = "default_unit")]
     pub unit: String,
-    /// Admission filters joined by `+`: `always`, `prob:P`, `second-hit[:N]`, `second-hit-over:BYTES[:N]` (large values only), `size:BYTES`.
+    /// Admission filters joined by `+`: `always`, `prob:P`, `second-hit[:N]`,
+    /// `second-hit-over:BYTES[:N]` (large values only), `size:BYTES`.
     #[serde(default = "default_admission")]
     pub admission: String,
     /// A second tier of this capacity (same unit) below the first.

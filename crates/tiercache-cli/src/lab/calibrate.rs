@@ -855,8 +855,7 @@ fn report(lab: &mut Lab, results: &[(Config, Outcome)]) -> anyhow::Result<()> {
             title: "Throughput: the engine measured, the simulator's prediction",
             x_label: "configuration (as listed in the table)",
             y_label: "ops/s",
-            log_x: false,
-            x_ticks: crate::plot::Ticks::Binary,
+            log_x: None,
             x_format: |x| format!("{}", x.round() as i64 + 1),
             series: &[
                 series("measured (engine)", points(|o| o.engine.ops_per_second)),
@@ -971,8 +970,7 @@ fn figure_2(lab: &mut Lab, s: &Sizes, disk: &Path, cores: usize) -> anyhow::Resu
             title: "Read throughput with concurrent writers, relative to none (Writes Hurt Fig. 2)",
             x_label: "concurrent writers",
             y_label: "share of read throughput",
-            log_x: false,
-            x_ticks: crate::plot::Ticks::Binary,
+            log_x: None,
             x_format: |x| format!("{x:.0}"),
             series: &[
                 series("this machine: DRAM", curve(&dram)),

@@ -312,8 +312,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
                 title: &title,
                 x_label: "split (0: 64-0, 1: 64-128, 2: 32-128, 3: 32-256)",
                 y_label: "ops/s",
-                log_x: false,
-                x_ticks: crate::plot::Ticks::Binary,
+                log_x: None,
                 x_format: |x| {
                     ["64-0", "64-128", "32-128", "32-256"]
                         .get(x.round() as usize)

@@ -271,8 +271,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             title: "Dataset larger than DRAM: throughput by workload",
             x_label: "workload (0 read-only ... 4 write-heavy)",
             y_label: "ops/s",
-            log_x: false,
-            x_ticks: crate::plot::Ticks::Binary,
+            log_x: None,
             x_format: |x| {
                 ["read-only", "95% reads", "80% reads", "50/50", "10% reads"]
                     .get(x.round() as usize)
@@ -878,8 +877,7 @@ fn per_dollar(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             title: "Performance per dollar against all-DRAM, as NVRAM replaces DRAM (budget 96)",
             x_label: "NVRAM of the 96 (scaled) GB",
             y_label: "% change in ops/s per cost",
-            log_x: false,
-            x_ticks: crate::plot::Ticks::Binary,
+            log_x: None,
             x_format: |x| format!("{x:.0}"),
             series: &curves,
         },

@@ -382,8 +382,7 @@ fn report(lab: &mut Lab, stacks: &[Stack], results: &[Vec<Vec<Measured>>]) -> an
             title: "YCSB on redb: throughput relative to no tiercache (A B C F D E)",
             x_label: "workload (0 A, 1 B, 2 C, 3 F, 4 D, 5 E)",
             y_label: "x no tiercache",
-            log_x: false,
-            x_ticks: crate::plot::Ticks::Binary,
+            log_x: None,
             x_format: |x| {
                 ["A", "B", "C", "F", "D", "E"].get(x.round() as usize).unwrap_or(&"").to_string()
             },

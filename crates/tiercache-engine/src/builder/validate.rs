@@ -37,10 +37,6 @@ impl CacheBuilder {
     /// would otherwise be refused as a file another cache has locked, which it is not.) Files
     /// are the same by device and inode where they exist, by their full path where not yet.
     fn check_tier_files(&self) -> Result<(), EngineError> {
-        use std::os::unix::fs::MetadataExt;
-        let identity = |path: &std::path::Path| {
-            std::fs::metadata(path).ok().map(|m| Backing { device: m.dev(), inode: m.ino() })
-        };
         let full = |path: &std::path::Path| {
             let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
             let dir = std::fs::canonicalize(parent.unwrap_or(std::path::Path::new(".")));
@@ -53,7 +49,7 @@ impl CacheBuilder {
         let mut seen: Vec<(Option<Backing>, std::path::PathBuf, usize)> = Vec::new();
         for (i, tier) in self.tiers.iter().enumerate() {
             let Some(path) = tier.kind.path() else { continue };
-            let (id, at) = (identity(path), full(path));
+            let (id, at) = (Backing::at(path), full(path));
             if let Some((_, backing_path)) = backing.filter(|(b, _)| Some(*b) == id) {
                 let reason = format!(
                     "tier {i}'s file {} is the backing file {}: a tier needs a file of its own",

@@ -164,11 +164,7 @@ impl CacheCore {
     ) -> Result<(), EngineError> {
         let recovered = self.recovery.as_ref().filter(|_| self.stats().recovered > 0);
         let mut media = self.media();
-        let same = |tier: &std::path::Path| {
-            use std::os::unix::fs::MetadataExt;
-            std::fs::metadata(tier)
-                .is_ok_and(|m| m.dev() == backing.device && m.ino() == backing.inode)
-        };
+        let same = |tier: &std::path::Path| Backing::at(tier) == Some(backing);
         if let Some(tier) = media.iter().filter_map(|m| m.path()).find(|t| same(t)) {
             let reason = format!(
                 "the backing file {} is this cache's tier file {}: a tier needs a file of its own",
