@@ -130,3 +130,13 @@ impl Place {
         self.tier == other.tier && self.slot == other.slot
     }
 }
+
+impl superblock::Backing {
+    /// The identity of the file at `path`, if there is one there (beside `Backing::of`, for an
+    /// open file, in superblock.rs, which is at the engine's file-length limit).
+    pub fn at(path: &std::path::Path) -> Option<superblock::Backing> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(superblock::Backing { device: meta.dev(), inode: meta.ino() })
+    }
+}

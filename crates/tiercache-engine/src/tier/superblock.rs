@@ -178,12 +178,6 @@ impl Backing {
         let meta = file.metadata()?;
         Ok(Backing { device: meta.dev(), inode: meta.ino() })
     }
-
-    /// The identity of the file at `path`, if there is one there.
-    pub fn at(path: &Path) -> Option<Backing> {
-        let meta = std::fs::metadata(path).ok()?;
-        Some(Backing { device: meta.dev(), inode: meta.ino() })
-    }
 }
 
 impl std::fmt::Display for Backing {
