@@ -131,6 +131,7 @@ impl Place {
     }
 }
 
+#[cfg(not(loom))]
 impl superblock::Backing {
     /// The identity of the file at `path`, if there is one there (beside `Backing::of`, for an
     /// open file, in superblock.rs, which is at the engine's file-length limit).
