@@ -21,6 +21,9 @@ POLICIES = {
     "clock": lambda c: lcs.Clock(cache_size=c),
     "lfu": lambda c: lcs.LFU(cache_size=c),
     "s3fifo": lambda c: lcs.S3FIFO(cache_size=c),
+    "sieve": lambda c: lcs.Sieve(cache_size=c),
+    "slru": lambda c: lcs.SLRU(cache_size=c),
+    "twoq": lambda c: lcs.TwoQ(cache_size=c),
 }
 
 

@@ -2,9 +2,14 @@
 //! written in C) on the CloudPhysics block trace in oracleGeneral form, at four capacities in
 //! each unit. Both sides run the same trace file; ours through `tiercache sim`.
 //!
-//! - LRU and FIFO: identical object and byte miss ratios.
+//! - LRU, FIFO, SIEVE and 2Q: identical object and byte miss ratios.
+//! - SLRU with libCacheSim's fill rule (`slru:fill_first_room=true`): identical in objects;
+//!   within 0.5 points in bytes, where libCacheSim also evicts when a hit's demotions overfill
+//!   its lowest segment (ours keeps hits quiet).
 //! - CLOCK, LFU (no aging), S3-FIFO and ARC: within 0.5 percentage points, except where our
 //!   semantics differ on purpose (below), where both numbers are pinned.
+//! - Where a paper's rule is our default and libCacheSim's differs (SLRU's fill, 2Q's capped
+//!   Am), the default's distance from libCacheSim is pinned (`paper_defaults_differ_as_pinned`).
 //!
 //! Documented difference: ARC with capacity in bytes. libCacheSim adapts `p` by
 //! `max(|B2| / |B1|, 1)` bytes (integer division, not scaled by the object's size) and evicts
@@ -66,19 +71,24 @@ fn ours(policy: &str, unit: &str, capacity: u64) -> (f64, f64) {
     (report["miss_ratio"].as_f64().unwrap(), report["byte_miss_ratio"].as_f64().unwrap())
 }
 
-/// (libCacheSim name, our policy spec, tolerance in points; 0 means identical).
-const PAIRS: [(&str, &str, f64); 6] = [
-    ("lru", "lru", 0.0),
-    ("fifo", "fifo", 0.0),
-    ("clock", "clock", 0.5),
-    ("lfu", "lfu:aging_threshold=none", 0.5),
-    ("s3fifo", "s3fifo", 0.5),
-    ("arc", "arc", 0.5),
+/// (libCacheSim name, our policy spec, tolerance in points in objects and in bytes; 0 means
+/// identical).
+const PAIRS: [(&str, &str, f64, f64); 9] = [
+    ("lru", "lru", 0.0, 0.0),
+    ("fifo", "fifo", 0.0, 0.0),
+    ("sieve", "sieve", 0.0, 0.0),
+    ("twoq", "2q:cap_am=true", 0.0, 0.0),
+    ("slru", "slru:fill_first_room=true", 0.0, 0.5),
+    ("clock", "clock", 0.5, 0.5),
+    ("lfu", "lfu:aging_threshold=none", 0.5, 0.5),
+    ("s3fifo", "s3fifo", 0.5, 0.5),
+    ("arc", "arc", 0.5, 0.5),
 ];
 
 fn compare(unit: &str, capacities: &[u64], exempt: &[(&str, u64)]) {
     let peer = peer(unit, capacities);
-    for (peer_name, spec, tolerance) in PAIRS {
+    for (peer_name, spec, in_objects, in_bytes) in PAIRS {
+        let tolerance = if unit == "objects" { in_objects } else { in_bytes };
         for &capacity in capacities {
             if exempt.contains(&(peer_name, capacity)) {
                 continue;
@@ -135,4 +145,21 @@ fn byte_arc_difference_is_pinned() {
     let (miss, _) = ours("arc", "bytes", 256 << 20);
     assert!((their_miss - 0.75401).abs() < 1e-4, "libCacheSim byte ARC at 256 MiB: {their_miss}");
     assert!((miss - 0.73764).abs() < 1e-4, "tiercache byte ARC at 256 MiB: {miss}");
+}
+
+/// The paper's rule where libCacheSim's departs from it, measured against libCacheSim: SLRU's
+/// new keys entering the probationary segment (libCacheSim fills the first segment with room,
+/// so while the cache fills new keys land in the protected ones; on this trace, which never
+/// stops filling at 20,000 blocks, that is 4.7 points fewer misses), and 2Q's Am taking what
+/// A1in leaves (libCacheSim caps it; A1in never falls below its share here, so they agree).
+#[test]
+fn paper_defaults_differ_as_pinned() {
+    let peer = peer("objects", &[20000]);
+    let cases = [("slru", "slru", 0.532493, 0.579739), ("twoq", "2q", 0.633193, 0.633193)];
+    for (peer_name, spec, theirs_pinned, ours_pinned) in cases {
+        let (theirs, _) = peer[peer_name]["20000"];
+        let (ours, _) = ours(spec, "objects", 20000);
+        assert!((theirs - theirs_pinned).abs() < 1e-6, "libCacheSim {peer_name}: {theirs}");
+        assert!((ours - ours_pinned).abs() < 1e-6, "tiercache {spec}: {ours}");
+    }
 }

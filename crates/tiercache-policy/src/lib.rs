@@ -44,6 +44,9 @@ pub mod s3fifo;
 pub mod seqlist;
 pub mod setassoc;
 pub mod sharded;
+pub mod sieve;
+pub mod slru;
+pub mod twoq;
 
 pub use admission::{Admission, AdmissionConfig};
 pub use error::PolicyError;

@@ -138,6 +138,14 @@ impl Arena {
         (list.tail != NIL).then_some(list.tail)
     }
 
+    /// The node one step newer than `index` (towards the head), `None` at the head: the way a
+    /// hand walks a queue from its tail (SIEVE).
+    #[inline]
+    pub fn newer(&self, index: u32) -> Option<u32> {
+        let prev = self.nodes[index as usize].prev;
+        (prev != NIL).then_some(prev)
+    }
+
     /// Unlinks the oldest node and returns its index (the caller releases or relinks it).
     #[inline]
     pub fn pop_back(&mut self, list: &mut List) -> Option<u32> {

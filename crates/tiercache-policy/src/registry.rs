@@ -276,12 +276,15 @@ registry! {
         Lru = "lru" => crate::lru::Lru,
         Arc = "arc" => crate::arc::Arc,
         Belady = "belady" | "opt" | "min" => crate::belady::Belady,
+        Sieve = "sieve" => crate::sieve::Sieve,
     }
     configured {
         Clock = "clock" => crate::clock::Clock,
         Lfu = "lfu" => crate::lfu::Lfu,
         S3fifo = "s3fifo" | "s3-fifo" => crate::s3fifo::S3Fifo,
         Lfru = "lfru" => crate::lfru::Lfru,
+        Slru = "slru" => crate::slru::Slru,
+        TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
         Setassoc = "setassoc" | "set-associative" => crate::setassoc::SetAssoc,
     }
 }
