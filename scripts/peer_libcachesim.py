@@ -24,6 +24,9 @@ POLICIES = {
     "sieve": lambda c: lcs.Sieve(cache_size=c),
     "slru": lambda c: lcs.SLRU(cache_size=c),
     "twoq": lambda c: lcs.TwoQ(cache_size=c),
+    "lruk": lambda c: lcs.LRUK(cache_size=c),
+    "gdsf": lambda c: lcs.GDSF(cache_size=c),
+    "lfuda": lambda c: lcs.LFUDA(cache_size=c),
 }
 
 

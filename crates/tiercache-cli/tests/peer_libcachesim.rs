@@ -2,14 +2,18 @@
 //! written in C) on the CloudPhysics block trace in oracleGeneral form, at four capacities in
 //! each unit. Both sides run the same trace file; ours through `tiercache sim`.
 //!
-//! - LRU, FIFO, SIEVE and 2Q: identical object and byte miss ratios.
+//! - LRU, FIFO, SIEVE, 2Q and LRU-K: identical object and byte miss ratios.
+//! - GDSF: within 0.02 points. libCacheSim inserts a missed key before making room, with the
+//!   age as it was, and may evict the key itself; ours ranks it after making room, with the age
+//!   the evictions set, and always keeps it (the order of Cao and Irani's GreedyDual-Size).
 //! - SLRU with libCacheSim's fill rule (`slru:fill_first_room=true`): identical in objects;
 //!   within 0.5 points in bytes, where libCacheSim also evicts when a hit's demotions overfill
 //!   its lowest segment (ours keeps hits quiet).
 //! - CLOCK, LFU (no aging), S3-FIFO and ARC: within 0.5 percentage points, except where our
 //!   semantics differ on purpose (below), where both numbers are pinned.
 //! - Where a paper's rule is our default and libCacheSim's differs (SLRU's fill, 2Q's capped
-//!   Am), the default's distance from libCacheSim is pinned (`paper_defaults_differ_as_pinned`).
+//!   Am, LFU-DA's hits), the default's distance from libCacheSim is pinned
+//!   (`paper_defaults_differ_as_pinned`).
 //!
 //! Documented difference: ARC with capacity in bytes. libCacheSim adapts `p` by
 //! `max(|B2| / |B1|, 1)` bytes (integer division, not scaled by the object's size) and evicts
@@ -73,11 +77,13 @@ fn ours(policy: &str, unit: &str, capacity: u64) -> (f64, f64) {
 
 /// (libCacheSim name, our policy spec, tolerance in points in objects and in bytes; 0 means
 /// identical).
-const PAIRS: [(&str, &str, f64, f64); 9] = [
+const PAIRS: [(&str, &str, f64, f64); 11] = [
     ("lru", "lru", 0.0, 0.0),
     ("fifo", "fifo", 0.0, 0.0),
     ("sieve", "sieve", 0.0, 0.0),
     ("twoq", "2q:cap_am=true", 0.0, 0.0),
+    ("lruk", "lru-k", 0.0, 0.0),
+    ("gdsf", "gdsf", 0.02, 0.02),
     ("slru", "slru:fill_first_room=true", 0.0, 0.5),
     ("clock", "clock", 0.5, 0.5),
     ("lfu", "lfu:aging_threshold=none", 0.5, 0.5),
@@ -151,11 +157,17 @@ fn byte_arc_difference_is_pinned() {
 /// new keys entering the probationary segment (libCacheSim fills the first segment with room,
 /// so while the cache fills new keys land in the protected ones; on this trace, which never
 /// stops filling at 20,000 blocks, that is 4.7 points fewer misses), and 2Q's Am taking what
-/// A1in leaves (libCacheSim caps it; A1in never falls below its share here, so they agree).
+/// A1in leaves (libCacheSim caps it; A1in never falls below its share here, so they agree);
+/// LFU-DA's hit counting one reference (libCacheSim's adds the lowest priority resident, so
+/// before the first eviction hits count nothing: 0.6 points more misses than the paper's here).
 #[test]
 fn paper_defaults_differ_as_pinned() {
     let peer = peer("objects", &[20000]);
-    let cases = [("slru", "slru", 0.532493, 0.579739), ("twoq", "2q", 0.633193, 0.633193)];
+    let cases = [
+        ("slru", "slru", 0.532493, 0.579739),
+        ("twoq", "2q", 0.633193, 0.633193),
+        ("lfuda", "lfuda", 0.625395, 0.618932),
+    ];
     for (peer_name, spec, theirs_pinned, ours_pinned) in cases {
         let (theirs, _) = peer[peer_name]["20000"];
         let (ours, _) = ours(spec, "objects", 20000);

@@ -277,6 +277,8 @@ registry! {
         Arc = "arc" => crate::arc::Arc,
         Belady = "belady" | "opt" | "min" => crate::belady::Belady,
         Sieve = "sieve" => crate::sieve::Sieve,
+        Gdsf = "gdsf" => crate::gdsf::Gdsf,
+        Lfuda = "lfuda" | "lfu-da" => crate::lfuda::Lfuda,
     }
     configured {
         Clock = "clock" => crate::clock::Clock,
@@ -284,6 +286,7 @@ registry! {
         S3fifo = "s3fifo" | "s3-fifo" => crate::s3fifo::S3Fifo,
         Lfru = "lfru" => crate::lfru::Lfru,
         Slru = "slru" => crate::slru::Slru,
+        LruK = "lru-k" | "lruk" => crate::lruk::LruK,
         TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
         Setassoc = "setassoc" | "set-associative" => crate::setassoc::SetAssoc,
     }
