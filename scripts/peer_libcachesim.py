@@ -27,6 +27,7 @@ POLICIES = {
     "lruk": lambda c: lcs.LRUK(cache_size=c),
     "gdsf": lambda c: lcs.GDSF(cache_size=c),
     "lfuda": lambda c: lcs.LFUDA(cache_size=c),
+    "mq": lambda c: lcs.MQ(cache_size=c),
 }
 
 

@@ -42,6 +42,7 @@ pub mod lfuda;
 pub mod log;
 pub mod lru;
 pub mod lruk;
+pub mod mq;
 pub mod nhc;
 pub mod nvcache;
 pub mod s3fifo;

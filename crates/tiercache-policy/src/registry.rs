@@ -287,6 +287,7 @@ registry! {
         Lfru = "lfru" => crate::lfru::Lfru,
         Slru = "slru" => crate::slru::Slru,
         LruK = "lru-k" | "lruk" => crate::lruk::LruK,
+        Mq = "mq" => crate::mq::Mq,
         TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
         Setassoc = "setassoc" | "set-associative" => crate::setassoc::SetAssoc,
     }
