@@ -839,8 +839,11 @@ fn a_log_flash_tier_is_written_in_runs_and_reads_back_the_latest_versions() {
     cache.flush();
     let stats = cache.stats();
     // Writes past what the shard may keep in flight go in place (the write-behind threads
-    // lagging): how many is a matter of timing, so only those behind are judged.
-    assert!(stats.writes_behind >= 60, "{stats:?}");
+    // lagging): how many is a matter of timing, so only those behind are judged. Alone on two
+    // cores 262 to 737 blocks went behind in five runs; a CI run contended by other builds saw
+    // 23, so the floor is only what makes the run check below mean something: 16 blocks in at
+    // most 4 writes.
+    assert!(stats.writes_behind >= 16, "{stats:?}");
     assert!(
         stats.behind_requests * 4 <= stats.writes_behind,
         "{} blocks in {} writes: not in runs",
