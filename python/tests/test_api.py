@@ -205,6 +205,30 @@ def test_sweep_has_the_columns_of_sweep_csv(tmp_path):
         assert float(cells["hit_ratio"]) == pytest.approx(ours["hit_ratio"].item(), abs=1e-12)
 
 
+def test_mrc_gives_the_command_lines_curves(tmp_path):
+    frame = tiercache.mrc(CLOUD, policies=["lru", "s3fifo"], capacities=["16MiB", "256MiB"],
+                          rate=0.1, samples=2)
+    assert list(frame[["policy", "capacity", "method"]].itertuples(index=False, name=None)) == [
+        ("lru", 16 << 20, "exact"), ("lru", 256 << 20, "exact"),
+        ("s3fifo", 16 << 20, "sampled"), ("s3fifo", 256 << 20, "sampled"),
+    ]
+    cli("mrc", "--trace", str(CLOUD), "--policy", "lru", "--policy", "s3fifo", "--rate", "0.1",
+        "--samples", "2", "--capacities", "16MiB,256MiB", "--out", str(tmp_path))
+    lines = (tmp_path / "mrc.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    assert header == list(frame.columns)
+    for line, (_, ours) in zip(lines[1:], frame.iterrows()):
+        cells = dict(zip(header, line.split(",")))
+        assert float(cells["miss_ratio"]) == pytest.approx(ours["miss_ratio"], abs=1e-12)
+        assert float(cells["spread"]) == pytest.approx(ours["spread"], abs=1e-12)
+    # LRU's exact curve is the simulator's.
+    for _, point in frame[frame.policy == "lru"].iterrows():
+        full = tiercache.sim(CLOUD, policy="lru", capacity=int(point.capacity))
+        assert point.miss_ratio == pytest.approx(full["miss_ratio"], abs=1e-12)
+    with pytest.raises(tiercache.ConfigError, match="rate must be in"):
+        tiercache.mrc(CLOUD, policies=["lru"], capacities=["1MiB"], rate=0)
+
+
 def test_a_failing_cell_is_reported_not_lost():
     frame = tiercache.sweep(CLOUD, policies=["lru", "nonsense"], capacities=["1MiB"], progress=False)
     assert pd.isna(frame.loc[0, "error"]) and frame.loc[0, "hit_ratio"] > 0

@@ -11,6 +11,7 @@ pub mod lab;
 pub mod measure;
 pub mod metrics;
 pub mod model;
+pub mod mrc;
 pub mod nbd;
 pub mod plot;
 pub mod profile;

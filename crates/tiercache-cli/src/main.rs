@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use tiercache_cli::{
-    bench, crashtest, demo, experiment, lab, model, profile, serve, sim, sweep, trace, ycsb,
+    bench, crashtest, demo, experiment, lab, model, mrc, profile, serve, sim, sweep, trace, ycsb,
     ycsb_slatedb,
 };
 
@@ -33,6 +33,9 @@ enum Command {
     },
     /// Simulate policies x capacities in parallel; write CSV and a miss-ratio-curve plot.
     Sweep(sweep::SweepArgs),
+    /// Miss-ratio curves fast: LRU's exact from stack distances in one pass, any policy's by
+    /// sampling keys (SHARDS), with the sampling error; `--check` compares with full runs.
+    Mrc(Box<mrc::MrcArgs>),
     /// Run the engine under load (threads, key distribution, tiers) and report throughput and
     /// latency; `--raw` measures the medium alone.
     Bench(Box<bench::BenchArgs>),
@@ -68,6 +71,7 @@ fn main() {
         Command::Demo(args) => demo::run(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Sweep(args) => sweep::run(&args),
+        Command::Mrc(args) => mrc::run(&args),
         Command::Run { file } => experiment::run(&file),
         Command::Trace(command) => trace::run(command),
         Command::Model(command) => model::run(&command),

@@ -53,8 +53,9 @@ pub struct SweepArgs {
 const DEFAULT_POLICIES: [&str; 7] = ["fifo", "lru", "clock", "lfu", "arc", "s3fifo", "belady"];
 const DEFAULT_FRACTIONS: [f64; 8] = [0.001, 0.003, 0.01, 0.03, 0.05, 0.1, 0.2, 0.5];
 
-fn load(args: &SweepArgs) -> anyhow::Result<(Vec<Request>, bool)> {
-    let mut reader = TraceReader::open(&args.trace.trace, &args.trace.options()?)?;
+/// The trace's requests in memory, and whether its times are logical (it has none).
+pub(crate) fn load(trace: &TraceArgs) -> anyhow::Result<(Vec<Request>, bool)> {
+    let mut reader = TraceReader::open(&trace.trace, &trace.options()?)?;
     let mut progress = Progress::new("reading trace", None);
     let mut requests = Vec::new();
     for item in reader.by_ref() {
@@ -67,19 +68,19 @@ fn load(args: &SweepArgs) -> anyhow::Result<(Vec<Request>, bool)> {
     if reader.skipped() > 0 {
         eprintln!("warning: skipped {} malformed records", reader.skipped());
     }
-    anyhow::ensure!(
-        !requests.is_empty(),
-        "{}: the trace has no requests",
-        args.trace.trace.display()
-    );
+    anyhow::ensure!(!requests.is_empty(), "{}: the trace has no requests", trace.trace.display());
     Ok((requests, !reader.info().has_time))
 }
 
-fn capacities(args: &SweepArgs, requests: &[Request]) -> anyhow::Result<Vec<Capacity>> {
-    let unit = if args.unit == "objects" { Unit::Objects } else { Unit::Bytes };
-    if !args.capacities.is_empty() {
-        return args
-            .capacities
+/// The capacities given, or by default 0.1% to 50% of the trace's footprint in `unit`.
+pub(crate) fn capacities(
+    given: &[String],
+    unit: &str,
+    requests: &[Request],
+) -> anyhow::Result<Vec<Capacity>> {
+    let unit = if unit == "objects" { Unit::Objects } else { Unit::Bytes };
+    if !given.is_empty() {
+        return given
             .iter()
             .map(|c| {
                 let amount = parse_size(c).with_context(|| format!("--capacities {c}"))?;
@@ -111,8 +112,8 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
     let policies: Vec<PolicyConfig> =
         names.iter().map(|p| PolicyConfig::parse(p)).collect::<Result<_, _>>()?;
     let admission = AdmissionConfig::parse_chain(&args.admission)?;
-    let (mut requests, logical_time) = load(args)?;
-    let capacities = capacities(args, &requests)?;
+    let (mut requests, logical_time) = load(&args.trace)?;
+    let capacities = capacities(&args.capacities, &args.unit, &requests)?;
     if let Some(address) = &args.ray {
         drop(requests);
         return on_ray(args, address, &names, &capacities);
@@ -140,7 +141,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
     write_csv(&csv, &points)?;
     let curves: Vec<(String, u64, f64)> =
         points.iter().map(|p| (p.policy.clone(), p.capacity, p.miss_ratio)).collect();
-    let plots = plot(args, &curves)?;
+    let plots = plot(&args.out, &args.trace, &args.unit, &curves)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&points)?);
     } else {
@@ -170,8 +171,13 @@ fn write_csv(path: &std::path::Path, points: &[SweepPoint]) -> anyhow::Result<()
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The miss-ratio curves of (policy, capacity, miss ratio) points.
-fn plot(args: &SweepArgs, points: &[(String, u64, f64)]) -> anyhow::Result<Vec<PathBuf>> {
+/// The miss-ratio curves of (policy, capacity, miss ratio) points, as `out/mrc.svg` and `.png`.
+pub(crate) fn plot(
+    out: &std::path::Path,
+    trace: &TraceArgs,
+    unit: &str,
+    points: &[(String, u64, f64)],
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut series: Vec<Series> = Vec::new();
     for (policy, capacity, miss_ratio) in points {
         let point = (*capacity as f64, *miss_ratio);
@@ -181,25 +187,26 @@ fn plot(args: &SweepArgs, points: &[(String, u64, f64)]) -> anyhow::Result<Vec<P
         }
     }
     // The ticks carry the unit of a size ("64 MiB"); a count's is the label's.
-    let x_label = if args.unit == "objects" { "cache size (objects)" } else { "cache size" };
-    let name = args.trace.trace.file_name().and_then(|n| n.to_str()).unwrap_or("trace");
+    let x_label = if unit == "objects" { "cache size (objects)" } else { "cache size" };
+    let name = trace.trace.file_name().and_then(|n| n.to_str()).unwrap_or("trace");
     let title = format!("miss ratio: {name}");
-    let x_format = if args.unit == "objects" { axis_count } else { axis_bytes };
+    let x_format = if unit == "objects" { axis_count } else { axis_bytes };
     let chart = Chart {
         title: &title,
         x_label,
         y_label: "miss ratio",
-        log_x: Some(match args.unit.as_str() {
+        log_x: Some(match unit {
             "objects" => crate::plot::Ticks::Decimal,
             _ => crate::plot::Ticks::Binary,
         }),
         x_format,
         series: &series,
     };
-    write_chart(&args.out.join("mrc"), &chart)
+    write_chart(&out.join("mrc"), &chart)
 }
 
-fn print_table(points: &[(String, u64, f64)], capacities: &[Capacity]) {
+/// The curves as a table: a row per policy, a column per capacity.
+pub(crate) fn print_table(points: &[(String, u64, f64)], capacities: &[Capacity]) {
     let label = |c: &Capacity| match c.unit {
         Unit::Bytes => format_size(c.amount),
         Unit::Objects => c.amount.to_string(),
@@ -311,7 +318,7 @@ fn on_ray(
     }
     std::fs::write(&csv, text).with_context(|| format!("cannot write {}", csv.display()))?;
     anyhow::ensure!(failed.is_empty(), "cells failed on Ray:\n{}", failed.join("\n"));
-    let plots = plot(args, &curves)?;
+    let plots = plot(&args.out, &args.trace, &args.unit, &curves)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&frame)?);
     } else {

@@ -132,6 +132,75 @@ fn sweep_json(
     Ok(serde_json::Value::Array(out).to_string())
 }
 
+/// Miss-ratio curves (`tiercache mrc`): `policies` by name, `capacities` as sizes or counts in
+/// `unit`, sampled at `rate` or at most `sample_keys` keys over `samples` samples, LRU exact
+/// from stack distances unless `sample_lru`; returns the points as a JSON list.
+#[pyfunction]
+#[pyo3(signature = (trace, format, policies, capacities, unit, rate, sample_keys, samples, sample_lru, seed))]
+#[allow(clippy::too_many_arguments)]
+fn mrc_json(
+    py: Python<'_>,
+    trace: PathBuf,
+    format: &str,
+    policies: Vec<String>,
+    capacities: Vec<String>,
+    unit: &str,
+    rate: f64,
+    sample_keys: Option<u64>,
+    samples: u32,
+    sample_lru: bool,
+    seed: u64,
+) -> PyResult<String> {
+    use tiercache_sim::mrc::{curves, SampledRun, Sampling};
+    let run = || -> anyhow::Result<String> {
+        let policies: Vec<tiercache_policy::PolicyConfig> = policies
+            .iter()
+            .map(|p| tiercache_policy::PolicyConfig::parse(p))
+            .collect::<Result<_, _>>()?;
+        let unit = match unit {
+            "bytes" => tiercache_core::Unit::Bytes,
+            "objects" => tiercache_core::Unit::Objects,
+            other => anyhow::bail!("unit '{other}': use bytes or objects"),
+        };
+        let capacities = capacities
+            .iter()
+            .map(|c| {
+                let amount = parse_size(c).map_err(|e| anyhow::anyhow!("capacity {c}: {e}"))?;
+                anyhow::ensure!(amount > 0, "capacity {c} is zero");
+                Ok(tiercache_core::Capacity { amount, unit })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        anyhow::ensure!(
+            !capacities.is_empty() && !policies.is_empty(),
+            "mrc needs a policy and a capacity"
+        );
+        anyhow::ensure!(samples >= 1, "samples must be at least 1");
+        let sampling = match sample_keys {
+            Some(keys) => Sampling::Keys(keys.max(1)),
+            None if rate > 0.0 && rate <= 1.0 => Sampling::Rate(rate),
+            None => anyhow::bail!("rate must be in (0, 1], got {rate}"),
+        };
+        let options = trace_options(format, None, None, false)?;
+        let mut reader = TraceReader::open(&trace, &options)?;
+        let mut requests = Vec::new();
+        for request in reader.by_ref() {
+            requests.push(request?);
+        }
+        anyhow::ensure!(!requests.is_empty(), "{}: the trace has no requests", trace.display());
+        let logical_time = !reader.info().has_time;
+        let run = SampledRun {
+            policies: &policies,
+            capacities: &capacities,
+            admission: &[],
+            seed,
+            logical_time,
+        };
+        let (points, _) = curves(&requests, &run, sampling, samples, !sample_lru, &|| {})?;
+        Ok(serde_json::to_string(&points)?)
+    };
+    py.detach(run).map_err(to_py)
+}
+
 fn trace_options(
     format: &str,
     csv_spec: Option<&str>,
@@ -505,6 +574,7 @@ fn _tiercache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add_function(wrap_pyfunction!(sim_json, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_json, m)?)?;
+    m.add_function(wrap_pyfunction!(mrc_json, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(write_trace, m)?)?;
     m.add_class::<Cache>()?;

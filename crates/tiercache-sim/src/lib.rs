@@ -4,6 +4,7 @@
 //! what is measured here is what the engine will run.
 
 pub mod counters;
+pub mod mrc;
 pub mod run;
 pub mod sweep;
 

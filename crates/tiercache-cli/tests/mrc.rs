@@ -1,0 +1,109 @@
+//! `tiercache mrc` against full simulations: LRU's curve from stack distances is the
+//! simulator's exactly; sampled curves are within a point of the full sweep at a 1% sampling
+//! rate on a trace of 760,000 keys (issue #55's bound); bad options are named.
+
+mod common;
+
+use common::{data_trace, scratch, tiercache, tiercache_fails};
+
+fn mrc_json(name: &str, args: &[&str]) -> serde_json::Value {
+    let out = scratch("mrc", name);
+    let mut all = vec!["mrc", "--json", "--out", out.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let report: serde_json::Value = serde_json::from_str(&tiercache(&all)).expect("JSON");
+    for file in ["mrc.csv", "mrc.svg", "mrc.png"] {
+        assert!(out.join(file).exists(), "{file} not written");
+    }
+    report
+}
+
+/// arc_P3 (3.9 million requests, 762,543 keys; data/README.md): LRU exact in bytes and in
+/// objects, ARC and S3-FIFO sampled at 1% over three samples, each checked against its full
+/// simulation.
+#[test]
+fn lru_is_exact_and_sampled_curves_are_within_a_point_of_the_full_simulations() {
+    let trace = data_trace("arc_P3.lis.zst");
+    for (unit, capacities) in [("bytes", "4MiB,16MiB,64MiB"), ("objects", "2000,8000,32000")] {
+        let report = mrc_json(
+            unit,
+            &[
+                "--trace",
+                trace.to_str().unwrap(),
+                "--unit",
+                unit,
+                "--capacities",
+                capacities,
+                "--policy",
+                "lru",
+                "--policy",
+                "arc",
+                "--policy",
+                "s3fifo",
+                "--check",
+            ],
+        );
+        let points = report["points"].as_array().unwrap();
+        let check = &report["check"];
+        let errors = check["error"].as_array().unwrap();
+        assert_eq!(points.len(), 9);
+        for (point, error) in points.iter().zip(errors) {
+            let error = error.as_f64().unwrap();
+            match point["policy"].as_str().unwrap() {
+                "lru" => {
+                    assert_eq!(point["method"], "exact");
+                    assert_eq!(error, 0.0, "{unit}: LRU's exact curve is off: {point}");
+                }
+                _ => {
+                    assert_eq!(point["method"], "sampled");
+                    assert_eq!(point["samples"], 3);
+                    assert!((point["rate"].as_f64().unwrap() - 0.01).abs() < 1e-9);
+                    assert!(point["spread"].as_f64().unwrap() > 0.0, "{point}");
+                }
+            }
+        }
+        let mae = check["mean_absolute_error"].as_f64().unwrap();
+        assert!(mae < 0.01, "{unit}: mean absolute error {mae} at rate 0.01");
+    }
+}
+
+/// A bound on the keys sampled sets the rate: cloudPhysicsIO has 48,974 keys, so 1,000 keys
+/// is a rate near 2%, and the requests simulated are near 2% of 113,872 per sample.
+#[test]
+fn a_key_bound_sets_the_rate() {
+    let trace = data_trace("cloudPhysicsIO.oracleGeneral.bin.zst");
+    let report = mrc_json(
+        "keys",
+        &[
+            "--trace",
+            trace.to_str().unwrap(),
+            "--policy",
+            "sieve",
+            "--capacities",
+            "64MiB",
+            "--sample-keys",
+            "1000",
+            "--samples",
+            "2",
+        ],
+    );
+    let point = &report["points"][0];
+    let rate = point["rate"].as_f64().unwrap();
+    assert!((0.015..0.025).contains(&rate), "rate {rate}");
+    let simulated = point["simulated_requests"].as_u64().unwrap();
+    assert!((2 * 1000..2 * 4000).contains(&simulated), "{simulated} requests over two samples");
+}
+
+#[test]
+fn impossible_sampling_options_are_named() {
+    let trace = data_trace("cloudPhysicsIO.oracleGeneral.bin.zst");
+    let trace = trace.to_str().unwrap();
+    for (flag, value, expected) in [
+        ("--rate", "0", "--rate must be in (0, 1]"),
+        ("--rate", "1.5", "--rate must be in (0, 1]"),
+        ("--samples", "0", "--samples must be at least 1"),
+        ("--sample-keys", "0", "--sample-keys must be at least 1"),
+    ] {
+        let err = tiercache_fails(&["mrc", "--trace", trace, flag, value]);
+        assert!(err.contains(expected), "{flag} {value}: {err}");
+    }
+}
