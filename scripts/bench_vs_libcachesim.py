@@ -39,6 +39,9 @@ PAIRS = {
     "mq": ("mq", "MQ"),
     "gdsf": ("gdsf", "GDSF"),
     "lfuda": ("lfuda", "LFUDA"),
+    "w-tinylfu": ("w-tinylfu", "WTinyLFU"),
+    "random": ("random", "Random"),
+    "lru-prob": ("lru-prob", "LRUProb"),
 }
 
 

@@ -2,7 +2,7 @@
 """Peer check: miss ratios from libCacheSim (the `libcachesim` Python package, an independent
 C simulator) on an oracleGeneral trace, printed as JSON for tiercache's tests to compare with.
 
-Usage: peer_libcachesim.py TRACE bytes|objects CAPACITY [CAPACITY ...]
+Usage: peer_libcachesim.py TRACE bytes|objects CAPACITY [CAPACITY ...] [--only NAME,NAME]
 With `objects`, every object counts as one unit of capacity (libCacheSim's ignore_obj_size).
 Prints {"<policy>": {"<capacity>": [object_miss_ratio, byte_miss_ratio], ...}, ...}
 """
@@ -28,16 +28,30 @@ POLICIES = {
     "gdsf": lambda c: lcs.GDSF(cache_size=c),
     "lfuda": lambda c: lcs.LFUDA(cache_size=c),
     "mq": lambda c: lcs.MQ(cache_size=c),
+    "wtinylfu": lambda c: lcs.WTinyLFU(cache_size=c),
+    "random": lambda c: lcs.Random(cache_size=c),
+    "lruprob": lambda c: lcs.LRUProb(cache_size=c),
 }
 
 
 def main():
-    trace, unit = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    only = None
+    if "--only" in args:
+        at = args.index("--only")
+        only = args[at + 1].split(",")
+        del args[at:at + 2]
+        unknown = [name for name in only if name not in POLICIES]
+        if unknown:
+            sys.exit(f"--only: unknown policies {unknown}; known: {', '.join(POLICIES)}")
+    trace, unit = args[0], args[1]
     if unit not in ("bytes", "objects"):
         sys.exit(f"unit must be bytes or objects, not {unit}")
-    capacities = [int(c) for c in sys.argv[3:]]
+    capacities = [int(c) for c in args[2:]]
     out = {}
     for name, make in POLICIES.items():
+        if only is not None and name not in only:
+            continue
         out[name] = {}
         for capacity in capacities:
             params = lcs.ReaderInitParam()

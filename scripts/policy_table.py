@@ -37,6 +37,9 @@ ROWS = [
     ("mq", "mq", "MQ"),
     ("gdsf", "gdsf", "GDSF"),
     ("lfuda", "lfuda", "LFUDA"),
+    ("w-tinylfu", "w-tinylfu", "WTinyLFU"),
+    ("random (seed 0)", "random", "Random"),
+    ("lru-prob (seed 0)", "lru-prob", "LRUProb"),
 ]
 
 

@@ -11,8 +11,10 @@
 //!   its lowest segment (ours keeps hits quiet).
 //! - CLOCK, LFU (no aging), S3-FIFO and ARC: within 0.5 percentage points, except where our
 //!   semantics differ on purpose (below), where both numbers are pinned.
+//! - Random and LRU with probabilistic promotion: ours averaged over three seeds within 0.5
+//!   points of libCacheSim's (whose draws are not seeded), each seed replaying exactly.
 //! - Where a paper's rule is our default and libCacheSim's differs (SLRU's fill, 2Q's capped
-//!   Am, LFU-DA's hits), the default's distance from libCacheSim is pinned
+//!   Am, LFU-DA's hits, W-TinyLFU's counting), the default's distance from libCacheSim is pinned
 //!   (`paper_defaults_differ_as_pinned`).
 //!
 //! Documented difference: ARC with capacity in bytes. libCacheSim adapts `p` by
@@ -36,12 +38,16 @@ const OBJECTS: [u64; 4] = [500, 2000, 8000, 20000];
 
 type Peer = HashMap<String, HashMap<String, (f64, f64)>>;
 
-fn peer(unit: &str, capacities: &[u64]) -> Peer {
+/// libCacheSim's miss ratios of `only` (every policy of the script if empty) at `capacities`.
+fn peer_of(unit: &str, capacities: &[u64], only: &[&str]) -> Peer {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/peer_libcachesim.py");
     let trace = data_trace(TRACE);
     let mut command = Command::new("python3");
     command.arg(script).arg(&trace).arg(unit);
     command.args(capacities.iter().map(|c| c.to_string()));
+    if !only.is_empty() {
+        command.arg("--only").arg(only.join(","));
+    }
     let output = command.output().expect("python3 must be installed for the peer check");
     assert!(
         output.status.success(),
@@ -56,6 +62,11 @@ fn peer(unit: &str, capacities: &[u64]) -> Peer {
             (policy, by_capacity)
         })
         .collect()
+}
+
+fn peer(unit: &str, capacities: &[u64]) -> Peer {
+    let names: Vec<&str> = PAIRS.iter().map(|(name, ..)| *name).collect();
+    peer_of(unit, capacities, &names)
 }
 
 fn ours(policy: &str, unit: &str, capacity: u64) -> (f64, f64) {
@@ -147,7 +158,7 @@ fn agrees_with_libcachesim_in_bytes() {
 #[test]
 fn byte_arc_difference_is_pinned() {
     // The one pair outside 0.5 points, with the reason in the module comment.
-    let peer = peer("bytes", &[256 << 20]);
+    let peer = peer_of("bytes", &[256 << 20], &["arc"]);
     let (their_miss, _) = peer["arc"][&(256u64 << 20).to_string()];
     let (miss, _) = ours("arc", "bytes", 256 << 20);
     assert!((their_miss - 0.75401).abs() < 1e-4, "libCacheSim byte ARC at 256 MiB: {their_miss}");
@@ -160,19 +171,48 @@ fn byte_arc_difference_is_pinned() {
 /// stops filling at 20,000 blocks, that is 4.7 points fewer misses), and 2Q's Am taking what
 /// A1in leaves (libCacheSim caps it; A1in never falls below its share here, so they agree);
 /// LFU-DA's hit counting one reference (libCacheSim's adds the lowest priority resident, so
-/// before the first eviction hits count nothing: 0.6 points more misses than the paper's here).
+/// before the first eviction hits count nothing: 0.6 points more misses than the paper's here);
+/// W-TinyLFU's count-min sketch raised on every reference and halved after ten times its width
+/// (libCacheSim counts in a Bloom filter, raised on misses, main-cache hits and every candidate
+/// it weighs, and drains the window into the main cache while candidates win: 1.0 point fewer
+/// misses here, and from 1.9 points more to 3.4 fewer at the other sizes in objects, within 0.42
+/// in bytes; RESULTS has the table).
 #[test]
 fn paper_defaults_differ_as_pinned() {
-    let peer = peer("objects", &[20000]);
+    let peer = peer_of("objects", &[20000], &["slru", "twoq", "lfuda", "wtinylfu"]);
     let cases = [
         ("slru", "slru", 0.532493, 0.579739),
         ("twoq", "2q", 0.633193, 0.633193),
         ("lfuda", "lfuda", 0.625395, 0.618932),
+        ("wtinylfu", "w-tinylfu", 0.523386, 0.533415),
     ];
     for (peer_name, spec, theirs_pinned, ours_pinned) in cases {
         let (theirs, _) = peer[peer_name]["20000"];
         let (ours, _) = ours(spec, "objects", 20000);
         assert!((theirs - theirs_pinned).abs() < 1e-6, "libCacheSim {peer_name}: {theirs}");
         assert!((ours - ours_pinned).abs() < 1e-6, "tiercache {spec}: {ours}");
+    }
+}
+
+/// Random eviction and LRU with probabilistic promotion draw: ours, averaged over seeds 0-2,
+/// within half a point of libCacheSim's run at every capacity in both units (the measured
+/// gaps are under 0.1 points, our seeds' range under 0.2: docs/RESULTS.md); a seed replays.
+#[test]
+fn seeded_policies_agree_over_seeds() {
+    for (unit, capacities) in [("objects", &OBJECTS[..]), ("bytes", &BYTES[..])] {
+        let peer = peer_of(unit, capacities, &["random", "lruprob"]);
+        for (peer_name, spec) in [("random", "random"), ("lruprob", "lru-prob")] {
+            for &capacity in capacities {
+                let (theirs, _) = peer[peer_name][&capacity.to_string()];
+                let runs: Vec<f64> = (0..3)
+                    .map(|seed| ours(&format!("{spec}:seed={seed}"), unit, capacity).0)
+                    .collect();
+                let mean = runs.iter().sum::<f64>() / runs.len() as f64;
+                let gap = (mean - theirs).abs() * 100.0;
+                assert!(gap <= 0.5, "{spec} at {capacity} {unit}: {mean:.4} vs {theirs:.4}");
+                let again = ours(&format!("{spec}:seed=0"), unit, capacity).0;
+                assert_eq!(again, runs[0], "{spec} at {capacity} {unit}: seed 0 did not replay");
+            }
+        }
     }
 }

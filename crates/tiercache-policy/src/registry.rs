@@ -288,6 +288,9 @@ registry! {
         Slru = "slru" => crate::slru::Slru,
         LruK = "lru-k" | "lruk" => crate::lruk::LruK,
         Mq = "mq" => crate::mq::Mq,
+        WTinyLfu = "w-tinylfu" | "wtinylfu" => crate::wtinylfu::WTinyLfu,
+        Random = "random" => crate::random::Random,
+        LruProb = "lru-prob" | "lruprob" => crate::lruprob::LruProb,
         TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
         Setassoc = "setassoc" | "set-associative" => crate::setassoc::SetAssoc,
     }
