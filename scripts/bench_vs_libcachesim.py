@@ -42,6 +42,7 @@ PAIRS = {
     "w-tinylfu": ("w-tinylfu", "WTinyLFU"),
     "random": ("random", "Random"),
     "lru-prob": ("lru-prob", "LRUProb"),
+    "hyperbolic": ("hyperbolic", "Hyperbolic"),
 }
 
 

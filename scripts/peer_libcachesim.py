@@ -31,6 +31,7 @@ POLICIES = {
     "wtinylfu": lambda c: lcs.WTinyLFU(cache_size=c),
     "random": lambda c: lcs.Random(cache_size=c),
     "lruprob": lambda c: lcs.LRUProb(cache_size=c),
+    "hyperbolic": lambda c: lcs.Hyperbolic(cache_size=c),
 }
 
 

@@ -40,6 +40,7 @@ ROWS = [
     ("w-tinylfu", "w-tinylfu", "WTinyLFU"),
     ("random (seed 0)", "random", "Random"),
     ("lru-prob (seed 0)", "lru-prob", "LRUProb"),
+    ("hyperbolic (seed 0)", "hyperbolic", "Hyperbolic"),
 ]
 
 

@@ -27,6 +27,7 @@ pub mod policy;
 pub mod queue;
 pub mod rank;
 pub mod registry;
+pub mod sampled;
 pub mod stack;
 pub mod told;
 
@@ -36,6 +37,7 @@ pub mod cas;
 pub mod clock;
 pub mod fifo;
 pub mod gdsf;
+pub mod hyperbolic;
 pub mod lfru;
 pub mod lfu;
 pub mod lfuda;

@@ -3,11 +3,11 @@
 //! depends on no order at all. Seeded (`random:seed=N`), so a run replays.
 
 use serde::{Deserialize, Serialize};
-use tiercache_core::{Capacity, Key, Request, SeededRng, Unit};
+use tiercache_core::{Capacity, Key, Request, SeededRng};
 
 use crate::frame::Eviction;
-use crate::index::KeyIndex;
 use crate::queue::expected_objects;
+use crate::sampled::Dense;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -17,13 +17,8 @@ pub struct RandomConfig {
 }
 
 pub struct Random {
-    /// Resident keys and sizes, densely: the draw is an index.
-    keys: Vec<(Key, u32)>,
-    /// Key to its index in `keys`.
-    index: KeyIndex,
+    keys: Dense<()>,
     rng: SeededRng,
-    unit: Unit,
-    used: u64,
 }
 
 impl crate::frame::Registered for Random {
@@ -35,45 +30,19 @@ impl crate::frame::Registered for Random {
         config: &RandomConfig,
         capacity: Capacity,
     ) -> Result<Random, crate::error::PolicyError> {
-        let expected = expected_objects(capacity).min(1 << 24);
-        Ok(Random {
-            keys: Vec::with_capacity(expected),
-            index: KeyIndex::with_capacity(expected),
-            rng: SeededRng::new(config.seed),
-            unit: capacity.unit,
-            used: 0,
-        })
-    }
-}
-
-impl Random {
-    fn charge(&self, size: u32) -> u64 {
-        match self.unit {
-            Unit::Bytes => size as u64,
-            Unit::Objects => 1,
-        }
-    }
-
-    /// Takes the key at `at` out, moving the last key into its place.
-    fn take(&mut self, at: usize) -> (Key, u32) {
-        let (key, size) = self.keys.swap_remove(at);
-        self.index.remove(key);
-        if let Some(&(moved, _)) = self.keys.get(at) {
-            self.index.insert(moved, at as u32);
-        }
-        self.used -= self.charge(size);
-        (key, size)
+        let keys = Dense::new(capacity.unit, expected_objects(capacity));
+        Ok(Random { keys, rng: SeededRng::new(config.seed) })
     }
 }
 
 impl Eviction for Random {
     fn peek(&self, key: Key) -> Option<u32> {
-        self.index.get(key).map(|at| self.keys[at as usize].1)
+        self.keys.get(key).map(|e| e.size)
     }
 
     #[inline]
     fn prefetch(&self, key: Key) {
-        self.index.prefetch(key);
+        self.keys.prefetch(key);
     }
 
     fn access(&mut self, req: &Request) -> Option<u32> {
@@ -81,30 +50,25 @@ impl Eviction for Random {
     }
 
     fn evict(&mut self, _incoming: &Request) -> Option<(Key, u32)> {
-        if self.keys.is_empty() {
-            return None;
-        }
-        let at = self.rng.below(self.keys.len() as u64) as usize;
-        Some(self.take(at))
+        let place = self.keys.draw(&mut self.rng)?;
+        let entry = self.keys.take(place);
+        Some((entry.key, entry.size))
     }
 
     fn insert(&mut self, req: &Request) {
-        self.index.insert(req.key, self.keys.len() as u32);
-        self.keys.push((req.key, req.size));
-        self.used += self.charge(req.size);
+        self.keys.insert(req.key, req.size, ());
     }
 
     fn remove(&mut self, key: Key) -> Option<u32> {
-        let at = self.index.get(key)?;
-        Some(self.take(at as usize).1)
+        self.keys.remove(key).map(|e| e.size)
     }
 
     fn used(&self) -> u64 {
-        self.used
+        self.keys.used()
     }
 
     fn resident(&self) -> u64 {
-        self.keys.len() as u64
+        self.keys.len()
     }
 
     fn label(&self) -> String {
@@ -116,6 +80,7 @@ impl Eviction for Random {
 mod tests {
     use super::*;
     use crate::frame::Registered;
+    use tiercache_core::Unit;
 
     /// Every resident key is as likely to go, and a seed replays its draws.
     #[test]

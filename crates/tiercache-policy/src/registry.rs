@@ -291,6 +291,7 @@ registry! {
         WTinyLfu = "w-tinylfu" | "wtinylfu" => crate::wtinylfu::WTinyLfu,
         Random = "random" => crate::random::Random,
         LruProb = "lru-prob" | "lruprob" => crate::lruprob::LruProb,
+        Hyperbolic = "hyperbolic" => crate::hyperbolic::Hyperbolic,
         TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
         Setassoc = "setassoc" | "set-associative" => crate::setassoc::SetAssoc,
     }
