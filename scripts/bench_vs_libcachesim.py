@@ -43,6 +43,7 @@ PAIRS = {
     "random": ("random", "Random"),
     "lru-prob": ("lru-prob", "LRUProb"),
     "hyperbolic": ("hyperbolic", "Hyperbolic"),
+    "clock2q+": ("clock2q+", "Clock2QPlus"),
 }
 
 

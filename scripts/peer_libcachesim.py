@@ -32,6 +32,7 @@ POLICIES = {
     "random": lambda c: lcs.Random(cache_size=c),
     "lruprob": lambda c: lcs.LRUProb(cache_size=c),
     "hyperbolic": lambda c: lcs.Hyperbolic(cache_size=c),
+    "clock2qplus": lambda c: lcs.Clock2QPlus(cache_size=c),
 }
 
 

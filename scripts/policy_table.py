@@ -28,6 +28,7 @@ ROWS = [
     ("clock", "clock", "Clock"),
     ("arc", "arc", "ARC"),
     ("s3fifo", "s3fifo", "S3FIFO"),
+    ("clock2q+", "clock2q+", "Clock2QPlus"),
     ("sieve", "sieve", "Sieve"),
     ("2q", "2q", "TwoQ"),
     ("2q (cap_am)", "2q:cap_am=true", "TwoQ"),

@@ -35,6 +35,7 @@ pub mod arc;
 pub mod belady;
 pub mod cas;
 pub mod clock;
+pub mod clock2qplus;
 pub mod fifo;
 pub mod gdsf;
 pub mod hyperbolic;

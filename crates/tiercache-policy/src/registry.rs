@@ -284,6 +284,7 @@ registry! {
         Clock = "clock" => crate::clock::Clock,
         Lfu = "lfu" => crate::lfu::Lfu,
         S3fifo = "s3fifo" | "s3-fifo" => crate::s3fifo::S3Fifo,
+        Clock2QPlus = "clock2q+" | "clock2qplus" => crate::clock2qplus::Clock2QPlus,
         Lfru = "lfru" => crate::lfru::Lfru,
         Slru = "slru" => crate::slru::Slru,
         LruK = "lru-k" | "lruk" => crate::lruk::LruK,

@@ -37,6 +37,9 @@ pub struct S3FifoConfig {
     pub ghost_ratio: f64,
     pub move_to_main_threshold: u32,
     pub fill_main_first: bool,
+    /// Hits on a key in small count only once this share of small's size in keys has been
+    /// admitted to small after it (Clock2Q+'s correlation window; 0: every hit counts).
+    pub corr_window_ratio: f64,
 }
 
 impl Default for S3FifoConfig {
@@ -46,6 +49,7 @@ impl Default for S3FifoConfig {
             ghost_ratio: 0.9,
             move_to_main_threshold: 2,
             fill_main_first: true,
+            corr_window_ratio: 0.0,
         }
     }
 }
@@ -60,6 +64,9 @@ impl S3FifoConfig {
         }
         if !(1..=3).contains(&self.move_to_main_threshold) {
             return Err(PolicyError::bad("s3fifo", "move_to_main_threshold", "must be 1 to 3"));
+        }
+        if !(0.0..=1.0).contains(&self.corr_window_ratio) {
+            return Err(PolicyError::bad("s3fifo", "corr_window_ratio", "must be in [0, 1]"));
         }
         Ok(())
     }
@@ -99,6 +106,11 @@ pub struct S3Fifo {
     fill_main_first: bool,
     has_evicted: bool,
     ghost_hit: bool,
+    /// The correlation window, in admissions to small (0: off).
+    corr_window: f64,
+    /// Keys admitted to small so far, and each node's count at its admission.
+    admitted_small: u64,
+    admitted_at: Vec<u64>,
 }
 
 impl crate::frame::Registered for S3Fifo {
@@ -135,6 +147,9 @@ impl S3Fifo {
             fill_main_first: config.fill_main_first,
             has_evicted: false,
             ghost_hit: false,
+            corr_window: small_target as f64 * config.corr_window_ratio,
+            admitted_small: 0,
+            admitted_at: Vec::new(),
         }
     }
 
@@ -210,12 +225,22 @@ impl Eviction for S3Fifo {
 
     #[inline]
     fn access(&mut self, req: &Request) -> Option<u32> {
-        let node = self.arena.get_mut(self.map.get(req.key)?);
-        if tag(node.aux) == GHOST {
+        let index = self.map.get(req.key)?;
+        let node = self.arena.get(index);
+        let t = tag(node.aux);
+        if t == GHOST {
             return None;
         }
-        node.aux = aux(tag(node.aux), (counter(node.aux) + 1).min(COUNTER_MAX));
-        Some(node.size)
+        let size = node.size;
+        if t == SMALL && self.corr_window > 0.0 {
+            let since = self.admitted_small - self.admitted_at[index as usize];
+            if (since as f64) < self.corr_window {
+                return Some(size);
+            }
+        }
+        let node = self.arena.get_mut(index);
+        node.aux = aux(t, (counter(node.aux) + 1).min(COUNTER_MAX));
+        Some(size)
     }
 
     fn admit(&mut self, req: &Request, _needs_room: bool) -> Result<(), RejectReason> {
@@ -256,6 +281,14 @@ impl Eviction for S3Fifo {
             || (self.fill_main_first && !self.has_evicted && small_full);
         let t = if to_main { MAIN } else { SMALL };
         let node = self.arena.alloc(req.key, req.size, aux(t, 0));
+        if !to_main && self.corr_window > 0.0 {
+            self.admitted_small += 1;
+            let at = node as usize;
+            if at >= self.admitted_at.len() {
+                self.admitted_at.resize(at + 1, 0);
+            }
+            self.admitted_at[at] = self.admitted_small;
+        }
         let list = if to_main { &mut self.main } else { &mut self.small };
         self.arena.push_front(list, node);
         self.map.insert(req.key, node);
