@@ -44,6 +44,7 @@ PAIRS = {
     "lru-prob": ("lru-prob", "LRUProb"),
     "hyperbolic": ("hyperbolic", "Hyperbolic"),
     "clock2q+": ("clock2q+", "Clock2QPlus"),
+    "lecar": ("lecar", "LeCaR"),
 }
 
 

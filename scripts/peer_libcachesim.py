@@ -3,8 +3,13 @@
 C simulator) on an oracleGeneral trace, printed as JSON for tiercache's tests to compare with.
 
 Usage: peer_libcachesim.py TRACE bytes|objects CAPACITY [CAPACITY ...] [--only NAME,NAME]
+                           [--repeat N]
 With `objects`, every object counts as one unit of capacity (libCacheSim's ignore_obj_size).
-Prints {"<policy>": {"<capacity>": [object_miss_ratio, byte_miss_ratio], ...}, ...}
+Prints {"<policy>": {"<capacity>": [object_miss_ratio, byte_miss_ratio, lowest, highest], ...}}:
+with --repeat N, each cell is run N times in this one process (libCacheSim's randomized
+policies draw from a generator that is not seeded per cache but goes on across runs, while
+separate processes started within a second draw alike), the ratios are the runs' means and
+lowest and highest their object miss ratios' range.
 """
 import json
 import sys
@@ -33,6 +38,7 @@ POLICIES = {
     "lruprob": lambda c: lcs.LRUProb(cache_size=c),
     "hyperbolic": lambda c: lcs.Hyperbolic(cache_size=c),
     "clock2qplus": lambda c: lcs.Clock2QPlus(cache_size=c),
+    "lecar": lambda c: lcs.LeCaR(cache_size=c),
 }
 
 
@@ -46,6 +52,13 @@ def main():
         unknown = [name for name in only if name not in POLICIES]
         if unknown:
             sys.exit(f"--only: unknown policies {unknown}; known: {', '.join(POLICIES)}")
+    repeat = 1
+    if "--repeat" in args:
+        at = args.index("--repeat")
+        repeat = int(args[at + 1])
+        del args[at:at + 2]
+        if repeat < 1:
+            sys.exit("--repeat must be at least 1")
     trace, unit = args[0], args[1]
     if unit not in ("bytes", "objects"):
         sys.exit(f"unit must be bytes or objects, not {unit}")
@@ -56,15 +69,20 @@ def main():
             continue
         out[name] = {}
         for capacity in capacities:
-            params = lcs.ReaderInitParam()
-            params.ignore_obj_size = unit == "objects"
-            reader = lcs.TraceReader(
-                trace=trace,
-                trace_type=lcs.TraceType.ORACLE_GENERAL_TRACE,
-                reader_init_params=params,
-            )
-            miss, byte_miss = make(capacity).process_trace(reader)
-            out[name][str(capacity)] = [miss, byte_miss]
+            runs = []
+            for _ in range(repeat):
+                params = lcs.ReaderInitParam()
+                params.ignore_obj_size = unit == "objects"
+                reader = lcs.TraceReader(
+                    trace=trace,
+                    trace_type=lcs.TraceType.ORACLE_GENERAL_TRACE,
+                    reader_init_params=params,
+                )
+                runs.append(make(capacity).process_trace(reader))
+            miss = sum(r[0] for r in runs) / repeat
+            byte_miss = sum(r[1] for r in runs) / repeat
+            lowest, highest = min(r[0] for r in runs), max(r[0] for r in runs)
+            out[name][str(capacity)] = [miss, byte_miss, lowest, highest]
     print(json.dumps(out))
 
 

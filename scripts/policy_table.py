@@ -42,6 +42,7 @@ ROWS = [
     ("random (seed 0)", "random", "Random"),
     ("lru-prob (seed 0)", "lru-prob", "LRUProb"),
     ("hyperbolic (seed 0)", "hyperbolic", "Hyperbolic"),
+    ("lecar (seed 0)", "lecar", "LeCaR"),
 ]
 
 

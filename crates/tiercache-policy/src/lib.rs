@@ -39,6 +39,7 @@ pub mod clock2qplus;
 pub mod fifo;
 pub mod gdsf;
 pub mod hyperbolic;
+pub mod lecar;
 pub mod lfru;
 pub mod lfu;
 pub mod lfuda;

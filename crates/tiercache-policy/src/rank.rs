@@ -114,9 +114,9 @@ impl Ranked {
         Some(self.release(slot))
     }
 
-    /// The lowest rank resident.
-    pub fn lowest_rank(&self) -> Option<u64> {
-        self.order.first().map(|&(rank, _, _)| rank)
+    /// The lowest-ranked key's entry, the next [`pop_lowest`](Self::pop_lowest) would take.
+    pub fn lowest(&self) -> Option<&Entry> {
+        self.order.first().map(|&(_, _, slot)| &self.entries[slot as usize])
     }
 
     pub fn remove(&mut self, key: Key) -> Option<Entry> {

@@ -293,6 +293,7 @@ registry! {
         Random = "random" => crate::random::Random,
         LruProb = "lru-prob" | "lruprob" => crate::lruprob::LruProb,
         Hyperbolic = "hyperbolic" => crate::hyperbolic::Hyperbolic,
+        LeCaR = "lecar" => crate::lecar::LeCaR,
         TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
         Setassoc = "setassoc" | "set-associative" => crate::setassoc::SetAssoc,
     }
