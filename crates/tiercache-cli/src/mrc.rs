@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
-use tiercache_core::{format_size, Capacity, Request};
+use tiercache_core::{format_size, Request};
 use tiercache_policy::{AdmissionConfig, PolicyConfig};
 use tiercache_sim::mrc::{self, MrcPoint, SampledRun, Sampling};
 
@@ -100,13 +100,17 @@ pub fn run(args: &MrcArgs) -> anyhow::Result<()> {
     let (requests, logical_time) = load(&args.trace)?;
     let capacities = capacities(&args.capacities, &args.unit, &requests)?;
     let start = Instant::now();
-    let points = curves(args, &requests, &policies, &capacities, &admission, logical_time)?;
+    let run = SampledRun {
+        policies: &policies,
+        capacities: &capacities,
+        admission: &admission,
+        seed: args.seed,
+        logical_time,
+    };
+    let points = curves(args, &requests, &run, sampling)?;
     let curve_seconds = start.elapsed().as_secs_f64();
     let check = match args.check {
-        true => {
-            let times = (logical_time, curve_seconds);
-            Some(check(&requests, &points, &policies, &capacities, args, times)?)
-        }
+        true => Some(check(&requests, &points, &run, curve_seconds)?),
         false => None,
     };
     std::fs::create_dir_all(&args.out)
@@ -152,22 +156,19 @@ fn sampling(args: &MrcArgs) -> anyhow::Result<Sampling> {
 fn curves(
     args: &MrcArgs,
     requests: &[Request],
-    policies: &[PolicyConfig],
-    capacities: &[Capacity],
-    admission: &[AdmissionConfig],
-    logical_time: bool,
+    run: &SampledRun,
+    sampling: Sampling,
 ) -> anyhow::Result<Vec<MrcPoint>> {
-    let sampled_policies = policies.iter().filter(|p| **p != PolicyConfig::Lru || args.sample_lru);
-    let total = (sampled_policies.count() * capacities.len()) as u64 * args.samples as u64;
+    let sampled = run.policies.iter().filter(|p| **p != PolicyConfig::Lru || args.sample_lru);
+    let total = (sampled.count() * run.capacities.len()) as u64 * args.samples as u64;
     let progress = Mutex::new(Progress::new("sampled simulations", Some(total)));
     let finished = AtomicU64::new(0);
     let done = || {
         let n = finished.fetch_add(1, Ordering::Relaxed) + 1;
         progress.lock().expect("progress lock").set(n);
     };
-    let run = SampledRun { policies, capacities, admission, seed: args.seed, logical_time };
     let (points, note) =
-        mrc::curves(requests, &run, sampling(args)?, args.samples, !args.sample_lru, &done)?;
+        mrc::curves(requests, run, sampling, args.samples, !args.sample_lru, &done)?;
     progress.into_inner().expect("progress lock").finish();
     if let Some(note) = note {
         eprintln!("warning: {note}");
@@ -179,14 +180,11 @@ fn curves(
 fn check(
     requests: &[Request],
     points: &[MrcPoint],
-    policies: &[PolicyConfig],
-    capacities: &[Capacity],
-    args: &MrcArgs,
-    (logical_time, curve_seconds): (bool, f64),
+    run: &SampledRun,
+    curve_seconds: f64,
 ) -> anyhow::Result<Check> {
-    let admission = AdmissionConfig::parse_chain(&args.admission)?;
     let mut requests = requests.to_vec();
-    let total = (policies.len() * capacities.len()) as u64;
+    let total = (run.policies.len() * run.capacities.len()) as u64;
     let progress = Mutex::new(Progress::new("full simulations (--check)", Some(total)));
     let finished = AtomicU64::new(0);
     let done = || {
@@ -196,11 +194,11 @@ fn check(
     let start = Instant::now();
     let full = tiercache_sim::sweep(
         &mut requests,
-        policies,
-        capacities,
-        &admission,
-        args.seed,
-        logical_time,
+        run.policies,
+        run.capacities,
+        run.admission,
+        run.seed,
+        run.logical_time,
         &done,
     )?;
     let full_seconds = start.elapsed().as_secs_f64();

@@ -16,6 +16,15 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// How much of a capacity in this unit an object of `size` bytes uses.
+    #[inline]
+    pub fn charge(self, size: u32) -> u64 {
+        match self {
+            Unit::Bytes => size as u64,
+            Unit::Objects => 1,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Unit::Bytes => "bytes",
@@ -43,10 +52,7 @@ impl Capacity {
     /// How much of the capacity an object of `size` bytes uses.
     #[inline]
     pub fn charge(&self, size: u32) -> u64 {
-        match self.unit {
-            Unit::Bytes => size as u64,
-            Unit::Objects => 1,
-        }
+        self.unit.charge(size)
     }
 
     /// Whether an object of `size` bytes can ever fit.

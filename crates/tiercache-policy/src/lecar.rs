@@ -53,9 +53,7 @@ struct Histories {
 
 impl Histories {
     fn forget(&mut self, node: u32) {
-        let n = *self.arena.get(node);
-        self.arena.unlink(&mut self.lists[n.aux as usize], node);
-        self.arena.release(node);
+        let n = self.arena.take(&mut self.lists, node);
         self.index.remove(n.key);
     }
 }

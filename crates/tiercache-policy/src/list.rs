@@ -138,6 +138,24 @@ impl Arena {
         (list.tail != NIL).then_some(list.tail)
     }
 
+    /// For policies whose lists are indexed by a node's `aux`: moves `index` from the list its
+    /// `aux` names to the head of `lists[to]`, and names that list in its `aux`.
+    pub fn relink(&mut self, lists: &mut [List], index: u32, to: u32) {
+        let from = self.nodes[index as usize].aux;
+        self.unlink(&mut lists[from as usize], index);
+        self.push_front(&mut lists[to as usize], index);
+        self.nodes[index as usize].aux = to;
+    }
+
+    /// For policies whose lists are indexed by a node's `aux`: unlinks `index` from the list its
+    /// `aux` names and frees it; returns the node as it was.
+    pub fn take(&mut self, lists: &mut [List], index: u32) -> Node {
+        let node = self.nodes[index as usize];
+        self.unlink(&mut lists[node.aux as usize], index);
+        self.release(index);
+        node
+    }
+
     /// The node one step newer than `index` (towards the head), `None` at the head: the way a
     /// hand walks a queue from its tail (SIEVE).
     #[inline]

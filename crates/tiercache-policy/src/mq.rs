@@ -187,10 +187,7 @@ impl Eviction for Mq {
         let queue = self.queues.iter().position(|q| !q.is_empty())?;
         let node = self.arena.pop_back(&mut self.queues[queue])?;
         let n = *self.arena.get(node);
-        let charge = match self.unit {
-            Unit::Bytes => n.size as u64,
-            Unit::Objects => 1,
-        };
+        let charge = self.unit.charge(n.size);
         if charge > self.out_target {
             self.arena.release(node);
             self.map.remove(n.key);

@@ -61,13 +61,6 @@ impl Ranked {
         }
     }
 
-    fn charge(&self, size: u32) -> u64 {
-        match self.unit {
-            Unit::Bytes => size as u64,
-            Unit::Objects => 1,
-        }
-    }
-
     pub fn get(&self, key: Key) -> Option<&Entry> {
         self.index.get(key).map(|slot| &self.entries[slot as usize])
     }
@@ -93,7 +86,7 @@ impl Ranked {
         self.order.insert((rank, self.seq, slot));
         let previous = self.index.insert(key, slot);
         debug_assert!(previous.is_none(), "key {key} ranked twice");
-        self.used += self.charge(size);
+        self.used += self.unit.charge(size);
     }
 
     /// Gives a resident key a new rank and count (it becomes the last ranked among equals);
@@ -130,7 +123,7 @@ impl Ranked {
         let entry = self.entries[slot as usize];
         self.index.remove(entry.key);
         self.free.push(slot);
-        self.used -= self.charge(entry.size);
+        self.used -= self.unit.charge(entry.size);
         entry
     }
 

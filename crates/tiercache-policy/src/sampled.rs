@@ -34,13 +34,6 @@ impl<M: Copy> Dense<M> {
         }
     }
 
-    fn charge(&self, size: u32) -> u64 {
-        match self.unit {
-            Unit::Bytes => size as u64,
-            Unit::Objects => 1,
-        }
-    }
-
     pub fn get(&self, key: Key) -> Option<&Entry<M>> {
         self.index.get(key).map(|at| &self.entries[at as usize])
     }
@@ -57,7 +50,7 @@ impl<M: Copy> Dense<M> {
     pub fn insert(&mut self, key: Key, size: u32, meta: M) {
         self.index.insert(key, self.entries.len() as u32);
         self.entries.push(Entry { key, size, meta });
-        self.used += self.charge(size);
+        self.used += self.unit.charge(size);
     }
 
     /// A resident entry's place, drawn uniformly; `None` when empty.
@@ -76,7 +69,7 @@ impl<M: Copy> Dense<M> {
         if let Some(moved) = self.entries.get(place) {
             self.index.insert(moved.key, place as u32);
         }
-        self.used -= self.charge(entry.size);
+        self.used -= self.unit.charge(entry.size);
         entry
     }
 

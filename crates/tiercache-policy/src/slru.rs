@@ -82,21 +82,8 @@ impl crate::frame::Registered for Slru {
 }
 
 impl Slru {
-    fn charge(&self, size: u32) -> u64 {
-        match self.unit {
-            Unit::Bytes => size as u64,
-            Unit::Objects => 1,
-        }
-    }
-
     fn over(&self, segment: usize) -> bool {
         segment > 0 && self.segments[segment].charge(self.unit) > self.share
-    }
-
-    fn relink(&mut self, node: u32, from: usize, to: usize) {
-        self.arena.unlink(&mut self.segments[from], node);
-        self.arena.push_front(&mut self.segments[to], node);
-        self.arena.get_mut(node).aux = to as u32;
     }
 
     /// Brings `segment` back within its share, each key it passes down settling the segment
@@ -104,15 +91,13 @@ impl Slru {
     fn settle(&mut self, segment: usize) {
         while self.over(segment) {
             let tail = self.arena.back(&self.segments[segment]).expect("an overfull segment");
-            self.relink(tail, segment, segment - 1);
+            self.arena.relink(&mut self.segments, tail, segment as u32 - 1);
             self.settle(segment - 1);
         }
     }
 
     fn forget(&mut self, node: u32) -> (Key, u32) {
-        let n = *self.arena.get(node);
-        self.arena.unlink(&mut self.segments[n.aux as usize], node);
-        self.arena.release(node);
+        let n = self.arena.take(&mut self.segments, node);
         self.map.remove(n.key);
         (n.key, n.size)
     }
@@ -136,7 +121,7 @@ impl Eviction for Slru {
         if segment == top {
             self.arena.move_to_front(&mut self.segments[top], node);
         } else {
-            self.relink(node, segment, segment + 1);
+            self.arena.relink(&mut self.segments, node, segment as u32 + 1);
             self.settle(segment + 1);
         }
         Some(n.size)
@@ -149,7 +134,7 @@ impl Eviction for Slru {
     }
 
     fn insert(&mut self, req: &Request) {
-        let charge = self.charge(req.size);
+        let charge = self.unit.charge(req.size);
         let segment = if self.fill_first_room {
             let has_room = |s: &List| s.charge(self.unit) + charge <= self.share;
             self.segments.iter().position(has_room).unwrap_or(0)

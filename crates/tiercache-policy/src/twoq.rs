@@ -88,17 +88,8 @@ impl crate::frame::Registered for TwoQ {
 }
 
 impl TwoQ {
-    fn charge(&self, size: u32) -> u64 {
-        match self.unit {
-            Unit::Bytes => size as u64,
-            Unit::Objects => 1,
-        }
-    }
-
     fn forget(&mut self, node: u32) -> (Key, u32) {
-        let n = *self.arena.get(node);
-        self.arena.unlink(&mut self.lists[n.aux as usize], node);
-        self.arena.release(node);
+        let n = self.arena.take(&mut self.lists, node);
         self.map.remove(n.key);
         (n.key, n.size)
     }
@@ -112,7 +103,7 @@ impl TwoQ {
     fn evict_in(&mut self) -> Option<(Key, u32)> {
         let node = self.arena.pop_back(&mut self.lists[IN as usize])?;
         let n = *self.arena.get(node);
-        if self.charge(n.size) > self.out_target {
+        if self.unit.charge(n.size) > self.out_target {
             self.arena.release(node);
             self.map.remove(n.key);
             return Some((n.key, n.size));
@@ -150,7 +141,7 @@ impl Eviction for TwoQ {
     }
 
     fn admit(&mut self, req: &Request, _needs_room: bool) -> Result<(), RejectReason> {
-        if self.charge(req.size) > self.in_target {
+        if self.unit.charge(req.size) > self.in_target {
             return Err(RejectReason::TooLarge);
         }
         Ok(())
@@ -163,7 +154,7 @@ impl Eviction for TwoQ {
             self.forget(node);
             self.seen_again = true;
             if let Some(cap) = self.am_cap {
-                let charge = self.charge(req.size);
+                let charge = self.unit.charge(req.size);
                 while self.lists[MAIN as usize].charge(self.unit) + charge > cap {
                     let Some((key, size)) = self.evict_main() else { break };
                     sink.evicted(key, size);

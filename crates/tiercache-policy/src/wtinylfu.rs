@@ -143,28 +143,12 @@ impl crate::frame::Registered for WTinyLfu {
 }
 
 impl WTinyLfu {
-    fn charge(&self, size: u32) -> u64 {
-        match self.unit {
-            Unit::Bytes => size as u64,
-            Unit::Objects => 1,
-        }
-    }
-
     fn used_by(&self, list: u32) -> u64 {
         self.lists[list as usize].charge(self.unit)
     }
 
-    fn relink(&mut self, node: u32, to: u32) {
-        let from = self.arena.get(node).aux;
-        self.arena.unlink(&mut self.lists[from as usize], node);
-        self.arena.push_front(&mut self.lists[to as usize], node);
-        self.arena.get_mut(node).aux = to;
-    }
-
     fn forget(&mut self, node: u32) -> (Key, u32) {
-        let n = *self.arena.get(node);
-        self.arena.unlink(&mut self.lists[n.aux as usize], node);
-        self.arena.release(node);
+        let n = self.arena.take(&mut self.lists, node);
         self.map.remove(n.key);
         (n.key, n.size)
     }
@@ -200,12 +184,12 @@ impl Eviction for WTinyLfu {
         match n.aux {
             WINDOW | PROTECTED => self.arena.move_to_front(&mut self.lists[n.aux as usize], node),
             _ => {
-                self.relink(node, PROTECTED);
+                self.arena.relink(&mut self.lists, node, PROTECTED);
                 while self.used_by(PROTECTED) > self.protected_target {
                     let Some(tail) = self.arena.back(&self.lists[PROTECTED as usize]) else {
                         break;
                     };
-                    self.relink(tail, PROBATION);
+                    self.arena.relink(&mut self.lists, tail, PROBATION);
                 }
             }
         }
@@ -213,7 +197,7 @@ impl Eviction for WTinyLfu {
     }
 
     fn admit(&mut self, req: &Request, _needs_room: bool) -> Result<(), RejectReason> {
-        if self.charge(req.size) > self.window_target {
+        if self.unit.charge(req.size) > self.window_target {
             return Err(RejectReason::TooLarge);
         }
         Ok(())
@@ -223,7 +207,7 @@ impl Eviction for WTinyLfu {
     /// candidate and the main cache's victim duel by frequency, the loser leaves. If the window
     /// has room for the incoming key, the main cache gives up its victim.
     fn evict(&mut self, incoming: &Request) -> Option<(Key, u32)> {
-        let overflows = self.used_by(WINDOW) + self.charge(incoming.size) > self.window_target;
+        let overflows = self.used_by(WINDOW) + self.unit.charge(incoming.size) > self.window_target;
         let candidate = self.arena.back(&self.lists[WINDOW as usize]);
         let victim = self.main_victim();
         let loser = match (overflows, candidate, victim) {
@@ -249,7 +233,7 @@ impl Eviction for WTinyLfu {
         self.map.insert(req.key, node);
         while self.used_by(WINDOW) > self.window_target {
             let Some(tail) = self.arena.back(&self.lists[WINDOW as usize]) else { break };
-            self.relink(tail, PROBATION);
+            self.arena.relink(&mut self.lists, tail, PROBATION);
         }
     }
 
