@@ -9,7 +9,9 @@ pub mod run;
 pub mod sweep;
 
 pub use counters::Counters;
-pub use run::{build, simulate, simulate_slice, RunError, RunOptions, SimReport};
+pub use run::{
+    build, simulate, simulate_slice, simulate_slice_observed, RunError, RunOptions, SimReport,
+};
 pub use sweep::{sweep, SweepPoint};
 pub mod model;
 pub mod timed;

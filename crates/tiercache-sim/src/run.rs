@@ -176,6 +176,21 @@ pub fn simulate_slice(
     Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()))
 }
 
+/// As [`simulate_slice`], showing `observe` every request and the policy's decision for it,
+/// in order: what a caller logs of a run (the write-backs a disk would see) comes from the
+/// run the report describes.
+pub fn simulate_slice_observed<F: FnMut(&Request, &Decision)>(
+    options: &RunOptions,
+    requests: &[Request],
+    mut observe: F,
+) -> Result<SimReport, PolicyError> {
+    let mut policy = build(options)?;
+    let mut state = LoopState::new(options.logical_time, options.stack.tick_us);
+    let start = Instant::now();
+    state.run_observed(&mut policy, requests, &mut |_| {}, &mut observe);
+    Ok(SimReport::new(&policy, state.counters, start.elapsed().as_secs_f64()))
+}
+
 /// How far ahead of the request being decided the policy is asked to prefetch its metadata.
 const PREFETCH_DISTANCE: usize = 8;
 
@@ -251,6 +266,18 @@ impl LoopState {
     /// warm. The policy is told a few requests ahead which keys are coming, so it can prefetch
     /// their metadata: the simulator is bound by memory latency, not by computation.
     fn run(&mut self, policy: &mut AnyPolicy, requests: &[Request], progress: &mut dyn FnMut(u64)) {
+        self.run_observed(policy, requests, progress, &mut |_, _| {});
+    }
+
+    /// As [`LoopState::run`], showing `observe` each request (its time as decided) and its
+    /// decision.
+    fn run_observed<F: FnMut(&Request, &Decision)>(
+        &mut self,
+        policy: &mut AnyPolicy,
+        requests: &[Request],
+        progress: &mut dyn FnMut(u64),
+        observe: &mut F,
+    ) {
         for (i, req) in requests.iter().enumerate() {
             if let Some(ahead) = requests.get(i + PREFETCH_DISTANCE) {
                 policy.prefetch(ahead.key);
@@ -263,6 +290,7 @@ impl LoopState {
             self.decision.clear();
             policy.decide(&req, &mut self.decision);
             self.counters.record(&req, &self.decision);
+            observe(&req, &self.decision);
             self.index += 1;
             if self.index.is_multiple_of(PROGRESS_EVERY) {
                 progress(self.index);

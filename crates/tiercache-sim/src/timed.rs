@@ -16,6 +16,12 @@
 //! while the request that caused them goes on, as the engine's flash tier with write-behind
 //! threads does.
 //!
+//! With a [`PageCache`], the operating system's page cache stands in front of the backing
+//! device, as buffered I/O puts it: a read the cache under study sends to the backing device is
+//! served from the page cache's device (DRAM) when the page cache holds every block of it, and
+//! every block read from or written to the backing device enters the page cache. Writes still
+//! reach the backing device (the engine syncs them).
+//!
 //! With a [`CpuModel`], a request first takes the cache's own work on one of `cores` processors
 //! (lookup, policy, bookkeeping: a fixed time, more for a miss), queueing when every core is
 //! busy; without one, the cache's work is free and only devices take time.
@@ -27,9 +33,9 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tiercache_core::limits::{ARRIVAL_RATE_MAX, CLIENTS_MAX};
 use tiercache_core::{
-    Action, Decision, DeviceProfile, Direction, Interval, Location, Op, Request, TierId,
+    Action, Capacity, Decision, DeviceProfile, Direction, Interval, Location, Op, Request, TierId,
 };
-use tiercache_policy::{AnyPolicy, Policy};
+use tiercache_policy::{AnyPolicy, Policy, PolicyConfig};
 
 /// One device operation of a request.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -293,6 +299,34 @@ pub struct TimedOptions {
     /// flash tier with write-behind threads): the device is busy with them, the request does
     /// not wait. Tiers past the end: no.
     pub written_behind: Vec<bool>,
+    /// The OS page cache in front of the backing device; `None`: direct I/O.
+    pub page_cache: Option<PageCache>,
+}
+
+/// The operating system's page cache below the cache under study and above its backing
+/// device (Writes Hurt section 3.1: the block manager reads from disk through the kernel's
+/// buffer cache after NVCache misses). Its policy is the kernel's, an LRU of `capacity`; its
+/// device is the memory it lives in. It is reported as the last device.
+#[derive(Clone, Debug)]
+pub struct PageCache {
+    pub capacity: Capacity,
+    pub device: DeviceProfile,
+    /// What reached the backing device before the run (reads and writes), in order: the page
+    /// cache starts warm with it.
+    pub warm: Vec<Request>,
+}
+
+impl PageCache {
+    fn build(&self) -> AnyPolicy {
+        let mut lru = AnyPolicy::from_config(&PolicyConfig::Lru, self.capacity, &[], 0)
+            .expect("an LRU of any capacity");
+        let mut decision = Decision::new();
+        for req in &self.warm {
+            decision.clear();
+            lru.decide(req, &mut decision);
+        }
+        lru
+    }
 }
 
 impl TimedOptions {
@@ -310,7 +344,8 @@ impl TimedOptions {
         if !(1..=CLIENTS_MAX).contains(&self.clients) {
             return Err(format!("clients must be 1 to {CLIENTS_MAX}, got {}", self.clients));
         }
-        for profile in self.tiers.iter().chain([&self.backing]) {
+        let page_cache = self.page_cache.as_ref().map(|p| &p.device);
+        for profile in self.tiers.iter().chain([&self.backing]).chain(page_cache) {
             profile.validate()?;
         }
         self.cpu.as_ref().map_or(Ok(()), |cpu| cpu.check().map_err(|e| format!("cpu: {e}")))
@@ -329,6 +364,7 @@ impl TimedOptions {
             interval_us: 100_000,
             cpu: None,
             written_behind: Vec::new(),
+            page_cache: None,
         }
     }
 }
@@ -388,6 +424,34 @@ fn stages(
     merge_runs(out);
 }
 
+/// Sends the chain's backing-device operations through the page cache: a read whose blocks it
+/// all holds goes to its device instead; every block read or written enters it.
+fn through_page_cache(
+    cache: &mut AnyPolicy,
+    device: usize,
+    backing: usize,
+    chain: &mut [Stage],
+    time_us: u64,
+) {
+    let mut decision = Decision::new();
+    for stage in chain.iter_mut().filter(|s| s.device == backing) {
+        let size = (stage.bytes / stage.blocks.max(1)) as u32;
+        let op = match stage.direction {
+            Direction::Read => Op::Read,
+            Direction::Write => Op::Write,
+        };
+        let mut held = true;
+        for key in stage.key..stage.key + stage.blocks {
+            decision.clear();
+            cache.decide(&Request::new(time_us, key, size, op), &mut decision);
+            held &= decision.hit.is_some();
+        }
+        if held && op == Op::Read {
+            stage.device = device;
+        }
+    }
+}
+
 /// Joins each stage that continues the one before it (same device, same direction, the next
 /// block) into that one.
 fn merge_runs(stages: &mut Vec<Stage>) {
@@ -434,6 +498,10 @@ struct Run<'a> {
     policy: &'a mut AnyPolicy,
     requests: &'a [Request],
     devices: Vec<Device>,
+    /// The backing device's index: after the tiers.
+    backing: usize,
+    /// The page cache's policy and its device's index (after the backing device).
+    page_cache: Option<(AnyPolicy, usize)>,
     cpu: Option<(CpuModel, Cores)>,
     behind: &'a [bool],
     /// Slots of requests in flight; closed loop: one per client, reused.
@@ -460,9 +528,12 @@ impl Run<'_> {
         self.next += 1;
         self.decision.clear();
         self.policy.decide(&req, &mut self.decision);
-        let backing = self.devices.len() - 1;
+        let backing = self.backing;
         let mut chain = self.slots[slot].take().map(|f| f.chain).unwrap_or_default();
         stages(&req, &self.decision, backing, self.behind, &mut chain);
+        if let Some((cache, device)) = self.page_cache.as_mut() {
+            through_page_cache(cache, *device, backing, &mut chain, req.time_us);
+        }
         let hit = self.decision.hit.is_some();
         let write = req.op == Op::Write;
         let compute_ns = self.cpu.as_ref().map_or(0, |(model, _)| {
@@ -546,12 +617,19 @@ pub fn simulate_timed(
     assert_eq!(options.tiers.len(), policy.tier_count(), "one device profile per tier");
     let mut devices: Vec<Device> = options.tiers.iter().cloned().map(Device::new).collect();
     devices.push(Device::new(options.backing.clone()));
+    let backing = devices.len() - 1;
+    let page_cache = options.page_cache.as_ref().map(|p| {
+        devices.push(Device::new(p.device.clone()));
+        (p.build(), devices.len() - 1)
+    });
     let histogram = || Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("bounds");
     let clients = options.clients.max(1);
     let mut run = Run {
         policy,
         requests,
         devices,
+        backing,
+        page_cache,
         cpu: options.cpu.clone().map(|model| {
             let cores = Cores { free: vec![0; model.cores.max(1)], busy_ns: 0 };
             (model, cores)

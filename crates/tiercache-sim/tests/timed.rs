@@ -293,3 +293,76 @@ fn contention_slows_operations_served_together() {
     assert!(close(run(2, 1.0), one), "{one}");
     assert!(close(run(2, 0.5), 2.0 * one / 1.5), "{one}");
 }
+
+#[test]
+fn a_page_cache_serves_the_backing_reads_it_holds_and_takes_every_block_read_or_written() {
+    use tiercache_core::Op;
+    use tiercache_sim::timed::PageCache;
+    // A one-block cache tier over a slow disk, reading 64 blocks three times over: the tier
+    // holds nearly nothing, so every read goes to the backing device; a page cache of 64
+    // blocks holds them all after the first pass, a page cache of 8 never (LRU over a loop).
+    let stream: Vec<Request> = (0..192).map(|i| Request::read(i % 64, 4096)).collect();
+    let run = |page_cache: Option<u64>| {
+        let mut policy =
+            AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(1), &[], 0).unwrap();
+        let options = TimedOptions {
+            page_cache: page_cache.map(|blocks| PageCache {
+                capacity: Capacity::objects(blocks),
+                device: fixed_rate("dram", 1e7),
+                warm: Vec::new(),
+            }),
+            ..TimedOptions::closed(1, vec![fixed_rate("tier", 1e6)], fixed_rate("disk", 1e3))
+        };
+        simulate_timed(&mut policy, &stream, &options)
+    };
+    let direct = run(None);
+    let held = run(Some(64));
+    let thrashed = run(Some(8));
+    assert_eq!(direct.devices.len(), 2);
+    assert_eq!(direct.devices[1].bytes_read, 192 * 4096);
+    // With the page cache: the first pass from the disk, the other two from the page cache.
+    assert_eq!(held.devices[1].bytes_read, 64 * 4096, "{:?}", held.devices);
+    assert_eq!(held.devices[2].bytes_read, 128 * 4096, "{:?}", held.devices);
+    assert!(held.ops_per_second > 2.5 * direct.ops_per_second);
+    assert_eq!(thrashed.devices[1].bytes_read, 192 * 4096);
+    // A write reaches the disk and enters the page cache: once the one-block tier has let it
+    // go (a second write takes its place), a read of it is served by the page cache.
+    let written = [
+        Request::new(0, 7, 4096, Op::Write),
+        Request::new(0, 8, 4096, Op::Write),
+        Request::read(7, 4096),
+    ];
+    let mut policy =
+        AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(1), &[], 0).unwrap();
+    let options = TimedOptions {
+        page_cache: Some(PageCache {
+            capacity: Capacity::objects(8),
+            device: fixed_rate("dram", 1e7),
+            warm: Vec::new(),
+        }),
+        ..TimedOptions::closed(1, vec![fixed_rate("tier", 1e6)], fixed_rate("disk", 1e3))
+    };
+    let r = simulate_timed(&mut policy, &written, &options);
+    assert_eq!(r.devices[1].bytes_written, 2 * 4096, "{:?}", r.devices);
+    assert_eq!(r.devices[1].bytes_read, 0, "{:?}", r.devices);
+    assert_eq!(r.devices[2].bytes_read, 4096, "{:?}", r.devices);
+}
+
+#[test]
+fn a_warm_page_cache_serves_its_first_reads() {
+    use tiercache_sim::timed::PageCache;
+    let stream: Vec<Request> = (0..8).map(|i| Request::read(i, 4096)).collect();
+    let mut policy =
+        AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(1), &[], 0).unwrap();
+    let options = TimedOptions {
+        page_cache: Some(PageCache {
+            capacity: Capacity::objects(8),
+            device: fixed_rate("dram", 1e7),
+            warm: stream[..4].to_vec(),
+        }),
+        ..TimedOptions::closed(1, vec![fixed_rate("tier", 1e6)], fixed_rate("disk", 1e3))
+    };
+    let r = simulate_timed(&mut policy, &stream, &options);
+    assert_eq!(r.devices[1].bytes_read, 4 * 4096, "{:?}", r.devices);
+    assert_eq!(r.devices[2].bytes_read, 4 * 4096, "{:?}", r.devices);
+}

@@ -153,6 +153,10 @@ pub struct Claim {
     pub untested: Option<String>,
     pub verdict: Verdict,
     pub explanation: String,
+    /// Why the claim is judged but not counted in a tally: it follows from another claim, or
+    /// its figure is arithmetic on the inputs rather than a result of a run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_counted: Option<String>,
 }
 
 impl Claim {
@@ -185,7 +189,22 @@ impl Claim {
             untested: None,
             verdict: Verdict::NotTested,
             explanation: String::new(),
+            not_counted: None,
         }
+    }
+
+    /// Marks the claim as following from another (`how`: which, and why): judged, shown, and
+    /// not counted a second time.
+    pub fn follows(mut self, how: &str) -> Claim {
+        self.not_counted = Some(format!("follows from {how}"));
+        self
+    }
+
+    /// Marks the claim's figure as arithmetic on the inputs (`how`): judged, shown, and never
+    /// counted as reproduced.
+    pub fn arithmetic(mut self, how: &str) -> Claim {
+        self.not_counted = Some(format!("arithmetic: {how}"));
+        self
     }
 
     /// Marks the claim as the lab's own, not a paper's.

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use tiercache_core::{Capacity, DeviceProfile, Request};
 use tiercache_policy::hibachi::HibachiConfig;
 use tiercache_policy::{AnyPolicy, Policy, PolicyConfig, StackConfig};
-use tiercache_sim::{simulate_slice, RunOptions, SimReport};
+use tiercache_sim::{simulate_slice, simulate_slice_observed, RunOptions, SimReport};
 use tiercache_workload::gen::KeyDistribution;
 use tiercache_workload::stats::StatsBuilder;
 use tiercache_workload::{TraceFormat, TraceOptions, TraceReader};
@@ -100,31 +100,107 @@ fn workload(name: String, requests: Vec<Request>) -> Workload {
 }
 
 /// Every policy on every workload at every size, in parallel: the cells workload by
-/// workload, size by size.
-fn simulate_cells(workloads: &[Workload], sizes: &[u64]) -> anyhow::Result<Vec<Cell>> {
+/// workload, size by size. With a `disk`, each run's write-backs are also logged as the
+/// paper's simulator logs them and timed on it ([`DiskLog`]).
+fn simulate_cells(
+    workloads: &[Workload],
+    sizes: &[u64],
+    disk: Option<&DeviceProfile>,
+) -> anyhow::Result<Vec<Cell>> {
     let jobs: Vec<(usize, u64, usize)> = (0..workloads.len())
         .flat_map(|w| sizes.iter().flat_map(move |&m| (0..POLICIES.len()).map(move |p| (w, m, p))))
         .collect();
-    let results: Vec<SimReport> = jobs
+    let results: Vec<(SimReport, Option<DiskRun>)> = jobs
         .par_iter()
         .map(|&(w, mib, p)| {
-            simulate_slice(&options(POLICIES[p], mib * 256), &workloads[w].requests)
+            let options = options(POLICIES[p], mib * 256);
+            let requests = &workloads[w].requests;
+            match disk {
+                None => simulate_slice(&options, requests).map(|r| (r, None)),
+                Some(disk) => {
+                    let mut log = DiskLog::new(disk.clone());
+                    let report =
+                        simulate_slice_observed(&options, requests, |_, d| log.request(d))?;
+                    Ok((report, Some(log.finish())))
+                }
+            }
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, tiercache_policy::PolicyError>>()?;
     let mut cells: Vec<Cell> = Vec::new();
-    for (job, report) in jobs.iter().zip(results) {
+    for (job, (report, disk)) in jobs.iter().zip(results) {
         if job.2 == 0 {
-            cells.push(Cell { workload: job.0, mib: job.1, reports: Vec::new() });
+            cells.push(Cell { workload: job.0, mib: job.1, reports: Vec::new(), disk: Vec::new() });
         }
-        cells.last_mut().expect("a cell").reports.push(report);
+        let cell = cells.last_mut().expect("a cell");
+        cell.reports.push(report);
+        cell.disk.push(disk);
     }
     Ok(cells)
 }
 
+/// A run's write-backs as the disk sees them, logged as the paper's Sim-ideal logs them for its
+/// fio replay (section V-A): each request's write-backs in order, a run of consecutive pages
+/// written back together one write, each timed by the disk's model one at a time (fio's
+/// `direct=1`, `ioengine=sync`).
+struct DiskLog {
+    disk: DeviceProfile,
+    run: DiskRun,
+    bytes: u64,
+    ns: f64,
+    /// Where the last write ended, and the request's write being gathered.
+    end: u64,
+    pending: Option<(u64, u64)>,
+}
+
+impl DiskLog {
+    fn new(disk: DeviceProfile) -> DiskLog {
+        let run = DiskRun { mb_s: 0.0, blocks: 0, writes: 0, sequential: 0, seconds: 0.0 };
+        DiskLog { disk, run, bytes: 0, ns: 0.0, end: u64::MAX, pending: None }
+    }
+
+    fn write(&mut self, (at, len): (u64, u64)) {
+        let follows = at == self.end;
+        self.ns += self.disk.service_ns_at(tiercache_core::Direction::Write, len, 0, follows);
+        self.run.sequential += follows as u64;
+        self.run.writes += 1;
+        self.bytes += len;
+        self.end = at + len;
+    }
+
+    fn request(&mut self, decision: &tiercache_core::Decision) {
+        for action in &decision.actions {
+            if let tiercache_core::Action::WriteBack { key, .. } = *action {
+                self.run.blocks += 1;
+                let at = key * BLOCK;
+                match self.pending {
+                    Some((start, len)) if start + len == at => {
+                        self.pending = Some((start, len + BLOCK))
+                    }
+                    _ => {
+                        if let Some(write) = self.pending.take() {
+                            self.write(write);
+                        }
+                        self.pending = Some((at, BLOCK));
+                    }
+                }
+            }
+        }
+        if let Some(write) = self.pending.take() {
+            self.write(write);
+        }
+    }
+
+    fn finish(mut self) -> DiskRun {
+        self.run.seconds = self.ns / 1e9;
+        self.run.mb_s = if self.ns > 0.0 { self.bytes as f64 / self.ns * 1e3 } else { 0.0 };
+        self.run
+    }
+}
+
 /// The mean over `cells` at `mib` of Hibachi's read hit rate over baseline `b`'s.
-fn mean_read_ratio(cells: &[Cell], mib: u64, b: usize) -> f64 {
+fn mean_read_ratio<'a>(cells: impl Iterator<Item = &'a Cell>, mib: u64, b: usize) -> f64 {
     let ratios: Vec<f64> =
-        cells.iter().filter(|c| c.mib == mib).map(|c| c.read(0) / c.read(b).max(1e-9)).collect();
+        cells.filter(|c| c.mib == mib).map(|c| c.read(0) / c.read(b).max(1e-9)).collect();
     ratios.iter().sum::<f64>() / ratios.len() as f64
 }
 
@@ -133,6 +209,8 @@ struct Cell {
     workload: usize,
     mib: u64,
     reports: Vec<SimReport>,
+    /// Per policy, its write-backs on the disk, where they were logged.
+    disk: Vec<Option<DiskRun>>,
 }
 
 impl Cell {
@@ -144,7 +222,29 @@ impl Cell {
     }
 }
 
+/// Figures 6 and 11 as the paper states them beside the lab's.
+pub(super) fn fidelity() -> Fidelity {
+    use super::fidelity::HIBACHI as H;
+    let setup = |text: &'static str| (H, 143, text);
+    Fidelity::new(
+        "Hibachi Figures 6 and 11 (read hit rates; write throughput on a disk)",
+        vec![
+            Param::stated("page", setup("we configure a 4KB cache block size"), Value::kib(4.0), Value::Bytes(BLOCK as f64), How::Same),
+            Param::stated("cache sizes", setup("The cache sizes vary from 8MB (2,048 of 4KB blocks) to 256MB (65,536 of 4KB blocks)"), Value::words("8 MB to 256 MB"), Value::words(format!("{} MB to {} MB", SIZES_MIB[0], SIZES_MIB[SIZES_MIB.len() - 1])), How::Same),
+            Param::stated("DRAM and NVRAM", setup("the total size of both DRAM (half of the total) and NVRAM (the other half)"), Value::words("half and half"), Value::words("half and half"), How::Same),
+            Param::stated("traces", setup("four MSR traces (rsrch_0, wdev_0, stg_0 and ts_0)"), Value::words("MSR rsrch_0, wdev_0, stg_0, ts_0"), Value::words("synthetic traces fitted to Table I (requests, distinct pages, read/write ratio) with the MSR hm_0 sample's request lengths and runs; beside them every real trace of the test data"), How::Differs("the four MSR volumes are not in the test data (only hm_0's first 1000 requests are)".into())),
+            Param::stated("sequential-flush threshold", (H, 102, "the longest set of consecutive dirty pages is over a given threshold (e.g., 10)"), Value::Number(10.0, "pages"), Value::Number(10.0, "pages"), How::Same),
+            Param::stated("disk", (H, 147, "a RAID 5 with six Seagate SAS disk drives (ST6000NM0034-MS2A, SAS 12Gbps, 6TB, 7200rpm)"), Value::words("RAID 5 of six 7200 rpm SAS disks"), Value::words("one modeled 7200 rpm disk (the hdd profile)"), How::Differs("no disk array here: one modeled disk; the claims compare the policies' ratios on it, not MB/s".into())),
+            Param::stated("replay", (H, 147, "we set Fio with \"direct=1\" and \"ioengine=sync,\""), Value::words("the simulator's flushes, one synchronous direct write at a time"), Value::words("the engine's write-backs of the same policy, one write at a time in order"), How::Differs("the engine runs the policy's own code and its write-backs are recorded (a claim checks they are the simulator's); a run of pages written back together is one write, as fio replays one logged request".into())),
+            Param::assumed("read skew of the fitted traces", Value::Number(fitted::PAPER_SKEW, "(power-law exponent)"), How::Swept("1 to 8 in Figure 6's sweep; the paper says only that 'most accesses concentrate on a small portion of pages'".into())),
+            Param::assumed("request lengths and runs", Value::words("fitted to the MSR hm_0 sample of the test data"), How::Assumed("the paper gives no run statistics; hm_0 is an MSR Cambridge volume of the same collection (its fit is in the report)".into())),
+            Param::assumed("rewrites", Value::words("80% of rewrites to one of the 32 pages written last"), How::Assumed("section II (Figure 2b): 'a large number of write after write temporal distances are short'".into())),
+        ],
+    )
+}
+
 pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
+    lab.fidelity(fidelity())?;
     let limit = match lab.scale {
         Scale::Full => usize::MAX,
         Scale::Quick => 4_000_000,
@@ -202,7 +302,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         workloads.len() * SIZES_MIB.len() * POLICIES.len(),
         rayon::current_num_threads()
     ));
-    let cells = simulate_cells(&workloads, &SIZES_MIB)?;
+    let cells = simulate_cells(&workloads, &SIZES_MIB, None)?;
 
     lab.heading("The traces");
     let rows: Vec<Vec<String>> = workloads
@@ -291,22 +391,28 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         .map(|c| c.read(0) / c.read(1))
         .collect();
     let real_8 = (real_8.iter().sum::<f64>() / real_8.len().max(1) as f64, real_8.len());
-    let fitted_ratios = paper_setup(lab, real_8)?;
+    // Request lengths and runs from the MSR sample, for the traces fitted to Table I.
+    let msr = TRACES.iter().position(|t| t.1 == "msr").filter(|&i| i < real);
+    let runs = match msr {
+        Some(i) => fitted::RunFit::of(&workloads[i].requests),
+        None => fitted::RunFit::none(),
+    };
+    let (fitted_ratios, fitted_traces, fitted_cells) = paper_setup(lab, real_8, &runs)?;
     let mut claim = Claim::shape(
         "Hibachi section V-B1, Figure 6",
         "Hibachi's read hit rate is above Hybrid-LRU's and Hybrid-ARC's: on average 3x, 2.9x, 1.8x, 1.1x Hybrid-LRU's and 2.7x, 1.9x, 1.2x, 1.1x Hybrid-ARC's at 8, 16, 32, 64 MB",
-        "at each of the four sizes, the mean over the real traces of Hibachi's read hit rate divided by the baseline's is at least 1; the same over the four traces fitted to Table I (the paper's setup)",
+        "at each of the four sizes, the mean over the real traces of Hibachi's read hit rate divided by the baseline's is above 1; the same over the four traces fitted to Table I (the paper's setup); the simulator is deterministic on a trace, so a run's spread is 0",
     );
     for &(b, s, mean) in &fitted_ratios {
         claim = claim.case(
-            Case::at_least(
+            Case::new(
                 format!(
                     "paper's setup (fitted to Table I): {} MiB over {} (4 traces)",
                     SIZES_MIB[s], POLICIES[b]
                 ),
-                mean,
-                1.0,
-                ratio,
+                ratio(mean),
+                "above 1.00x",
+                mean > 1.0,
             )
             .paper(ratio(PAPER_READ_RATIO[b - 1][s])),
         );
@@ -323,11 +429,11 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             }
             let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
             claim = claim.case(
-                Case::at_least(
+                Case::new(
                     format!("{mib} MiB over {baseline} ({})", traces(ratios.len())),
-                    mean,
-                    1.0,
-                    ratio,
+                    ratio(mean),
+                    "above 1.00x",
+                    mean > 1.0,
                 )
                 .paper(ratio(PAPER_READ_RATIO[b - 1][s])),
             );
@@ -338,7 +444,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     let mut claim = Claim::shape(
         "Hibachi section V-B2, Figure 10",
         "Hibachi's write hit rate is above both baselines' at every size: on average by 2.2 to 8.4 points over Hybrid-LRU and 2.7 to 8.4 over Hybrid-ARC",
-        "at each size, the mean over the real traces with writes of Hibachi's write hit rate minus the baseline's is at least 0 points",
+        "at each size, the mean over the real traces with writes of Hibachi's write hit rate minus the baseline's is above 0 points (the simulator is deterministic on a trace: a run's spread is 0)",
     );
     for (b, baseline) in [(1, "Hybrid-LRU"), (2, "Hybrid-ARC")] {
         for (s, &mib) in SIZES_MIB.iter().enumerate() {
@@ -352,11 +458,11 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             }
             let mean = gains.iter().sum::<f64>() / gains.len() as f64;
             claim = claim.case(
-                Case::at_least(
+                Case::new(
                     format!("{mib} MiB over {baseline} ({})", traces(gains.len())),
-                    mean,
-                    0.0,
-                    points,
+                    points(mean),
+                    "above +0.0 points",
+                    mean > 0.0,
                 )
                 .paper(points(PAPER_WRITE_GAIN[b - 1][s])),
             );
@@ -414,7 +520,8 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         .context("ARCL = 50 ns x (10 x NVRAM read hits + DRAM read hits), so the ratio is 1 + 9 x the NVRAM share of read hits: the bound needs at most 24% of read hits in NVRAM"),
     );
     hybrid_arc_check(lab, &workloads, &cells)?;
-    write_throughput(lab, &workloads, real, &cells)?;
+    write_throughput(lab, &workloads, real, &cells, false)?;
+    write_throughput(lab, &fitted_traces, fitted_traces.len(), &fitted_cells, true)?;
     Ok(())
 }
 
@@ -499,7 +606,7 @@ fn disk_time(disk: &DeviceProfile, writes: &[(u64, u64)]) -> (f64, u64) {
 }
 
 /// What one policy's write-backs got from the disk in one cell.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct DiskRun {
     mb_s: f64,
     /// Blocks written back, and the writes they took.
@@ -521,10 +628,23 @@ fn write_throughput(
     workloads: &[Workload],
     real: usize,
     cells: &[Cell],
+    fitted: bool,
 ) -> anyhow::Result<()> {
-    lab.heading("Write throughput on a disk (Figure 11), in the engine");
     let disk = preset("hdd");
-    lab.setup(format!(
+    if fitted {
+        lab.heading("Write throughput on a disk (Figure 11), the paper's setup: the traces fitted to Table I, with the MSR sample's runs");
+        lab.paragraph(
+            "As the paper does (section V-A: its simulator logs the I/O requests each flush \
+             makes, and fio replays them), the simulator runs each policy and its write-backs \
+             are logged in order, a run of consecutive pages written back together one write; \
+             the `hdd` profile's model times them as above. The real traces' replays above run \
+             the same policies in the engine, whose write-backs are the simulator's (checked).",
+        );
+    } else {
+        lab.heading("Write throughput on a disk (Figure 11), in the engine");
+    }
+    if !fitted {
+        lab.setup(format!(
         "Figure 11 in the engine: each real trace with writes replayed through `CachedFile` over \
          a cache of the same sizes, half DRAM, half a mapped tier on {}, one shard (Hibachi's \
          runs are of consecutive blocks, which shards split), every write-back recorded by the \
@@ -537,15 +657,22 @@ fn write_throughput(
         disk.write_latency_us / 1000.0,
         disk.write_bandwidth_gb_s,
     ));
+    }
     let dir = memory_dir();
     let jobs: Vec<&Cell> = cells.iter().filter(|c| workloads[c.workload].writes).collect();
-    lab.step(format!("{} engine replays", jobs.len() * POLICIES.len()));
+    if !fitted {
+        lab.step(format!("{} engine replays", jobs.len() * POLICIES.len()));
+    }
     let measured: Vec<Vec<DiskRun>> = jobs
         .par_iter()
         .map(|c| {
             POLICIES
                 .iter()
                 .map(|&policy| {
+                    if fitted {
+                        let p = POLICIES.iter().position(|q| *q == policy).expect("a policy");
+                        return c.disk[p].context("the paper's setup logs its write-backs");
+                    }
                     let requests = &workloads[c.workload].requests;
                     let (writes, blocks) =
                         engine_write_backs(&dir, c.workload, policy, c.mib, requests)?;
@@ -600,20 +727,32 @@ fn write_throughput(
         ],
         &rows,
     )?;
-    lab.claim(
-        Claim::shape(
-            "(ours) the engine writes back as the simulator decides",
-            "The engine, replaying a trace on one shard, writes back exactly the blocks the simulator's run of the same policy does, so the disk sees the policy's write-backs and nothing of the engine's own",
-            "in every cell, the engine's blocks written back equal the simulator's write-backs",
-        )
-        .ours()
-        .cases(same),
-    );
+    let on = if fitted { "the traces fitted to Table I" } else { "the real traces" };
+    if !fitted {
+        lab.claim(
+            Claim::shape(
+                "(ours) the engine writes back as the simulator decides",
+                "The engine, replaying a trace on one shard, writes back exactly the blocks the simulator's run of the same policy does, so the disk sees the policy's write-backs and nothing of the engine's own",
+                "in every cell of the real traces, the engine's blocks written back equal the simulator's write-backs",
+            )
+            .ours()
+            .cases(same),
+        );
+    }
     let informs = |c: &Cell| c.workload < real && workloads[c.workload].footprint > c.mib * 256;
+    let (source, says) = match fitted {
+        true => ("Hibachi section V-C, Figure 11 (the paper's setup)", "Hibachi improves the average write throughput on a disk array over Hybrid-LRU and Hybrid-ARC in every case"),
+        false => ("Hibachi section V-C, Figure 11", "Hibachi improves the average write throughput on a disk array over Hybrid-LRU and Hybrid-ARC in every case"),
+    };
     let mut claim = Claim::shape(
-        "Hibachi section V-C, Figure 11",
-        "Hibachi improves the average write throughput on a disk array over Hybrid-LRU and Hybrid-ARC in every case, up to more than 10x when the cache is large",
-        "at each size, the mean over the real traces with writes (each outgrowing the cache, each baseline with write-backs) of Hibachi's write MB/s on the modeled disk divided by the baseline's is at least 1",
+        source,
+        says,
+        &format!("at each size, the mean over {on} with writes (each outgrowing the cache, each baseline with write-backs) of Hibachi's write MB/s on the modeled disk divided by the baseline's is above 1 (the engine and the simulator are deterministic on a trace: a run's spread is 0)"),
+    );
+    let mut large = Claim::value(
+        &format!("{source}, large caches"),
+        "... up to more than 10x Hybrid-LRU and Hybrid-ARC when the cache is large",
+        &format!("at the largest size (256 MiB), the mean over {on} with writes of Hibachi's write MB/s over each baseline's is at least 10x"),
     );
     for (b, baseline) in [(1, "Hybrid-LRU"), (2, "Hybrid-ARC")] {
         for &mib in &SIZES_MIB {
@@ -629,8 +768,11 @@ fn write_throughput(
             let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
             let label = format!("{mib} MiB over {baseline} ({})", traces(ratios.len()));
             claim = claim.case(
-                Case::at_least(label, mean, 1.0, ratio).paper("> 1x; up to > 10x at large sizes"),
+                Case::new(label.clone(), ratio(mean), "above 1.00x", mean > 1.0).paper("> 1x"),
             );
+            if mib == SIZES_MIB[SIZES_MIB.len() - 1] {
+                large = large.case(Case::at_least(label, mean, 10.0, ratio).paper("> 10x"));
+            }
         }
     }
     // Why the baselines stream or seek: how often their one-page write-backs continue the
@@ -671,8 +813,13 @@ fn write_throughput(
         );
     }
     lab.claim(claim.context(context));
+    lab.claim(large);
     Ok(())
 }
+
+/// What the paper's setup gives the claims: (baseline, size index, mean over the fitted
+/// traces of Hibachi's read hit rate over the baseline's), the fitted traces and their cells.
+type PaperSetup = (Vec<(usize, usize, f64)>, Vec<Workload>, Vec<Cell>);
 
 /// The paper's setup for Figure 6: traces fitted to Table I, at 8 to 64 MiB; then Figure 6's
 /// 8 MiB result swept over the reads' skew. Returns (baseline, size index, mean over the
@@ -680,23 +827,39 @@ fn write_throughput(
 fn paper_setup(
     lab: &mut Lab,
     (real_8, reals): (f64, usize),
-) -> anyhow::Result<Vec<(usize, usize, f64)>> {
+    runs: &fitted::RunFit,
+) -> anyhow::Result<PaperSetup> {
     let shrink = if matches!(lab.scale, Scale::Smoke) { 100 } else { 1 };
+    let shrunk = |i: usize| {
+        let (name, requests, pages, writes) = fitted::TABLE_I[i];
+        (name, requests / shrink, pages / shrink, writes)
+    };
+    lab.step("the paper's setup: traces fitted to Table I");
+    // At the paper's skew, each trace's rate of new regions is calibrated to Table I's
+    // distinct pages; the skew sweep draws with the same calibration.
+    let mut scales = Vec::new();
+    let mut traces = Vec::new();
+    for i in 0..fitted::TABLE_I.len() {
+        let (name, requests, pages, writes) = shrunk(i);
+        let seed = 40 + i as u64;
+        let (t, scale) = fitted::trace(requests, pages, writes, fitted::PAPER_SKEW, runs, seed);
+        traces.push(workload(format!("{name} (fitted)"), t));
+        scales.push(scale);
+    }
     let make = |skew: f64| -> Vec<Workload> {
-        fitted::TABLE_I
-            .iter()
-            .enumerate()
-            .map(|(i, &(name, requests, pages, writes))| {
-                let t =
-                    fitted::trace(requests / shrink, pages / shrink, writes, skew, 40 + i as u64);
+        (0..fitted::TABLE_I.len())
+            .map(|i| {
+                let (name, requests, pages, writes) = shrunk(i);
+                let seed = 40 + i as u64;
+                let t = fitted::draw(requests, pages, writes, skew, runs, seed, scales[i]);
                 workload(format!("{name} (fitted)"), t)
             })
             .collect()
     };
-    lab.step("the paper's setup: traces fitted to Table I");
-    let traces = make(fitted::PAPER_SKEW);
     let sizes = &SIZES_MIB[..READ_SIZES];
-    let cells = simulate_cells(&traces, sizes)?;
+    // Every size: the read claims use the first four, Figure 11 all six.
+    let all_cells = simulate_cells(&traces, &SIZES_MIB, Some(&preset("hdd")))?;
+    let cells: Vec<&Cell> = all_cells.iter().filter(|c| sizes.contains(&c.mib)).collect();
     lab.heading("The paper's setup: traces fitted to Table I (synthetic)");
     lab.paragraph(
         "Hibachi's traces, four MSR Cambridge volumes, are not available here, so these are \
@@ -705,8 +868,29 @@ fn paper_setup(
          written last, and every other access picks among the pages touched so far with a power \
          law (exponent 3: the hottest tenth carries about half of the accesses), independently \
          of the last picks, so reads have frequency but no recency. The exponent is our \
-         assumption; the sweep after the table varies it.",
+         assumption; the sweep after the table varies it. Each request is a run of pages: its \
+         length drawn from the MSR sample's requests of its kind, and a share of requests (the \
+         sample's) continues where one of the last 32 of its kind ended (the fit is the next \
+         table); new extents land at random places, so no run comes from anywhere else.",
     );
+    lab.table(
+        "fitted-runs",
+        &["kind", "requests in the sample", "mean pages a request", "continue one of the last 32"],
+        &[
+            vec![
+                "reads".into(),
+                runs.read_pages.len().to_string(),
+                f1(fitted::RunFit::mean_pages(&runs.read_pages)),
+                pct(runs.read_continues),
+            ],
+            vec![
+                "writes".into(),
+                runs.write_pages.len().to_string(),
+                f1(fitted::RunFit::mean_pages(&runs.write_pages)),
+                pct(runs.write_continues),
+            ],
+        ],
+    )?;
     let mut rows = Vec::new();
     for (w, t) in traces.iter().enumerate() {
         let (_, requests, pages, writes) = fitted::TABLE_I[w];
@@ -738,16 +922,16 @@ fn paper_setup(
     let ratios: Vec<(usize, usize, f64)> = [1, 2]
         .iter()
         .flat_map(|&b| (0..sizes.len()).map(move |s| (b, s)))
-        .map(|(b, s)| (b, s, mean_read_ratio(&cells, sizes[s], b)))
+        .map(|(b, s)| (b, s, mean_read_ratio(cells.iter().copied(), sizes[s], b)))
         .collect();
 
     // Figure 6 at 8 MiB over the reads' skew.
     let mut points: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
     for skew in SKEWS {
         lab.step(format!("traces fitted to Table I, skew {skew}"));
-        let cells = simulate_cells(&make(skew), &sizes[..1])?;
+        let cells = simulate_cells(&make(skew), &sizes[..1], None)?;
         for (line, b) in [1, 2].into_iter().enumerate() {
-            points[line].push((skew, mean_read_ratio(&cells, sizes[0], b)));
+            points[line].push((skew, mean_read_ratio(cells.iter(), sizes[0], b)));
         }
     }
     let [over_lru, over_arc] = points;
@@ -778,11 +962,11 @@ fn paper_setup(
         paper_setup: "the four traces fitted to Table I, 8 MiB, half DRAM and half NVRAM",
         note,
         lines: vec![
-            Line { name: "over Hybrid-LRU".into(), points: over_lru, needs: Needs::AtLeast(1.0) },
-            Line { name: "over Hybrid-ARC".into(), points: over_arc, needs: Needs::AtLeast(1.0) },
+            Line { name: "over Hybrid-LRU".into(), points: over_lru, needs: Needs::Above(1.0) },
+            Line { name: "over Hybrid-ARC".into(), points: over_arc, needs: Needs::Above(1.0) },
         ],
     })?;
-    Ok(ratios)
+    Ok((ratios, traces, all_cells))
 }
 
 /// Read skews (the power law's exponent) Figure 6's result is swept over: 1 is uniform.

@@ -17,10 +17,12 @@ use tiercache_workload::gen::{KeyDistribution, SizeDistribution, Synthetic, Synt
 use crate::plot::{write_chart, Chart, Series};
 
 pub use claim::{Case, Claim};
+pub use fidelity::{Fidelity, How, Param, Value};
 pub use sensitivity::{Line, Needs, Sensitivity};
 
 mod calibrate;
 mod claim;
+mod fidelity;
 mod hibachi;
 mod kassa;
 mod orthus;
@@ -97,6 +99,8 @@ struct Experiment {
     run: fn(&mut Lab) -> anyhow::Result<()>,
     /// Measured on the engine rather than simulated: its figures move from run to run.
     measured: bool,
+    /// A paper's headline results: the report must open with their fidelity tables.
+    headline: bool,
 }
 
 const EXPERIMENTS: [Experiment; 6] = [
@@ -105,36 +109,42 @@ const EXPERIMENTS: [Experiment; 6] = [
         what: "NVCache admission (Writes Hurt, SoCC'22) under the engine's DRAM cache, against no NVRAM: alloc-read-write, no-write-allocate, small-bypass, OBP 5/10/30%, interference-aware; OBP across cache sizes; eager vs no eviction (Table 1); Open CAS write-around (Figure 7); performance per dollar of DRAM/NVRAM splits (Figure 8); Figures 4, 6, 8 and Table 1 swept over the NVRAM's write bandwidth, the dataset's size and skew and the SSD, the NVCache's size and the NVRAM's price",
         run: writes_hurt::run,
         measured: false,
+        headline: true,
     },
     Experiment {
         name: "orthus",
         what: "Non-hierarchical caching (Orthus, FAST'21): classic, static splits with and without data admission, and NHC over DRAM+NVM, NVM+Optane SSD, Optane SSD+Flash at hit ratios 80/95% and loads 0.5-2.0, and where the gain comes from (with and without write interference); the three target metrics (Table 2); write-around, write-back and write-through with few and many dirty reads (Figure 8); YCSB-C over Zipf 0.6-0.99; a moving hot set (Figure 12b); YCSB-D with inserts (Figure 12c); Figure 7 swept over the load, with and without write interference",
         run: orthus::run,
         measured: false,
+        headline: true,
     },
     Experiment {
         name: "kassa",
         what: "DRAM + SCM block cache placements (Kassa et al., ATC'21): DRAM-first, SCM-first(2/6), Bidirectional(4), all-SCM, all-DRAM over DRAM-SCM splits 64-0, 64-128, 32-128, 32-256, on the paper's device figures and our presets, over a Zipf and db_bench's mixgraph model; throughput, p95, throughput per cost; the stand-ins' locality against the paper's Figure 6; the abstract (against the 1P and the 2P server) and Figure 5b swept over the SCM's module count, with and without Optane's write interference",
         run: kassa::run,
         measured: false,
+        headline: true,
     },
     Experiment {
         name: "hibachi",
         what: "Hibachi (MSST'17): read and write hit rates against Hybrid-LRU and Hybrid-ARC at 8-256 MiB on every real trace of the test data, where read hits land, the ASRL and ARCL latency formulas with NVRAM 1x, 5x, 10x slower than DRAM, the Hybrid-ARC anomaly, and write throughput on a disk (Figure 11) from the engine's own write-backs; Figure 6 on synthetic traces fitted to the paper's Table I (its MSR volumes), swept over the reads' skew",
         run: hibachi::run,
         measured: false,
+        headline: true,
     },
     Experiment {
         name: "ycsb",
         what: "YCSB A-F on redb over the engine, measured (Writes Hurt §3.4 Figure 6, §4.1 Figure 7, §4.2 Figure 8): no tiercache, a DRAM cache of the slow tier's cost, the slow tier admitting every block, the slow tier with OBP and small-bypass, DRAM over the slow tier; throughput, hit ratios, bytes written to the slow tier, throughput per memory cost",
         run: ycsb::run,
         measured: true,
+        headline: false,
     },
     Experiment {
         name: "calibrate",
         what: "The simulator's timing checked against the engine on this machine: DRAM, a tmpfs file and the disk measured as device profiles, the cache's own work per request fitted on five other runs, then DRAM alone and over a mapped or direct-I/O tier, with and without OBP, 1 and 2 threads, read-only and 70% reads, each run by the engine and predicted by the simulator on the same request stream (throughput, mean and p99 latency, hit ratio); Writes Hurt Figure 2 on this machine's DRAM and disk beside the paper's Optane",
         run: calibrate::run,
         measured: true,
+        headline: false,
     },
 ];
 
@@ -190,6 +200,8 @@ const VERDICTS: [&str; 4] = ["holds", "holds_in_shape", "does_not_hold", "not_te
 fn tally(args: &TallyArgs) -> anyhow::Result<()> {
     use std::collections::BTreeMap;
     let mut counts: BTreeMap<(String, String), [u64; 4]> = BTreeMap::new();
+    // Claims judged but not counted: they follow from another, or are arithmetic.
+    let mut uncounted: BTreeMap<String, u64> = BTreeMap::new();
     for e in &EXPERIMENTS {
         let path = args.dir.join(e.name).join("claims.json");
         let text = match std::fs::read_to_string(&path) {
@@ -217,6 +229,10 @@ fn tally(args: &TallyArgs) -> anyhow::Result<()> {
                 })
             };
             let (origin, verdict) = (field("origin")?, field("verdict")?);
+            if claim.get("not_counted").is_some_and(|v| !v.is_null()) {
+                *uncounted.entry(e.name.to_string()).or_default() += 1;
+                continue;
+            }
             let Some(at) = VERDICTS.iter().position(|v| *v == verdict) else {
                 anyhow::bail!("{}: claim {}: unknown verdict '{verdict}'", path.display(), i + 1)
             };
@@ -254,6 +270,7 @@ fn tally(args: &TallyArgs) -> anyhow::Result<()> {
             "papers": row(&papers),
             "ours": row(&ours),
             "experiments": experiments,
+            "not_counted": uncounted,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
@@ -271,6 +288,14 @@ fn tally(args: &TallyArgs) -> anyhow::Result<()> {
     }
     line("all", "the papers'", &papers);
     line("all", "the lab's own", &ours);
+    if !uncounted.is_empty() {
+        let listed: Vec<String> = uncounted.iter().map(|(name, n)| format!("{name} {n}")).collect();
+        println!(
+            "\nJudged but not counted (they follow from another claim, or their figure is \
+             arithmetic on the inputs): {}.",
+            listed.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -280,12 +305,15 @@ pub struct Lab {
     name: &'static str,
     what: &'static str,
     measured: bool,
+    headline: bool,
     pub scale: Scale,
     setup: String,
     body: String,
     /// One paragraph per headline result swept ([`Lab::sensitivity`]), shown after the claims.
     headlines: String,
     claims: Vec<Claim>,
+    /// One table per headline result, checked as it is added ([`Lab::fidelity`]).
+    fidelity: Vec<Fidelity>,
 }
 
 impl Lab {
@@ -296,12 +324,22 @@ impl Lab {
             name: experiment.name,
             what: experiment.what,
             measured: experiment.measured,
+            headline: experiment.headline,
             scale,
             setup: String::new(),
             body: String::new(),
             headlines: String::new(),
             claims: Vec::new(),
+            fidelity: Vec::new(),
         })
+    }
+
+    /// A headline result's fidelity table: checked here (an unexplained difference from the
+    /// paper fails the run), shown where the report opens.
+    pub fn fidelity(&mut self, table: Fidelity) -> anyhow::Result<()> {
+        table.check()?;
+        self.fidelity.push(table);
+        Ok(())
     }
 
     /// A line of the setup: what was run and how it is scaled down.
@@ -400,6 +438,21 @@ impl Lab {
                 Scale::Full => "",
             }
         );
+        anyhow::ensure!(
+            !self.headline || !self.fidelity.is_empty(),
+            "lab {}: a paper's headline results need their fidelity tables",
+            self.name
+        );
+        if !self.fidelity.is_empty() {
+            report += FIDELITY_PREAMBLE;
+            for table in &self.fidelity {
+                report += &table.markdown();
+                report += "\n";
+            }
+            let json = self.dir.join("fidelity.json");
+            std::fs::write(&json, serde_json::to_string_pretty(&self.fidelity)? + "\n")
+                .with_context(|| format!("cannot write {}", json.display()))?;
+        }
         report += CLAIMS_PREAMBLE;
         let _ = writeln!(
             report,
@@ -410,9 +463,13 @@ impl Lab {
         for (i, c) in self.claims.iter().enumerate() {
             let context =
                 if c.context.is_empty() { String::new() } else { format!(" *{}*", c.context) };
+            let counted = match &c.not_counted {
+                Some(why) => format!(" (not counted: {why})"),
+                None => String::new(),
+            };
             let _ = writeln!(
                 report,
-                "| {} | **{}:** {} | {} | **{}** | {}.{context} |",
+                "| {} | **{}:** {} | {} | **{}**{counted} | {}.{context} |",
                 i + 1,
                 c.source,
                 c.says,
@@ -452,6 +509,13 @@ impl Lab {
     }
 }
 
+const FIDELITY_PREAMBLE: &str = "## Fidelity: the paper's setup beside ours\n\n\
+Every parameter the paper states for a headline result, quoted with the paper's file (under \
+`shared/papers/`) and line, beside the value the lab runs and the scale factor applied; a \
+difference without a scale factor carries its reason, and `lab run` fails on one that has \
+neither. Parameters the paper leaves out are listed as assumptions, each swept or justified. \
+As JSON: `fidelity.json` beside `claims.json`.\n\n";
+
 const CLAIMS_PREAMBLE: &str = "## Claims\n\n\
 Each claim's rule is written in the experiment's code before the run: a claim of the paper's \
 number **holds** when every case is within the stated tolerance of it; a claim of the paper's \
@@ -472,12 +536,24 @@ pub fn blocks(
     reads: f64,
     seed: u64,
 ) -> Vec<Request> {
+    sized_blocks(BLOCK, distribution, objects, requests, reads, seed)
+}
+
+/// A seeded synthetic stream of blocks of `bytes`.
+pub fn sized_blocks(
+    bytes: u64,
+    distribution: KeyDistribution,
+    objects: u64,
+    requests: u64,
+    reads: f64,
+    seed: u64,
+) -> Vec<Request> {
     let config = SyntheticConfig {
         distribution,
         objects,
         requests,
         read_ratio: reads,
-        size: SizeDistribution::Fixed { bytes: BLOCK as u32 },
+        size: SizeDistribution::Fixed { bytes: bytes as u32 },
         seed,
     };
     Synthetic::new(config).expect("a valid generator").collect()
@@ -558,4 +634,55 @@ pub fn signed(x: f64) -> String {
 /// A ratio: 1.5 is "1.50x".
 pub fn ratio(x: f64) -> String {
     format!("{x:.2}x")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every headline result's fidelity table, as the experiments build them.
+    fn tables() -> Vec<Fidelity> {
+        let mut all = writes_hurt::fidelity(1000);
+        all.extend([orthus::figure_7_fidelity(1000), kassa::fidelity(1000), hibachi::fidelity()]);
+        all
+    }
+
+    #[test]
+    fn the_experiments_tables_pass_and_fail_on_any_difference_planted_in_them() {
+        for table in tables() {
+            table.check().unwrap_or_else(|e| panic!("{e}"));
+            // Plant a difference in each row that says it is the paper's value: the check
+            // must fail, naming the result and the parameter.
+            for (i, param) in table.params.iter().enumerate() {
+                if !matches!(param.how, How::Same) {
+                    continue;
+                }
+                let mut planted = table.clone();
+                planted.params[i].lab = match &param.lab {
+                    Value::Bytes(b) => Value::Bytes(b * 2.0),
+                    Value::Number(x, unit) => Value::Number(x + 1.0, unit),
+                    Value::ByteRange(..) | Value::Words(_) => Value::words("something else"),
+                };
+                let err = planted.check().expect_err(&param.name).to_string();
+                assert!(err.contains(&table.result), "{err}");
+                assert!(err.contains(&format!("'{}'", param.name)), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_lab_refuses_a_table_with_an_unexplained_difference_and_a_headline_without_one() {
+        let dir = std::env::temp_dir().join(format!("tiercache-fidelity-{}", std::process::id()));
+        let experiment = &EXPERIMENTS[1];
+        let mut lab = Lab::new(&dir, experiment, Scale::Smoke).unwrap();
+        let mut table = orthus::figure_7_fidelity(1000);
+        let page = table.params.iter_mut().find(|p| p.name.starts_with("page")).unwrap();
+        page.lab = Value::kib(4.0);
+        let err = lab.fidelity(table).unwrap_err().to_string();
+        assert!(err.contains("'page (request) size'") && err.contains("4 KiB"), "{err}");
+        // Nothing was added, so the report of a headline experiment cannot be written.
+        let err = lab.finish(0.0).unwrap_err().to_string();
+        assert!(err.contains("fidelity tables"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
