@@ -238,13 +238,56 @@ pub(super) fn fidelity() -> Fidelity {
             Param::stated("replay", (H, 147, "we set Fio with \"direct=1\" and \"ioengine=sync,\""), Value::words("the simulator's flushes, one synchronous direct write at a time"), Value::words("the engine's write-backs of the same policy, one write at a time in order"), How::Differs("the engine runs the policy's own code and its write-backs are recorded (a claim checks they are the simulator's); a run of pages written back together is one write, as fio replays one logged request".into())),
             Param::assumed("read skew of the fitted traces", Value::Number(fitted::PAPER_SKEW, "(power-law exponent)"), How::Swept("1 to 8 in Figure 6's sweep; the paper says only that 'most accesses concentrate on a small portion of pages'".into())),
             Param::assumed("request lengths and runs", Value::words("fitted to the MSR hm_0 sample of the test data"), How::Assumed("the paper gives no run statistics; hm_0 is an MSR Cambridge volume of the same collection (its fit is in the report)".into())),
-            Param::assumed("rewrites", Value::words("80% of rewrites to one of the 32 pages written last"), How::Assumed("section II (Figure 2b): 'a large number of write after write temporal distances are short'".into())),
+            Param::assumed("rewrites", Value::words("80% of the writes that neither continue a run nor start a region go back to where one of the last 32 writes went"), How::Assumed("section II (Figure 2b): 'a large number of write after write temporal distances are short'".into())),
+            Param::assumed("layout", Value::words("regions of 256 KiB placed at random on the volume"), How::Assumed("a region holds the MSR sample's longest request (16 pages) four times; runs then come only from the fitted lengths and continuations".into())),
         ],
     )
 }
 
 pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     lab.fidelity(fidelity())?;
+    let (workloads, real) = traces_and_setup(lab)?;
+    lab.step(format!(
+        "{} simulations on {} threads",
+        workloads.len() * SIZES_MIB.len() * POLICIES.len(),
+        rayon::current_num_threads()
+    ));
+    let cells = simulate_cells(&workloads, &SIZES_MIB, None)?;
+
+    hit_rates(lab, &workloads, &cells)?;
+    // A cell informs a claim when the trace is real and outgrows the cache.
+    let informs = |c: &Cell| informs(&workloads, real, c);
+    // Figure 6's 8 MiB over Hybrid-LRU on the real traces, beside the fitted ones'.
+    let real_8: Vec<f64> = cells
+        .iter()
+        .filter(|c| c.mib == SIZES_MIB[0] && informs(c) && c.read(1) > 0.0)
+        .map(|c| c.read(0) / c.read(1))
+        .collect();
+    let real_8 = (real_8.iter().sum::<f64>() / real_8.len().max(1) as f64, real_8.len());
+    // Request lengths and runs from the MSR sample, for the traces fitted to Table I.
+    let msr = TRACES.iter().position(|t| t.1 == "msr").filter(|&i| i < real);
+    let runs = match msr {
+        Some(i) => fitted::RunFit::of(&workloads[i].requests),
+        None => fitted::RunFit::none(),
+    };
+    let (fitted_ratios, fitted_traces, fitted_cells) = paper_setup(lab, real_8, &runs)?;
+    hit_rate_claims(lab, &workloads, real, &cells, &fitted_ratios);
+    read_hits_by_tier(lab, &workloads, real, &cells)?;
+    hybrid_arc_check(lab, &workloads, &cells)?;
+    write_throughput(lab, &workloads, real, &cells, false)?;
+    write_throughput(lab, &fitted_traces, fitted_traces.len(), &fitted_cells, true)?;
+    Ok(())
+}
+
+/// Whether a cell informs a claim: its trace is real (one of the first `real`) and outgrows
+/// the cache.
+fn informs(workloads: &[Workload], real: usize, c: &Cell) -> bool {
+    c.workload < real && workloads[c.workload].footprint > c.mib * 256
+}
+
+/// The workloads (every real trace of the test data, then the synthetic one) and how many are
+/// real; the setup's lines of the report.
+fn traces_and_setup(lab: &mut Lab) -> anyhow::Result<(Vec<Workload>, usize)> {
     let limit = match lab.scale {
         Scale::Full => usize::MAX,
         Scale::Quick => 4_000_000,
@@ -297,13 +340,11 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     );
     lab.setup("Latency formulas with the paper's constants: RAM 50 ns, disk 10 ms; NVRAM 1x, 5x and 10x slower than DRAM.");
 
-    lab.step(format!(
-        "{} simulations on {} threads",
-        workloads.len() * SIZES_MIB.len() * POLICIES.len(),
-        rayon::current_num_threads()
-    ));
-    let cells = simulate_cells(&workloads, &SIZES_MIB, None)?;
+    Ok((workloads, real))
+}
 
+/// The traces' table, and the read and write hit rates of every policy at every size.
+fn hit_rates(lab: &mut Lab, workloads: &[Workload], cells: &[Cell]) -> anyhow::Result<()> {
     lab.heading("The traces");
     let rows: Vec<Vec<String>> = workloads
         .iter()
@@ -325,7 +366,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
 
     lab.heading("Read and write hit rates");
     let mut rows = Vec::new();
-    for c in &cells {
+    for c in cells {
         let w = &workloads[c.workload];
         for (p, r) in c.reports.iter().enumerate() {
             let asrl_ns = LAT_RAM_NS * r.read_hit_ratio + LAT_HDD_NS * (1.0 - r.read_hit_ratio);
@@ -382,28 +423,25 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         )?;
     }
 
-    // A cell informs a claim when the trace is real and outgrows the cache.
-    let informs = |c: &Cell| c.workload < real && workloads[c.workload].footprint > c.mib * 256;
-    // Figure 6's 8 MiB over Hybrid-LRU on the real traces, beside the fitted ones'.
-    let real_8: Vec<f64> = cells
-        .iter()
-        .filter(|c| c.mib == SIZES_MIB[0] && informs(c) && c.read(1) > 0.0)
-        .map(|c| c.read(0) / c.read(1))
-        .collect();
-    let real_8 = (real_8.iter().sum::<f64>() / real_8.len().max(1) as f64, real_8.len());
-    // Request lengths and runs from the MSR sample, for the traces fitted to Table I.
-    let msr = TRACES.iter().position(|t| t.1 == "msr").filter(|&i| i < real);
-    let runs = match msr {
-        Some(i) => fitted::RunFit::of(&workloads[i].requests),
-        None => fitted::RunFit::none(),
-    };
-    let (fitted_ratios, fitted_traces, fitted_cells) = paper_setup(lab, real_8, &runs)?;
+    Ok(())
+}
+
+/// Figures 6 and 10: read and write hit rates against the baselines, on the real traces and
+/// (reads) on the traces fitted to Table I.
+fn hit_rate_claims(
+    lab: &mut Lab,
+    workloads: &[Workload],
+    real: usize,
+    cells: &[Cell],
+    fitted_ratios: &[(usize, usize, f64)],
+) {
+    let informs = |c: &Cell| informs(workloads, real, c);
     let mut claim = Claim::shape(
         "Hibachi section V-B1, Figure 6",
         "Hibachi's read hit rate is above Hybrid-LRU's and Hybrid-ARC's: on average 3x, 2.9x, 1.8x, 1.1x Hybrid-LRU's and 2.7x, 1.9x, 1.2x, 1.1x Hybrid-ARC's at 8, 16, 32, 64 MB",
         "at each of the four sizes, the mean over the real traces of Hibachi's read hit rate divided by the baseline's is above 1; the same over the four traces fitted to Table I (the paper's setup); the simulator is deterministic on a trace, so a run's spread is 0",
     );
-    for &(b, s, mean) in &fitted_ratios {
+    for &(b, s, mean) in fitted_ratios {
         claim = claim.case(
             Case::new(
                 format!(
@@ -469,8 +507,16 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         }
     }
     lab.claim(claim);
+}
 
-    // Figure 8 and 9: where Hibachi's read hits land, and ARCL.
+/// Figures 8 and 9: where Hibachi's read hits land, and ARCL.
+fn read_hits_by_tier(
+    lab: &mut Lab,
+    workloads: &[Workload],
+    real: usize,
+    cells: &[Cell],
+) -> anyhow::Result<()> {
+    let informs = |c: &Cell| informs(workloads, real, c);
     lab.heading("Where Hibachi's read hits land (Figure 8) and ARCL (Figure 9)");
     let mut rows = Vec::new();
     let mut dram_cases = Vec::new();
@@ -519,9 +565,6 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         .cases(arcl_cases)
         .context("ARCL = 50 ns x (10 x NVRAM read hits + DRAM read hits), so the ratio is 1 + 9 x the NVRAM share of read hits: the bound needs at most 24% of read hits in NVRAM"),
     );
-    hybrid_arc_check(lab, &workloads, &cells)?;
-    write_throughput(lab, &workloads, real, &cells, false)?;
-    write_throughput(lab, &fitted_traces, fitted_traces.len(), &fitted_cells, true)?;
     Ok(())
 }
 
@@ -864,14 +907,16 @@ fn paper_setup(
     lab.paragraph(
         "Hibachi's traces, four MSR Cambridge volumes, are not available here, so these are \
          synthetic, fitted to Table I (requests, distinct pages, read/write ratio) and to section \
-         II's description of web_0 (Figures 2 and 3): 80% of rewrites go to one of the 32 pages \
-         written last, and every other access picks among the pages touched so far with a power \
-         law (exponent 3: the hottest tenth carries about half of the accesses), independently \
-         of the last picks, so reads have frequency but no recency. The exponent is our \
-         assumption; the sweep after the table varies it. Each request is a run of pages: its \
-         length drawn from the MSR sample's requests of its kind, and a share of requests (the \
-         sample's) continues where one of the last 32 of its kind ended (the fit is the next \
-         table); new extents land at random places, so no run comes from anywhere else.",
+         II's description of web_0 (Figures 2 and 3). The volume is regions of 256 KiB placed at \
+         random, so no run comes from where they land. Each request is a run of pages, its \
+         length drawn from the MSR sample's requests of its kind (the fit is the next table): a \
+         share of requests (the sample's) continues where one of the last 32 of its kind ended; \
+         the rest touch a new region at the rate that gives Table I's distinct pages, or (80% of \
+         the other writes) go back to where one of the last 32 writes went, or pick among the \
+         regions touched so far with a power law (exponent 3: the hottest tenth carries about \
+         half of the accesses), independently of the last picks, so reads have frequency but no \
+         recency. The exponent and the region size are our assumptions; the sweep after the \
+         table varies the exponent.",
     );
     lab.table(
         "fitted-runs",

@@ -289,8 +289,18 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     let requests = lab.scale.requests(1_600_000);
-    let objects = DB_GB * PER_GB;
     lab.fidelity(fidelity(requests))?;
+    setup(lab, requests);
+    let runs = placements(lab, requests)?;
+    let spread = spread(lab, &runs)?;
+    placement_claims(lab, &runs, spread);
+    let two_p = against_2p(lab, &runs)?;
+    module_sweeps(lab, &runs, &two_p)?;
+    locality(lab, &runs)
+}
+
+/// The setup's lines of the report.
+fn setup(lab: &mut Lab, requests: u64) {
     lab.setup(format!(
         "DRAM and SCM LRU block caches over flash, {CLIENTS} closed-loop clients, {requests} reads of \
          16 KiB data blocks per run after an untimed warm-up, over a database of {DB_GB} scaled GB \
@@ -321,6 +331,38 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
          block cache in one tier (the memtables, index and filters stay in DRAM). Cost: DRAM 1 \
          per GB, SCM 0.38 per GB (the paper's ratio), memory alone.",
     );
+}
+
+/// Every layout at every split on both workloads, over the paper's devices and over our
+/// presets: what the claims are judged on, and the streams the runs read.
+struct Runs {
+    requests: u64,
+    objects: u64,
+    dist: KeyDistribution,
+    /// Per workload, (warm-up, measured).
+    streams: [(Vec<Request>, Vec<Request>); 2],
+    /// Per workload, on the paper's devices and on our presets.
+    paper: Vec<Results>,
+    ours: Vec<Results>,
+}
+
+/// A layout's figures at a split; the run must have happened.
+fn get(set: &Results, s: usize, l: usize) -> Figures {
+    set[s][l].expect("a run")
+}
+
+fn split_name(s: usize) -> String {
+    format!("{}-{}", SPLITS[s].0, SPLITS[s].1)
+}
+
+/// Every (workload, its name, split with SCM): the cases each placement claim is judged on.
+fn each() -> impl Iterator<Item = (usize, &'static str, usize)> + Clone {
+    WORKLOADS.iter().enumerate().flat_map(|(w, name)| (1..SPLITS.len()).map(move |s| (w, *name, s)))
+}
+
+/// The placements across the splits: the runs, their table and charts.
+fn placements(lab: &mut Lab, requests: u64) -> anyhow::Result<Runs> {
+    let objects = DB_GB * PER_GB;
     let dist = KeyDistribution::ScrambledZipf { theta: 0.9 };
     let warm_reads = lab.scale.requests(4 * objects);
     let streams = [
@@ -390,19 +432,14 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         )?;
     }
 
-    let get = |set: &Results, s: usize, l: usize| set[s][l].expect("a run");
-    let hybrid_splits = 1..SPLITS.len();
-    let split_name = |s: usize| format!("{}-{}", SPLITS[s].0, SPLITS[s].1);
-    // Every claim is judged on both workloads: its cases are per workload and split.
-    let cases: Vec<(usize, &str, usize)> = WORKLOADS
-        .iter()
-        .enumerate()
-        .flat_map(|(w, name)| hybrid_splits.clone().map(move |s| (w, *name, s)))
-        .collect();
-    let each = || cases.iter().copied();
+    Ok(Runs { requests, objects, dist, streams, paper, ours })
+}
 
-    // The run-to-run spread: DRAM-first at 64-128 on two more request streams of each
-    // workload; a rule that needs one layout faster than another needs it by more than this.
+/// The run-to-run spread: DRAM-first at 64-128 on two more request streams of each workload;
+/// a rule that needs one layout faster than another needs it by more than this.
+fn spread(lab: &mut Lab, runs: &Runs) -> anyhow::Result<f64> {
+    let Runs { requests, objects, dist, streams, paper, .. } = runs;
+    let (requests, objects) = (*requests, *objects);
     let mut spread: f64 = 0.0;
     let mut spread_rows = Vec::new();
     for (w, workload) in WORKLOADS.iter().enumerate() {
@@ -440,6 +477,14 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         &spread_rows,
     )?;
 
+    Ok(spread)
+}
+
+/// The placement claims on the paper's devices: DRAM-first the best, the abstract's gains,
+/// Figures 4a, 4b and 5b.
+fn placement_claims(lab: &mut Lab, runs: &Runs, spread: f64) {
+    let (paper, ours) = (&runs.paper, &runs.ours);
+    let hybrid_splits = 1..SPLITS.len();
     let mut claim = Claim::shape(
         "Kassa section 4.2, section 6",
         "DRAM-first is the best of the admission policies: insert in DRAM, DRAM victims to SCM",
@@ -531,11 +576,14 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         }))
         .context("the paper prices whole servers (1P with SCM against 2P); we price memory alone, DRAM 1 and SCM 0.38 per GB"),
     );
+}
 
-    // The abstract's other half: the 1P server with SCM against the large-DRAM 2P server
-    // (Figure 1a: 256 GB of DRAM), on the paper's devices.
+/// The abstract's other half: the 1P server with SCM against the large-DRAM 2P server (Figure
+/// 1a: 256 GB of DRAM), on the paper's devices. The 2P server's runs, per workload.
+fn against_2p(lab: &mut Lab, runs: &Runs) -> anyhow::Result<Vec<(TimedReport, f64)>> {
+    let (paper, streams) = (&runs.paper, &runs.streams);
     let mut two_p = Vec::new();
-    for (workload, (warm, stream)) in WORKLOADS.iter().zip(&streams) {
+    for (workload, (warm, stream)) in WORKLOADS.iter().zip(streams) {
         lab.step(format!("{workload}, paper's devices: the 2P server, 256 GB of DRAM"));
         two_p.push(one(Layout::AllDram, TWO_P, &paper_devices(), warm, stream)?);
     }
@@ -562,8 +610,13 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         .arithmetic("the cost follows from the sizes and the price ratio alone, (32 + 0.38 x 256) / 256, with no run; the paper prices whole servers (the 2P server's second socket and its power too)"),
     );
 
-    // Where the headline results flip: the SCM's module count (its bandwidth) and its write
-    // interference, on both stand-ins.
+    Ok(two_p)
+}
+
+/// Where the headline results flip: the SCM's module count (its bandwidth) and its write
+/// interference, on both stand-ins.
+fn module_sweeps(lab: &mut Lab, runs: &Runs, two_p: &[(TimedReport, f64)]) -> anyhow::Result<()> {
+    let (paper, streams) = (&runs.paper, &runs.streams);
     let mut swept: Vec<(String, Vec<SweptPoint>)> = Vec::new();
     for (w, interference, name) in SWEPT {
         let (warm, stream) = &streams[w];
@@ -657,8 +710,13 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     for sweep in &sweeps {
         lab.sensitivity(sweep)?;
     }
-    // Locality of the stand-ins, measured on the streams the runs above read: Zipf's keys are
-    // its blocks; mixgraph's are its keys, from the key-value view of the same model.
+    Ok(())
+}
+
+/// Locality of the stand-ins, measured on the streams the runs above read: Zipf's keys are its
+/// blocks; mixgraph's are its keys, from the key-value view of the same model.
+fn locality(lab: &mut Lab, runs: &Runs) -> anyhow::Result<()> {
+    let (requests, objects, streams) = (runs.requests, runs.objects, &runs.streams);
     let mixgraph_keys =
         Mixgraph::new(MixgraphConfig { operations: requests, ..mixgraph(objects, 21) })?;
     let shares = [

@@ -407,6 +407,25 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
     for table in fidelity(requests) {
         lab.fidelity(table)?;
     }
+    setup(lab, requests);
+    let spread = spread(lab, requests)?;
+    let results = admission(lab, requests, nvcache_blocks)?;
+    admission_claims(lab, &results, spread);
+    figures_4_and_6_sensitivity(lab, requests, nvcache_blocks)?;
+    obp_across_sizes(lab, requests, FIGURE_6_DRAM)?;
+    eviction(lab, requests, FIGURE_6_DRAM, nvcache_blocks)?;
+    open_cas(lab, requests, FIGURE_6_DRAM)?;
+    per_dollar(lab, requests)?;
+    lab.claim(Claim::untested(
+        "Writes Hurt section 4.1, Figure 7",
+        "Memory Mode outperforms or matches NVCache when NVRAM is ample",
+        "Memory Mode is a hardware configuration (DRAM as a transparent cache of NVRAM cache lines); the simulator models block caches, not a memory controller's cache",
+    ));
+    Ok(())
+}
+
+/// The setup's lines of the report.
+fn setup(lab: &mut Lab, requests: u64) {
     let (small_dram, large_dram) = (FIGURE_4_DRAM, FIGURE_6_DRAM);
     lab.setup(format!(
         "The paper's machines scaled 1/1024 (GB become MiB): Figure 4's {} MiB of DRAM (the \
@@ -432,8 +451,16 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
          (Table 2's large ones; Table 1's read-only runs use its {LARGE_READ_ONLY_GB} MiB); \
          scrambled Zipf 0.9; read shares from read-only to 10% reads."
     ));
+}
 
-    let spread = spread(lab, requests)?;
+/// Per dataset (fits in DRAM on Figure 4's machine, larger on Figure 6's), per workload, per
+/// NVRAM (none, then each of [`POLICIES`]): what a run gave.
+type Admission = Vec<Vec<Vec<Outcome>>>;
+
+/// Every admission policy by workload and dataset (Figures 4 and 6): the runs, their table and
+/// chart.
+fn admission(lab: &mut Lab, requests: u64, nvcache_blocks: u64) -> anyhow::Result<Admission> {
+    let (small_dram, large_dram) = (FIGURE_4_DRAM, FIGURE_6_DRAM);
     lab.heading("Admission policies by workload and dataset");
     let datasets = [
         ("fits in DRAM", SMALL_GB * PER_GB, small_dram),
@@ -483,7 +510,7 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         ],
         &rows,
     )?;
-    let (small, large) = (&results[0], &results[1]);
+    let large = &results[1];
     let chart_series: Vec<Series> = std::iter::once("no NVRAM")
         .chain(POLICIES.iter().map(|p| p.0))
         .enumerate()
@@ -511,6 +538,13 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
         },
     )?;
 
+    Ok(results)
+}
+
+/// Figures 4 and 6 and section 3.2.3's claims on the admission runs, and the lab's own on its
+/// interference-aware rule.
+fn admission_claims(lab: &mut Lab, results: &Admission, spread: f64) {
+    let (small, large) = (&results[0], &results[1]);
     let change = |set: &Vec<Vec<Outcome>>, w: usize, p: usize| set[w][p].ops / set[w][0].ops - 1.0;
     lab.claim(
         Claim::value(
@@ -603,18 +637,6 @@ pub fn run(lab: &mut Lab) -> anyhow::Result<()> {
             })),
         );
     }
-
-    figures_4_and_6_sensitivity(lab, requests, nvcache_blocks)?;
-    obp_across_sizes(lab, requests, large_dram)?;
-    eviction(lab, requests, large_dram, nvcache_blocks)?;
-    open_cas(lab, requests, large_dram)?;
-    per_dollar(lab, requests)?;
-    lab.claim(Claim::untested(
-        "Writes Hurt section 4.1, Figure 7",
-        "Memory Mode outperforms or matches NVCache when NVRAM is ample",
-        "Memory Mode is a hardware configuration (DRAM as a transparent cache of NVRAM cache lines); the simulator models block caches, not a memory controller's cache",
-    ));
-    Ok(())
 }
 
 /// The run-to-run spread of throughput: OBP 10% on Figure 6's machine over three request
