@@ -294,10 +294,23 @@ fn contention_slows_operations_served_together() {
     assert!(close(run(2, 0.5), 2.0 * one / 1.5), "{one}");
 }
 
+/// One client over a fast tier and a slow disk, with a page cache of (blocks, warmed by) in
+/// DRAM in front of the disk, or none.
+fn over_a_disk(page_cache: Option<(u64, Vec<Request>)>) -> TimedOptions {
+    use tiercache_sim::timed::PageCache;
+    TimedOptions {
+        page_cache: page_cache.map(|(blocks, warm)| PageCache {
+            capacity: Capacity::objects(blocks),
+            device: fixed_rate("dram", 1e7),
+            warm,
+        }),
+        ..TimedOptions::closed(1, vec![fixed_rate("tier", 1e6)], fixed_rate("disk", 1e3))
+    }
+}
+
 #[test]
 fn a_page_cache_serves_the_backing_reads_it_holds_and_takes_every_block_read_or_written() {
     use tiercache_core::Op;
-    use tiercache_sim::timed::PageCache;
     // A one-block cache tier over a slow disk, reading 64 blocks three times over: the tier
     // holds nearly nothing, so every read goes to the backing device; a page cache of 64
     // blocks holds them all after the first pass, a page cache of 8 never (LRU over a loop).
@@ -305,14 +318,7 @@ fn a_page_cache_serves_the_backing_reads_it_holds_and_takes_every_block_read_or_
     let run = |page_cache: Option<u64>| {
         let mut policy =
             AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(1), &[], 0).unwrap();
-        let options = TimedOptions {
-            page_cache: page_cache.map(|blocks| PageCache {
-                capacity: Capacity::objects(blocks),
-                device: fixed_rate("dram", 1e7),
-                warm: Vec::new(),
-            }),
-            ..TimedOptions::closed(1, vec![fixed_rate("tier", 1e6)], fixed_rate("disk", 1e3))
-        };
+        let options = over_a_disk(page_cache.map(|blocks| (blocks, Vec::new())));
         simulate_timed(&mut policy, &stream, &options)
     };
     let direct = run(None);
@@ -334,14 +340,7 @@ fn a_page_cache_serves_the_backing_reads_it_holds_and_takes_every_block_read_or_
     ];
     let mut policy =
         AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(1), &[], 0).unwrap();
-    let options = TimedOptions {
-        page_cache: Some(PageCache {
-            capacity: Capacity::objects(8),
-            device: fixed_rate("dram", 1e7),
-            warm: Vec::new(),
-        }),
-        ..TimedOptions::closed(1, vec![fixed_rate("tier", 1e6)], fixed_rate("disk", 1e3))
-    };
+    let options = over_a_disk(Some((8, Vec::new())));
     let r = simulate_timed(&mut policy, &written, &options);
     assert_eq!(r.devices[1].bytes_written, 2 * 4096, "{:?}", r.devices);
     assert_eq!(r.devices[1].bytes_read, 0, "{:?}", r.devices);
@@ -350,18 +349,10 @@ fn a_page_cache_serves_the_backing_reads_it_holds_and_takes_every_block_read_or_
 
 #[test]
 fn a_warm_page_cache_serves_its_first_reads() {
-    use tiercache_sim::timed::PageCache;
     let stream: Vec<Request> = (0..8).map(|i| Request::read(i, 4096)).collect();
     let mut policy =
         AnyPolicy::from_config(&PolicyConfig::Lru, Capacity::objects(1), &[], 0).unwrap();
-    let options = TimedOptions {
-        page_cache: Some(PageCache {
-            capacity: Capacity::objects(8),
-            device: fixed_rate("dram", 1e7),
-            warm: stream[..4].to_vec(),
-        }),
-        ..TimedOptions::closed(1, vec![fixed_rate("tier", 1e6)], fixed_rate("disk", 1e3))
-    };
+    let options = over_a_disk(Some((8, stream[..4].to_vec())));
     let r = simulate_timed(&mut policy, &stream, &options);
     assert_eq!(r.devices[1].bytes_read, 4 * 4096, "{:?}", r.devices);
     assert_eq!(r.devices[2].bytes_read, 4 * 4096, "{:?}", r.devices);

@@ -638,14 +638,9 @@ fn engine_write_backs(
 /// `direct=1`, `ioengine=sync`), by `disk`'s model: a write that starts where the one before
 /// it ended continues a sequential run. Nanoseconds, and how many were sequential.
 fn disk_time(disk: &DeviceProfile, writes: &[(u64, u64)]) -> (f64, u64) {
-    let (mut ns, mut sequential, mut end) = (0.0, 0, u64::MAX);
-    for &(at, len) in writes {
-        let follows = at == end;
-        ns += disk.service_ns_at(tiercache_core::Direction::Write, len, 0, follows);
-        sequential += follows as u64;
-        end = at + len;
-    }
-    (ns, sequential)
+    let mut log = DiskLog::new(disk.clone());
+    writes.iter().for_each(|&write| log.write(write));
+    (log.ns, log.run.sequential)
 }
 
 /// What one policy's write-backs got from the disk in one cell.
@@ -827,8 +822,7 @@ fn write_throughput(
         .filter(|(c, m)| informs(c) && m[1].writes > 0)
         .flat_map(|(_, m)| [share(&m[1]), share(&m[2])])
         .collect();
-    let (low, high) =
-        baseline_shares.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let (low, high) = range(&baseline_shares);
     let synthetic: Vec<String> = jobs
         .iter()
         .zip(&measured)

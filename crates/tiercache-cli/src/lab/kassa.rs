@@ -456,7 +456,7 @@ fn spread(lab: &mut Lab, runs: &Runs) -> anyhow::Result<f64> {
             );
         }
         let mean = runs.iter().sum::<f64>() / runs.len() as f64;
-        let (low, high) = runs.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        let (low, high) = range(&runs);
         spread = spread.max((high - low) / mean);
         let mut row = vec![workload.to_string()];
         row.extend(runs.iter().map(|&x| f0(x)));

@@ -631,6 +631,11 @@ pub fn signed(x: f64) -> String {
     format!("{:+.1}%", x * 100.0)
 }
 
+/// The lowest and the highest of `values`.
+pub fn range<'a>(values: impl IntoIterator<Item = &'a f64>) -> (f64, f64) {
+    values.into_iter().fold((f64::MAX, f64::MIN), |(low, high), &x| (low.min(x), high.max(x)))
+}
+
 /// A ratio: 1.5 is "1.50x".
 pub fn ratio(x: f64) -> String {
     format!("{x:.2}x")

@@ -540,8 +540,7 @@ fn gain_spread(lab: &mut Lab, requests: u64) -> anyhow::Result<f64> {
             let tuned = run_timed(&mut p, &stream, how, (hi, lo), interval_us);
             gains.push(steady(&tuned) / steady(&classic) - 1.0);
         }
-        let (low, high) =
-            gains.iter().fold((f64::MAX, f64::MIN), |(l, h), &g| (l.min(g), h.max(g)));
+        let (low, high) = range(&gains);
         spread = spread.max(high - low);
         let mut row = vec![name.to_string()];
         row.extend(gains.iter().map(|&g| signed(g)));

@@ -655,7 +655,7 @@ fn spread(lab: &mut Lab, requests: u64) -> anyhow::Result<f64> {
             runs.push(run_one(&obp, NVCACHE_GB * PER_GB, &filtered).ops);
         }
         let mean = runs.iter().sum::<f64>() / runs.len() as f64;
-        let (low, high) = runs.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        let (low, high) = range(&runs);
         widest = widest.max((high - low) / mean);
         let mut row = vec![workload.to_string()];
         row.extend(runs.iter().map(|&x| f0(x)));
