@@ -4,6 +4,11 @@
 //! printed. Three blocks cannot run inside the test suite and are replaced, each by name
 //! below with the reason; a replacement that no longer matches a block fails the test, so the
 //! list cannot outlive the README. A planted broken block shows the runner failing.
+//!
+//! The blocks run in two lanes at once, each in order in a directory of its own: those before
+//! the section `SECOND_LANE` names (the simulator and the lab, which run on one core each) and
+//! those from it on (the engine, the Python package, `serve`, the databases). The first lane
+//! names no absolute path, so the lanes share no file (checked).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -31,6 +36,9 @@ const INSTEAD: &[Instead] = &[
         "scripts/test runs exactly this after the Rust tests, then the Python package's tests",
     ),
 ];
+
+/// The heading of the README's section from which on its blocks run in the second lane.
+const SECOND_LANE: &str = "## From Python";
 
 /// The longest one block may run.
 const BLOCK_LIMIT: Duration = Duration::from_secs(300);
@@ -82,14 +90,30 @@ fn repository() -> PathBuf {
 /// Runs `markdown`'s shell blocks in `dir`, those `instead` names replaced, stopping at the
 /// first that fails: how many ran, or how it failed (a replacement that matched no block too).
 fn run_blocks(markdown: &str, dir: &Path, instead: &[Instead]) -> Result<usize, String> {
+    let blocks = shell_blocks(markdown);
+    let used = run_in(&blocks, dir, instead)?;
+    all_used(&used, instead)?;
+    Ok(blocks.len())
+}
+
+/// Fails naming the first of `instead` that replaced no block.
+fn all_used(used: &[bool], instead: &[Instead]) -> Result<(), String> {
+    match used.iter().position(|u| !u) {
+        Some(i) => Err(format!("no block starts with {:?} any more", instead[i].0)),
+        None => Ok(()),
+    }
+}
+
+/// Runs `blocks` in order in `dir`, those `instead` names replaced, stopping at the first that
+/// fails: which of `instead` replaced a block, or how one failed.
+fn run_in(blocks: &[Block], dir: &Path, instead: &[Instead]) -> Result<Vec<bool>, String> {
     let bin = Path::new(env!("CARGO_BIN_EXE_tiercache")).parent().unwrap().to_path_buf();
     let path = std::env::join_paths(
         std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
     )
     .unwrap();
-    let blocks = shell_blocks(markdown);
     let mut used = vec![false; instead.len()];
-    for block in &blocks {
+    for block in blocks {
         let first = block.text.lines().next().unwrap_or("");
         let script = match instead.iter().position(|(line, _, _)| first.starts_with(line)) {
             Some(i) => {
@@ -163,19 +187,42 @@ fn run_blocks(markdown: &str, dir: &Path, instead: &[Instead]) -> Result<usize, 
             }
         }
     }
-    if let Some(i) = used.iter().position(|u| !u) {
-        return Err(format!("no block starts with {:?} any more", instead[i].0));
-    }
-    Ok(blocks.len())
+    Ok(used)
 }
 
 #[test]
 fn every_shell_block_of_the_readme_runs_as_written() {
     let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
-    let dir = workspace("all");
-    let ran = run_blocks(&readme, &dir, INSTEAD).unwrap_or_else(|e| panic!("{e}"));
-    assert!(ran >= 12, "the README's shell blocks: {ran}");
-    let _ = std::fs::remove_dir_all(&dir);
+    let split = readme
+        .lines()
+        .position(|line| line == SECOND_LANE)
+        .unwrap_or_else(|| panic!("README.md has no section {SECOND_LANE:?}"));
+    let blocks = shell_blocks(&readme);
+    let (first, second) = blocks.split_at(blocks.partition_point(|b| b.line < split));
+    for block in first {
+        assert!(
+            !block.text.contains(" /"),
+            "README line {}: a block before {SECOND_LANE:?} names an absolute path, which the \
+             lane after it may share; move the section or the block",
+            block.line
+        );
+    }
+    let (sim, engine) = (workspace("first-lane"), workspace("second-lane"));
+    let (a, b) = std::thread::scope(|scope| {
+        let other = scope.spawn(|| run_in(second, &engine, INSTEAD));
+        (run_in(first, &sim, INSTEAD), other.join().unwrap())
+    });
+    let (a, b) = (a.unwrap_or_else(|e| panic!("{e}")), b.unwrap_or_else(|e| panic!("{e}")));
+    let used: Vec<bool> = a.iter().zip(&b).map(|(a, b)| a | b).collect();
+    all_used(&used, INSTEAD).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        first.len() >= 6 && second.len() >= 6,
+        "the lanes: {} and {}",
+        first.len(),
+        second.len()
+    );
+    let _ = std::fs::remove_dir_all(&sim);
+    let _ = std::fs::remove_dir_all(&engine);
 }
 
 #[test]

@@ -10,20 +10,27 @@ pub use scratch::scratch;
 
 /// A value of `len` bytes naming `key` and `version` throughout.
 pub fn value(key: u64, version: u64, len: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(len + 16);
+    let mut v = Vec::with_capacity(len.max(16));
+    v.extend_from_slice(&key.to_le_bytes());
+    v.extend_from_slice(&version.to_le_bytes());
+    // Doubled until long enough: a few copies, not one per 16 bytes (which, with the test
+    // build's checks on every copy, was most of the time the object tests took).
     while v.len() < len {
-        v.extend_from_slice(&key.to_le_bytes());
-        v.extend_from_slice(&version.to_le_bytes());
+        v.extend_from_within(..v.len().min(len - v.len()));
     }
     v.truncate(len);
     v
 }
 
-/// The version a value of `key` holds, after checking every byte of it (at least 16).
+/// The version a value of `key` holds, after checking every byte of it (at least 16): its
+/// first 16 bytes name the key, and every byte after them repeats the one 16 bytes before.
 pub fn version_of(key: u64, bytes: &[u8]) -> u64 {
     assert!(bytes.len() >= 16, "key {key}: a value of {} bytes", bytes.len());
     let version = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
-    assert!(bytes == &value(key, version, bytes.len())[..], "key {key}: torn or foreign bytes");
+    assert!(
+        bytes[..8] == key.to_le_bytes() && bytes[16..] == bytes[..bytes.len() - 16],
+        "key {key}: torn or foreign bytes"
+    );
     version
 }
 
