@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
 """Miss-ratio curves of a trace, from Python: read it, sweep policies over cache sizes, plot.
 
-    pip install . matplotlib
+    pip install '.[plot]'        # the package and matplotlib
     python3 examples/mrc.py data/cloudPhysicsIO.oracleGeneral.bin.zst -o mrc.png
 
 Capacities run from 0.1% to 50% of the trace's footprint (the bytes of its distinct keys),
 as `tiercache sweep` picks them; the sweep runs on every core, `--ray` on a Ray cluster.
 """
 import argparse
+import sys
 
 import numpy as np
 
 import tiercache
+
+# Checked before the sweep, not after it: a missing plotting library stops the run at once.
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    sys.exit("examples/mrc.py draws with matplotlib: pip install '.[plot]' (or matplotlib)")
 
 
 def main():
@@ -38,11 +48,6 @@ def main():
         backend="ray" if args.ray else "local",
     )
     print(frame[["policy", "capacity", "miss_ratio"]].to_string(index=False))
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for policy, rows in frame.groupby("policy", sort=False):

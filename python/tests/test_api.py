@@ -428,3 +428,34 @@ def test_the_command_lines_sweep_on_ray(tmp_path):
 
     assert hit_ratios(tmp_path / "here") == hit_ratios(tmp_path / "ray")
     assert len(hit_ratios(tmp_path / "ray")) == 4
+
+
+def test_the_mrc_example_draws_its_curves(tmp_path):
+    """examples/mrc.py, as the README runs it: a table of every policy at every size, and a PNG."""
+    png = tmp_path / "mrc.png"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "mrc.py"), str(CLOUD), "-o", str(png),
+         "--policies", "lru,arc,s3fifo"],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = [line.split() for line in done.stdout.splitlines()]
+    sizes = {p: [row[1] for row in rows if row and row[0] == p] for p in ("lru", "arc", "s3fifo")}
+    assert len(sizes["lru"]) >= 10 and sizes["lru"] == sizes["arc"] == sizes["s3fifo"], done.stdout
+
+
+def test_the_mrc_example_without_matplotlib_stops_before_the_sweep(tmp_path):
+    """A missing matplotlib stops the example at once, saying how to install it."""
+    fake = tmp_path / "matplotlib"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('no matplotlib here')\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "mrc.py"), str(CLOUD), "-o", str(tmp_path / "x.png")],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert done.returncode != 0
+    assert "pip install '.[plot]'" in done.stderr, done.stderr
+    assert "requests" not in done.stdout, "it read the trace before stopping"
+    assert not (tmp_path / "x.png").exists()

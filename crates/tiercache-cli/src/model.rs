@@ -96,6 +96,7 @@ fn orthus(args: &OrthusArgs) -> anyhow::Result<()> {
             y_label: "throughput (ops/s)",
             log_x: None,
             x_format: |x| format!("{x:.1}"),
+            y_format: None,
             series: &all,
         };
         let stem = args.out.join(format!("orthus-figure3-{r_hi}-{r_lo}"));

@@ -57,6 +57,9 @@ pub struct Chart<'a> {
     pub log_x: Option<Ticks>,
     /// Formats an x-axis value (sizes as `64 MiB`, counts as `10k`).
     pub x_format: fn(f64) -> String,
+    /// Formats a y-axis value in the units its label and legend speak (`+21%`); `None`: as
+    /// numbers.
+    pub y_format: Option<fn(f64) -> String>,
     pub series: &'a [Series],
 }
 
@@ -189,14 +192,18 @@ where
     macro_rules! finish {
         ($ctx:expr) => {{
             let mut ctx = $ctx;
-            ctx.configure_mesh()
-                .x_labels(8)
-                .x_label_formatter(&|x| (chart.x_format)(*x))
+            let x_format = |x: &f64| (chart.x_format)(*x);
+            let y_format = |y: &f64| chart.y_format.map_or_else(String::new, |f| f(*y));
+            let mut mesh = ctx.configure_mesh();
+            mesh.x_labels(8)
+                .x_label_formatter(&x_format)
                 .light_line_style(WHITE.mix(0.0))
                 .x_desc(chart.x_label)
-                .y_desc(chart.y_label)
-                .draw()
-                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                .y_desc(chart.y_label);
+            if chart.y_format.is_some() {
+                mesh.y_label_formatter(&y_format);
+            }
+            mesh.draw().map_err(|e| anyhow::anyhow!("{e:?}"))?;
             for (i, s) in chart.series.iter().enumerate() {
                 let color = COLORS[i % COLORS.len()];
                 ctx.draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))

@@ -200,6 +200,7 @@ pub(crate) fn plot(
             _ => crate::plot::Ticks::Binary,
         }),
         x_format,
+        y_format: None,
         series: &series,
     };
     write_chart(&out.join("mrc"), &chart)

@@ -1066,6 +1066,7 @@ fn lab_experiments_write_reports_with_verdicts() {
     std::fs::remove_file(old.join("kassa/claims.json")).unwrap();
     let err = tiercache_fails(&["lab", "tally", "--dir", old.to_str().unwrap()]);
     assert!(err.contains("kassa/claims.json is missing") && err.contains("lab run kassa"), "{err}");
+    assert!(err.contains("--dir docs/lab"), "where the committed runs are: {err}");
 }
 
 /// `bench` runs the controllers by the flags every engine command shares (`--nhc`,

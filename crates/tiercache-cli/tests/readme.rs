@@ -9,6 +9,10 @@
 //! the section `SECOND_LANE` names (the simulator and the lab, which run on one core each) and
 //! those from it on (the engine, the Python package, `serve`, the databases). The first lane
 //! names no absolute path, so the lanes share no file (checked).
+//!
+//! The README's Rust blocks that an example runs (the lines of `crates/*/examples/*.rs` between
+//! "The README's lines, from here." and "To here.") are checked to be those lines; the
+//! examples run in their crates' tests.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -51,11 +55,17 @@ struct Block {
 
 /// The ```sh blocks of `markdown`, in order.
 fn shell_blocks(markdown: &str) -> Vec<Block> {
+    fenced(markdown, "sh")
+}
+
+/// The blocks of `markdown` fenced as `language`, in order.
+fn fenced(markdown: &str, language: &str) -> Vec<Block> {
+    let fence = format!("```{language}");
     let mut blocks = Vec::new();
     let mut open: Option<Block> = None;
     for (i, line) in markdown.lines().enumerate() {
         match open.take() {
-            None if line.trim_end() == "```sh" => {
+            None if line.trim_end() == fence => {
                 open = Some(Block { line: i + 2, text: String::new() });
             }
             None => {}
@@ -210,7 +220,19 @@ fn every_shell_block_of_the_readme_runs_as_written() {
     let (sim, engine) = (workspace("first-lane"), workspace("second-lane"));
     let (a, b) = std::thread::scope(|scope| {
         let other = scope.spawn(|| run_in(second, &engine, INSTEAD));
-        (run_in(first, &sim, INSTEAD), other.join().unwrap())
+        let first = run_in(first, &sim, INSTEAD);
+        // Then the shell blocks of the documents the README links, each in a directory of
+        // its own (those beside it in the repository: data/README.md, docs/*.md).
+        let linked = first.and_then(|used| {
+            for doc in linked_documents(&readme) {
+                let text = std::fs::read_to_string(repository().join(&doc)).unwrap();
+                let dir = workspace("linked");
+                run_in(&shell_blocks(&text), &dir, &[]).map_err(|e| format!("{doc}: {e}"))?;
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            Ok(used)
+        });
+        (linked, other.join().unwrap())
     });
     let (a, b) = (a.unwrap_or_else(|e| panic!("{e}")), b.unwrap_or_else(|e| panic!("{e}")));
     let used: Vec<bool> = a.iter().zip(&b).map(|(a, b)| a | b).collect();
@@ -237,4 +259,72 @@ fn a_broken_example_fails_naming_its_line() {
     let e = run_blocks("no blocks\n", &dir, INSTEAD).expect_err("nothing to replace");
     assert!(e.contains("no block starts with"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The Markdown files of the repository that `markdown` links to (relative links to `.md`).
+fn linked_documents(markdown: &str) -> Vec<String> {
+    let mut docs: Vec<String> = markdown
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split([')', '#']).next())
+        .filter(|link| link.ends_with(".md") && !link.contains("://"))
+        .map(str::to_string)
+        .collect();
+    docs.sort();
+    docs.dedup();
+    docs
+}
+
+/// The documents found are the README's (their links are checked in docs_links.rs).
+#[test]
+fn the_readmes_linked_documents_are_found() {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    let docs = linked_documents(&readme);
+    for doc in ["docs/RESULTS.md", "docs/ARCHITECTURE.md", "data/README.md", "docs/lab/kassa.md"] {
+        assert!(docs.iter().any(|d| d == doc), "{doc} not among {docs:?}");
+    }
+    assert!(docs.iter().all(|d| repository().join(d).is_file()), "{docs:?}");
+}
+
+/// The lines of a Rust snippet as compared: each without its comment and the space around it,
+/// blank ones left out.
+fn code_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|line| {
+            let code = match line.find("//") {
+                Some(at) if at == 0 || line[..at].ends_with(' ') => &line[..at],
+                _ => line,
+            };
+            code.trim().to_string()
+        })
+        .filter(|line| !line.is_empty())
+        .collect()
+}
+
+#[test]
+fn the_readmes_rust_blocks_are_the_lines_its_examples_run() {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    let blocks: Vec<Vec<String>> =
+        fenced(&readme, "rust").iter().map(|b| code_lines(&b.text)).collect();
+    let (from, to) = ("// The README's lines, from here.", "// To here.");
+    let mut examples = Vec::new();
+    for krate in std::fs::read_dir(repository().join("crates")).unwrap() {
+        let Ok(dir) = std::fs::read_dir(krate.unwrap().path().join("examples")) else { continue };
+        for file in dir {
+            let path = file.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let Some(start) = text.find(from) else { continue };
+            let end = text[start..].find(to).map(|e| start + e);
+            let end = end.unwrap_or_else(|| panic!("{}: {from:?} without {to:?}", path.display()));
+            let lines = code_lines(&text[start + from.len()..end]);
+            assert!(
+                blocks.contains(&lines),
+                "{}: its lines for the README are in no ```rust block of it:\n{}",
+                path.display(),
+                lines.join("\n")
+            );
+            examples.push(path);
+        }
+    }
+    assert!(examples.len() >= 2, "the examples that run the README's lines: {examples:?}");
 }

@@ -4,7 +4,7 @@
 use tiercache_engine::{CacheBuilder, KeyedCache, TierKind};
 use tiercache_policy::PolicyConfig;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("tiercache-objects-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let (data_block, read_index) = (vec![7u8; 16 << 10], || Ok(vec![1u8; 3 << 20]));

@@ -5,6 +5,9 @@
 //! that name them.
 
 mod common;
+/// The README's lines for objects (`examples/objects.rs`), run here so that CI runs them.
+#[path = "../examples/objects.rs"]
+mod example;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -700,4 +703,11 @@ fn typed_keys_read_back_their_own_values() {
     named.insert(&Named { tenant: 2, name: "a" }, b"two's").unwrap();
     assert_eq!(named.get(&Named { tenant: 1, name: "a" }).as_deref(), Some(&b"one's"[..]));
     assert_eq!(named.get(&Named { tenant: 2, name: "a" }).as_deref(), Some(&b"two's"[..]));
+}
+
+/// The README's example of objects runs as written (`readme.rs` checks that its lines are the
+/// README's).
+#[test]
+fn the_readmes_example_runs() {
+    example::main().unwrap();
 }

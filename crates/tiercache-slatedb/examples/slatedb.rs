@@ -12,16 +12,15 @@ use tiercache_policy::PolicyConfig;
 use tiercache_slatedb::TiercacheDbCache;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("tiercache-slatedb-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("objects"))?;
     let object_store: Arc<dyn ObjectStore> =
         Arc::new(LocalFileSystem::new_with_prefix(dir.join("objects"))?);
-    let flash = dir.join("cache.flash");
     // The README's lines, from here.
     let cache = CacheBuilder::new(PolicyConfig::Lru)
         .capacity_bytes(64 << 20)
-        .lower_tier(TierKind::Flash { path: flash }, 1 << 30, PolicyConfig::Lru)
+        .lower_tier(TierKind::Flash { path: dir.join("cache.flash") }, 1 << 30, PolicyConfig::Lru)
         .max_value(16 << 20)
         .build()?;
     let cache = Arc::new(TiercacheDbCache::new(cache)?.with_scope("my-db"));

@@ -27,6 +27,10 @@ use tiercache_slatedb::decoded::Decoded;
 use tiercache_slatedb::store::{CountingStore, Latency};
 use tiercache_slatedb::TiercacheDbCache;
 
+/// The README's lines for SlateDB (`examples/slatedb.rs`), run here so that CI runs them.
+#[path = "../examples/slatedb.rs"]
+mod example;
+
 const KEYS: u64 = 1500;
 
 fn scratch(name: &str) -> PathBuf {
@@ -625,4 +629,11 @@ async fn slatedb_on_an_s3_server_reads_through_the_cache_and_reopens_warm() {
     assert!(warm_gets * 2 < cold_gets, "warm {warm_gets} GETs, cold {cold_gets}");
     assert_eq!(warm.undecodable(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The README's example of SlateDB on tiercache runs as written (`readme.rs` checks that its
+/// lines are the README's).
+#[test]
+fn the_readmes_example_runs() {
+    example::main().unwrap();
 }

@@ -857,6 +857,7 @@ fn report(lab: &mut Lab, results: &[(Config, Outcome)]) -> anyhow::Result<()> {
             y_label: "ops/s",
             log_x: None,
             x_format: |x| format!("{}", x.round() as i64 + 1),
+            y_format: None,
             series: &[
                 series("measured (engine)", points(|o| o.engine.ops_per_second)),
                 series("predicted (simulator)", points(|o| o.sim.ops_per_second)),
@@ -972,6 +973,7 @@ fn figure_2(lab: &mut Lab, s: &Sizes, disk: &Path, cores: usize) -> anyhow::Resu
             y_label: "share of read throughput",
             log_x: None,
             x_format: |x| format!("{x:.0}"),
+            y_format: None,
             series: &[
                 series("this machine: DRAM", curve(&dram)),
                 series("this machine: disk (O_DIRECT)", curve(&direct)),

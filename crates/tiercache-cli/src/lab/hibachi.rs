@@ -418,6 +418,7 @@ fn hit_rates(lab: &mut Lab, workloads: &[Workload], cells: &[Cell]) -> anyhow::R
                 y_label: "read hit rate (%)",
                 log_x: Some(crate::plot::Ticks::Binary),
                 x_format: |x| format!("{x:.0} MiB"),
+                y_format: None,
                 series: &lines,
             },
         )?;

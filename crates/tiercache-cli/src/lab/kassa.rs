@@ -427,6 +427,7 @@ fn placements(lab: &mut Lab, requests: u64) -> anyhow::Result<Runs> {
                         .unwrap_or(&"")
                         .to_string()
                 },
+                y_format: None,
                 series: &chart_series,
             },
         )?;

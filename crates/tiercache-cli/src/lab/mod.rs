@@ -41,10 +41,17 @@ pub enum LabCommand {
     Tally(TallyArgs),
 }
 
+/// Where `lab run` writes and `lab tally` reads unless told otherwise.
+const RESULTS: &str = "lab-results";
+
+/// Where the repository keeps its committed quick run.
+const COMMITTED: &str = "docs/lab";
+
 #[derive(Args)]
 pub struct TallyArgs {
-    /// Where the experiments' directories are.
-    #[arg(long, default_value = "docs/lab")]
+    /// Where the experiments' directories are: where `lab run --out` wrote (the committed
+    /// quick run of every experiment is in docs/lab).
+    #[arg(long, default_value = RESULTS)]
     pub dir: PathBuf,
     /// One JSON object instead of the table.
     #[arg(long)]
@@ -61,8 +68,8 @@ pub struct RunArgs {
     /// A tiny version for tests: the same code paths, numbers too small to judge by.
     #[arg(long, hide = true)]
     pub smoke: bool,
-    /// Where the experiment directories go.
-    #[arg(long, default_value = "lab-results")]
+    /// Where the experiment directories go (`lab tally` reads the same by default).
+    #[arg(long, default_value = RESULTS)]
     pub out: PathBuf,
 }
 
@@ -155,8 +162,9 @@ pub fn run(command: &LabCommand) -> anyhow::Result<()> {
                 println!("{:<12} {}", e.name, e.what);
             }
             println!(
-                "\nRun: tiercache lab run NAME [--quick] [--out DIR]   (or `all`); writes DIR/NAME.md and \
-                 DIR/NAME/ (DIR: lab-results; the committed quick run is in docs/lab)"
+                "\nRun: tiercache lab run NAME [--quick] [--out DIR]   (or `all`); writes \
+                 DIR/NAME.md and DIR/NAME/ (DIR: {RESULTS}; the committed quick run is in \
+                 {COMMITTED})\nCount the verdicts: tiercache lab tally [--dir DIR]"
             );
             Ok(())
         }
@@ -208,9 +216,11 @@ fn tally(args: &TallyArgs) -> anyhow::Result<()> {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
                 "{} is missing: a tally counts every experiment's claims (run `tiercache lab \
-                 run {}`, or give --dir where the runs wrote)",
+                 run {} --out {}`, or give --dir where the runs wrote; the committed runs: \
+                 --dir {COMMITTED})",
                 path.display(),
-                e.name
+                e.name,
+                args.dir.display()
             ),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };

@@ -1055,6 +1055,7 @@ fn ycsb_d(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             y_label,
             log_x: None,
             x_format: |x| format!("{x:.1}"),
+            y_format: None,
             series: &over_time(value),
         };
         lab.chart(name, &chart)?;
@@ -1138,6 +1139,7 @@ fn ycsb_c(lab: &mut Lab, requests: u64, spread: f64) -> anyhow::Result<()> {
             y_label: "ops/s",
             log_x: None,
             x_format: |x| format!("{x:.2}"),
+            y_format: None,
             series: &[series("classic", classic_points), series("NHC", nhc_points)],
         },
     )?;
@@ -1200,6 +1202,7 @@ fn moving_hot_set(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             y_label: "ratio",
             log_x: None,
             x_format: |x| format!("{x:.1}"),
+            y_format: None,
             series: &[
                 series("load_admit", knob("load_admit")),
                 series("data_admit", knob("data_admit")),
@@ -1217,6 +1220,7 @@ fn moving_hot_set(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             y_label: "ops/s",
             log_x: None,
             x_format: |x| format!("{x:.1}"),
+            y_format: None,
             series: &[series("classic", ops(&classic)), series("NHC", ops(&tuned))],
         },
     )?;

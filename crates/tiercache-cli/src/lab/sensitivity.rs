@@ -49,23 +49,40 @@ impl Needs {
             Needs::AtMost(bound) => format!("<= {}", show(bound)),
             Needs::Below(bound) => format!("below {}", show(bound)),
             Needs::Near { target, tolerance } => {
-                format!("within {} of {}", show(tolerance), show(target))
+                format!("within {} of {}", magnitude(show, tolerance), show(target))
             }
             Needs::AboveAtMost(low, high) => format!("in ({}, {}]", show(low), show(high)),
             Needs::AtLeastBelow(low, high) => format!("in [{}, {})", show(low), show(high)),
         }
     }
 
-    /// The value the chart draws as the claim's line: its bound, or the paper's number.
-    fn line(self) -> f64 {
+    /// The levels the chart draws for the claim, each with its label: its bound, or both
+    /// (the edges of a range, or of the band around the paper's number).
+    fn bounds(self, show: fn(f64) -> String) -> Vec<(f64, String)> {
         match self {
-            Needs::AtLeast(b) | Needs::Above(b) | Needs::AtMost(b) | Needs::Below(b) => b,
-            Needs::Near { target, .. } => target,
-            // The bound nearer zero: where a gain or a cut begins.
-            Needs::AboveAtMost(low, _) => low,
-            Needs::AtLeastBelow(_, high) => high,
+            Needs::AtLeast(b) | Needs::Above(b) | Needs::AtMost(b) | Needs::Below(b) => {
+                vec![(b, self.describe(show))]
+            }
+            Needs::Near { target, tolerance } => {
+                let said = self.describe(show);
+                vec![
+                    (target - tolerance, format!("{said}: from {}", show(target - tolerance))),
+                    (target + tolerance, format!("{said}: to {}", show(target + tolerance))),
+                ]
+            }
+            Needs::AboveAtMost(low, high) => {
+                vec![(low, format!("above {}", show(low))), (high, format!("<= {}", show(high)))]
+            }
+            Needs::AtLeastBelow(low, high) => {
+                vec![(low, format!(">= {}", show(low))), (high, format!("below {}", show(high)))]
+            }
         }
     }
+}
+
+/// A tolerance as `show` writes it, without the sign a signed format gives it.
+fn magnitude(show: fn(f64) -> String, x: f64) -> String {
+    show(x).trim_start_matches('+').to_string()
 }
 
 /// One line of a sweep: its measure at each point, and what the claim needs of it.
@@ -324,20 +341,27 @@ impl Lab {
         let mut lines: Vec<super::Series> =
             sweep.lines.iter().map(|l| series(l.name.clone(), l.points.clone())).collect();
         let (first, last) = (sweep.first_x(), sweep.last_x());
+        // Each level the claim needs drawn once: named for the claim where every line needs
+        // it, else for the lines that do.
         let mut drawn: Vec<f64> = Vec::new();
         for line in &sweep.lines {
-            let level = line.needs.line();
-            if drawn.iter().any(|d| (d - level).abs() < 1e-12) {
-                continue;
-            }
-            drawn.push(level);
-            let name =
-                match sweep.lines.iter().filter(|l| (l.needs.line() - level).abs() < 1e-12).count()
-                {
-                    n if n == sweep.lines.len() => format!("the claim: {}", line.needs.describe(y)),
-                    _ => format!("{}: {}", line.name, line.needs.describe(y)),
+            for (level, said) in line.needs.bounds(y) {
+                if drawn.iter().any(|d| (d - level).abs() < 1e-12) {
+                    continue;
+                }
+                drawn.push(level);
+                let sharing: Vec<&str> = sweep
+                    .lines
+                    .iter()
+                    .filter(|l| l.needs.bounds(y).iter().any(|b| (b.0 - level).abs() < 1e-12))
+                    .map(|l| l.name.as_str())
+                    .collect();
+                let name = match sharing.len() {
+                    n if n == sweep.lines.len() => format!("the claim: {said}"),
+                    _ => format!("{}: {said}", sharing.join(" and ")),
                 };
-            lines.push(series(name, vec![(first, level), (last, level)]));
+                lines.push(series(name, vec![(first, level), (last, level)]));
+            }
         }
         let title = format!("{} by {}", sweep.measure, sweep.assumption);
         self.chart(
@@ -348,6 +372,7 @@ impl Lab {
                 y_label: sweep.measure,
                 log_x: None,
                 x_format: sweep.x_format,
+                y_format: Some(sweep.y_format),
                 series: &lines,
             },
         )?;
@@ -417,6 +442,26 @@ mod tests {
             "{}",
             s.paragraph()
         );
+    }
+
+    /// A band around the paper's number is drawn as its two edges, each named for what it
+    /// is; a tolerance is written without the sign a signed format gives a gain.
+    #[test]
+    fn the_chart_draws_each_edge_of_what_the_claim_needs() {
+        let signed = |x: f64| format!("{:+.0}%", x * 100.0);
+        let near = Needs::Near { target: 0.21, tolerance: 0.10 };
+        assert_eq!(near.describe(signed), "within 10% of +21%");
+        let bounds = near.bounds(signed);
+        assert_eq!(bounds.len(), 2);
+        assert!((bounds[0].0 - 0.11).abs() < 1e-12 && (bounds[1].0 - 0.31).abs() < 1e-12);
+        assert_eq!(bounds[0].1, "within 10% of +21%: from +11%");
+        assert_eq!(bounds[1].1, "within 10% of +21%: to +31%");
+        let range = Needs::AboveAtMost(0.0, 0.5).bounds(signed);
+        assert_eq!(
+            range.iter().map(|b| b.1.as_str()).collect::<Vec<_>>(),
+            ["above +0%", "<= +50%"]
+        );
+        assert_eq!(Needs::Above(0.0).bounds(signed).len(), 1);
     }
 
     #[test]

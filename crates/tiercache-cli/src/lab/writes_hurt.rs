@@ -534,6 +534,7 @@ fn admission(lab: &mut Lab, requests: u64, nvcache_blocks: u64) -> anyhow::Resul
                     .unwrap_or(&"")
                     .to_string()
             },
+            y_format: None,
             series: &chart_series,
         },
     )?;
@@ -1143,6 +1144,7 @@ fn per_dollar(lab: &mut Lab, requests: u64) -> anyhow::Result<()> {
             y_label: "% change in ops/s per cost",
             log_x: None,
             x_format: |x| format!("{x:.0}"),
+            y_format: None,
             series: &curves,
         },
     )?;

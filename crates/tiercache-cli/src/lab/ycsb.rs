@@ -386,6 +386,7 @@ fn report(lab: &mut Lab, stacks: &[Stack], results: &[Vec<Vec<Measured>>]) -> an
             x_format: |x| {
                 ["A", "B", "C", "F", "D", "E"].get(x.round() as usize).unwrap_or(&"").to_string()
             },
+            y_format: None,
             series: &chart_series,
         },
     )?;
