@@ -13,7 +13,7 @@ pub mod metrics;
 pub mod model;
 pub mod mrc;
 pub mod nbd;
-pub mod plot;
+pub use tiercache_lab::plot;
 pub mod profile;
 pub mod progress;
 pub mod serve;

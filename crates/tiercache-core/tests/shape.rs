@@ -176,6 +176,7 @@ fn every_file_the_architecture_names_exists() {
         root.join("crates/tiercache-engine/src"),
         root.join("crates/tiercache-policy/src"),
         root.join("crates/tiercache-cli/src"),
+        root.join("crates/tiercache-lab/src"),
     ];
     let missing: Vec<&String> =
         names.iter().filter(|name| !bases.iter().any(|base| base.join(name).exists())).collect();
