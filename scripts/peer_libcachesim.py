@@ -39,6 +39,7 @@ POLICIES = {
     "hyperbolic": lambda c: lcs.Hyperbolic(cache_size=c),
     "clock2qplus": lambda c: lcs.Clock2QPlus(cache_size=c),
     "lecar": lambda c: lcs.LeCaR(cache_size=c),
+    "lirs": lambda c: lcs.LIRS(cache_size=c),
 }
 
 

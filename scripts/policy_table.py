@@ -10,6 +10,7 @@ Traces: data/cloudPhysicsIO.oracleGeneral.bin.zst, and data/arc_P3.lis.zst conve
 oracleGeneral into --dir. Prints a Markdown table and writes policies.csv into --dir.
 
 Usage: scripts/policy_table.py --binary target/release/tiercache [--dir /tmp/tiercache-policies]
+                               [--only LABEL,LABEL]
 """
 import argparse
 import json
@@ -43,6 +44,7 @@ ROWS = [
     ("lru-prob (seed 0)", "lru-prob", "LRUProb"),
     ("hyperbolic (seed 0)", "hyperbolic", "Hyperbolic"),
     ("lecar (seed 0)", "lecar", "LeCaR"),
+    ("lirs", "lirs", "LIRS"),
 ]
 
 
@@ -70,7 +72,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True, help="the tiercache binary to run")
     parser.add_argument("--dir", default="/tmp/tiercache-policies")
+    parser.add_argument("--only", help="these rows only (their labels, comma-separated)")
     args = parser.parse_args()
+    rows_run = ROWS
+    if args.only:
+        wanted = args.only.split(",")
+        rows_run = [row for row in ROWS if row[0] in wanted]
+        unknown = sorted(set(wanted) - {row[0] for row in rows_run})
+        if unknown:
+            parser.error(f"--only: no rows {unknown}; known: {', '.join(r[0] for r in ROWS)}")
     import libcachesim as lcs
 
     os.makedirs(args.dir, exist_ok=True)
@@ -90,7 +100,7 @@ def main():
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     rows = []
-    for label, spec, class_name in ROWS:
+    for label, spec, class_name in rows_run:
         cells, speeds = [], []
         for name, path, requests, capacities in traces:
             for capacity in capacities:

@@ -43,6 +43,7 @@ pub mod lecar;
 pub mod lfru;
 pub mod lfu;
 pub mod lfuda;
+pub mod lirs;
 pub mod log;
 pub mod lru;
 pub mod lruk;

@@ -295,6 +295,7 @@ registry! {
         Hyperbolic = "hyperbolic" => crate::hyperbolic::Hyperbolic,
         LeCaR = "lecar" => crate::lecar::LeCaR,
         TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
+        Lirs = "lirs" => crate::lirs::Lirs,
         Setassoc = "setassoc" | "set-associative" => crate::setassoc::SetAssoc,
     }
 }
