@@ -40,6 +40,7 @@ POLICIES = {
     "clock2qplus": lambda c: lcs.Clock2QPlus(cache_size=c),
     "lecar": lambda c: lcs.LeCaR(cache_size=c),
     "lirs": lambda c: lcs.LIRS(cache_size=c),
+    "clockpro": lambda c: lcs.ClockPro(cache_size=c),
 }
 
 

@@ -45,6 +45,7 @@ ROWS = [
     ("hyperbolic (seed 0)", "hyperbolic", "Hyperbolic"),
     ("lecar (seed 0)", "lecar", "LeCaR"),
     ("lirs", "lirs", "LIRS"),
+    ("clock-pro", "clock-pro", "ClockPro"),
 ]
 
 

@@ -192,21 +192,38 @@ fn byte_arc_difference_is_pinned() {
 /// (libCacheSim counts in a Bloom filter, raised on misses, main-cache hits and every candidate
 /// it weighs, and drains the window into the main cache while candidates win: 1.0 point fewer
 /// misses here, and from 1.9 points more to 3.4 fewer at the other sizes in objects, within 0.42
-/// in bytes; RESULTS has the table).
+/// in bytes; RESULTS has the table); CLOCK-Pro's hands as the paper and its authors' code run
+/// them (libCacheSim's 2025 `ClockPro` refuses to insert a key while the cold keys fill their
+/// share, and misses more than LRU here: 76.3% against 63.3%; ours 52.8%, beside LIRS's 51.5%).
 #[test]
 fn paper_defaults_differ_as_pinned() {
-    let peer = peer_of("objects", &[20000], &["slru", "twoq", "lfuda", "wtinylfu"]);
+    let only = ["slru", "twoq", "lfuda", "wtinylfu", "clockpro"];
+    let peer = peer_of("objects", &[20000], &only);
     let cases = [
         ("slru", "slru", 0.532493, 0.579739),
         ("twoq", "2q", 0.633193, 0.633193),
         ("lfuda", "lfuda", 0.625395, 0.618932),
         ("wtinylfu", "w-tinylfu", 0.523386, 0.533415),
+        ("clockpro", "clock-pro", 0.763304, 0.527663),
     ];
     for (peer_name, spec, theirs_pinned, ours_pinned) in cases {
         let (theirs, ..) = peer[peer_name]["20000"];
         let (ours, _) = ours(spec, "objects", 20000);
         assert!((theirs - theirs_pinned).abs() < 1e-6, "libCacheSim {peer_name}: {theirs}");
         assert!((ours - ours_pinned).abs() < 1e-6, "tiercache {spec}: {ours}");
+    }
+}
+
+/// CLOCK-Pro is LIRS run by clock hands (its paper, section 1): on CloudPhysics in objects it
+/// misses within 2.5 points of our LIRS at every size (1.98 at 8,000 objects, the most), where
+/// CLOCK, the policy it improves, misses up to 12 points more than LIRS.
+#[test]
+fn clock_pro_tracks_lirs() {
+    for capacity in OBJECTS {
+        let (clock_pro, _) = ours("clock-pro", "objects", capacity);
+        let (lirs, _) = ours("lirs", "objects", capacity);
+        let gap = (clock_pro - lirs).abs() * 100.0;
+        assert!(gap <= 2.5, "at {capacity}: CLOCK-Pro {clock_pro:.4}, LIRS {lirs:.4} ({gap:.2})");
     }
 }
 

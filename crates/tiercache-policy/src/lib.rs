@@ -36,6 +36,7 @@ pub mod belady;
 pub mod cas;
 pub mod clock;
 pub mod clock2qplus;
+pub mod clockpro;
 pub mod fifo;
 pub mod gdsf;
 pub mod hyperbolic;

@@ -296,6 +296,7 @@ registry! {
         LeCaR = "lecar" => crate::lecar::LeCaR,
         TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
         Lirs = "lirs" => crate::lirs::Lirs,
+        ClockPro = "clock-pro" | "clockpro" => crate::clockpro::ClockPro,
         Setassoc = "setassoc" | "set-associative" => crate::setassoc::SetAssoc,
     }
 }
