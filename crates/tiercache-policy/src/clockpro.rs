@@ -440,9 +440,13 @@ impl Eviction for ClockPro {
             self.arena.get_mut(node).size = req.size;
             self.count(aux, self.unit.charge(req.size), true);
         }
-        let status = if self.free_at_miss > self.min_cold {
+        // Until the cache is full, no key needed evicting: while the least cold share stays
+        // free besides the key, it enters hot; then cold. (In objects these are the paper's
+        // "free > minimum" and "free > 0"; in bytes a full cache still has a few bytes free.)
+        let charge = self.unit.charge(req.size);
+        let status = if self.free_at_miss >= charge + self.min_cold {
             HOT
-        } else if self.free_at_miss > 0 {
+        } else if self.free_at_miss >= charge {
             COLD_IN_TEST
         } else {
             match name {
@@ -560,5 +564,34 @@ mod tests {
         assert_eq!(status(&c, 9), Some(HOT));
         assert_eq!(status(&c, 1), Some(COLD), "the hot hand demoted the oldest hot key");
         assert!(c.cold_target > target, "reuse in the test period grows the cold share");
+    }
+
+    /// In bytes a full cache still has a few bytes free: a name missed then is still a key
+    /// reused in its test period, and turns hot as in a cache counted in objects.
+    #[test]
+    fn in_bytes_a_full_cache_with_bytes_to_spare_still_promotes_names() {
+        let capacity = Capacity { amount: 100, unit: Unit::Bytes };
+        let config = ClockProConfig { min_cold_ratio: 0.3, ..ClockProConfig::default() };
+        let mut c = ClockPro::build(&config, capacity).unwrap();
+        let sized = |key: Key, size: u32| Request::read(key, size);
+        let miss = |c: &mut ClockPro, req: Request| {
+            assert_eq!(c.access(&req), None);
+            let mut decision = tiercache_core::Decision::default();
+            let mut sink = crate::frame::Sink::new(&mut decision, tiercache_core::TierId(0));
+            c.prepare_insert(&req, &mut sink);
+            while c.used() + req.size as u64 > 100 {
+                c.evict(&req).expect("something to evict");
+            }
+            c.insert(&req);
+        };
+        let status = |c: &ClockPro, key: Key| c.map.get(key).map(|node| c.aux(node) & STATUS);
+        miss(&mut c, sized(1, 50));
+        miss(&mut c, sized(2, 30));
+        assert_eq!((status(&c, 1), status(&c, 2)), (Some(HOT), Some(COLD_IN_TEST)));
+        miss(&mut c, sized(3, 30));
+        assert_eq!(status(&c, 2), Some(NAME), "2 evicted in its test period");
+        assert_eq!(100 - c.used(), 20, "20 bytes free, not enough for 30");
+        miss(&mut c, sized(2, 30));
+        assert_eq!(status(&c, 2), Some(HOT));
     }
 }
