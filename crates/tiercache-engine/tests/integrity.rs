@@ -841,11 +841,13 @@ fn a_log_flash_tier_is_written_in_runs_and_reads_back_the_latest_versions() {
     // Writes past what the shard may keep in flight go in place (the write-behind threads
     // lagging): how many is a matter of timing, so only those behind are judged. Alone on two
     // cores 262 to 737 blocks went behind in five runs; a CI run contended by other builds saw
-    // 23, so the floor is only what makes the run check below mean something: 16 blocks in at
-    // most 4 writes.
+    // 23, so the floor is only what makes the run check below mean something. How long the
+    // runs are is timing too: since the tests' build runs at opt-level 2, twelve runs here
+    // wrote 4.2 to 8.0 blocks a write, and a clean CI run 3.7 (48 blocks in 13 writes). A
+    // block a write is what no runs would give; at least two on average is the check.
     assert!(stats.writes_behind >= 16, "{stats:?}");
     assert!(
-        stats.behind_requests * 4 <= stats.writes_behind,
+        stats.behind_requests * 2 <= stats.writes_behind,
         "{} blocks in {} writes: not in runs",
         stats.writes_behind,
         stats.behind_requests
