@@ -434,11 +434,10 @@ impl Eviction for ClockPro {
         let name = self.map.get(req.key);
         if let Some(node) = name {
             // A name: the key comes back where its name is, at whatever size it now has.
-            let (aux, old) = (self.aux(node), self.arena.get(node).size);
-            self.count(aux, self.unit.charge(old), false);
-            self.clock.bytes = self.clock.bytes - old as u64 + req.size as u64;
-            self.arena.get_mut(node).size = req.size;
-            self.count(aux, self.unit.charge(req.size), true);
+            let (aux, old) = (self.aux(node), self.charge(node));
+            self.count(aux, old, false);
+            self.arena.resize(&mut self.clock, node, req.size);
+            self.count(aux, self.charge(node), true);
         }
         // Until the cache is full, no key needed evicting: while the least cold share stays
         // free besides the key, it enters hot; then cold. (In objects these are the paper's
@@ -502,18 +501,20 @@ mod tests {
 
     /// A request as the frame runs it; whether it hit.
     fn run(c: &mut ClockPro, key: Key) -> bool {
-        if c.access(&read(key)).is_some() {
+        run_sized(c, read(key))
+    }
+
+    fn run_sized(c: &mut ClockPro, req: Request) -> bool {
+        if c.access(&req).is_some() {
             return true;
         }
         let mut decision = tiercache_core::Decision::default();
-        c.prepare_insert(
-            &read(key),
-            &mut crate::frame::Sink::new(&mut decision, tiercache_core::TierId(0)),
-        );
-        while c.used() + 1 > c.capacity {
-            c.evict(&read(key)).expect("something to evict");
+        let mut sink = crate::frame::Sink::new(&mut decision, tiercache_core::TierId(0));
+        c.prepare_insert(&req, &mut sink);
+        while c.used() + c.unit.charge(req.size) > c.capacity {
+            c.evict(&req).expect("something to evict");
         }
-        c.insert(&read(key));
+        c.insert(&req);
         false
     }
 
@@ -573,25 +574,17 @@ mod tests {
         let capacity = Capacity { amount: 100, unit: Unit::Bytes };
         let config = ClockProConfig { min_cold_ratio: 0.3, ..ClockProConfig::default() };
         let mut c = ClockPro::build(&config, capacity).unwrap();
-        let sized = |key: Key, size: u32| Request::read(key, size);
-        let miss = |c: &mut ClockPro, req: Request| {
-            assert_eq!(c.access(&req), None);
-            let mut decision = tiercache_core::Decision::default();
-            let mut sink = crate::frame::Sink::new(&mut decision, tiercache_core::TierId(0));
-            c.prepare_insert(&req, &mut sink);
-            while c.used() + req.size as u64 > 100 {
-                c.evict(&req).expect("something to evict");
-            }
-            c.insert(&req);
+        let miss = |c: &mut ClockPro, key: Key, size: u32| {
+            assert!(!run_sized(c, Request::read(key, size)), "{key} should miss");
         };
         let status = |c: &ClockPro, key: Key| c.map.get(key).map(|node| c.aux(node) & STATUS);
-        miss(&mut c, sized(1, 50));
-        miss(&mut c, sized(2, 30));
+        miss(&mut c, 1, 50);
+        miss(&mut c, 2, 30);
         assert_eq!((status(&c, 1), status(&c, 2)), (Some(HOT), Some(COLD_IN_TEST)));
-        miss(&mut c, sized(3, 30));
+        miss(&mut c, 3, 30);
         assert_eq!(status(&c, 2), Some(NAME), "2 evicted in its test period");
         assert_eq!(100 - c.used(), 20, "20 bytes free, not enough for 30");
-        miss(&mut c, sized(2, 30));
+        miss(&mut c, 2, 30);
         assert_eq!(status(&c, 2), Some(HOT));
     }
 }

@@ -138,7 +138,7 @@ impl Lirs {
         Some((at, self.entries[at as usize]))
     }
 
-    fn resident(entry: &Entry) -> bool {
+    fn is_resident(entry: &Entry) -> bool {
         entry.lir || entry.q != NONE
     }
 
@@ -237,7 +237,7 @@ impl Eviction for Lirs {
     fn peek(&self, key: Key) -> Option<u32> {
         let (_, entry) = self.entry(key)?;
         let node = if entry.lir { entry.s } else { entry.q };
-        Self::resident(&entry).then(|| self.arena.get(node).size)
+        Self::is_resident(&entry).then(|| self.arena.get(node).size)
     }
 
     #[inline]
@@ -247,7 +247,7 @@ impl Eviction for Lirs {
 
     fn access(&mut self, req: &Request) -> Option<u32> {
         let (at, entry) = self.entry(req.key)?;
-        if !Self::resident(&entry) {
+        if !Self::is_resident(&entry) {
             return None;
         }
         let size = if entry.lir {
@@ -311,12 +311,12 @@ impl Eviction for Lirs {
         match self.entry(req.key) {
             Some((at, entry)) => {
                 // A name in S: the key's IRR is its recency there, within the LIR keys'.
-                debug_assert!(!Self::resident(&entry));
-                // (Its node made again, at the top: the key may come back at another size.)
+                debug_assert!(!Self::is_resident(&entry));
+                // (At the size it comes back with.)
                 self.drop_node(entry.gone);
-                self.drop_node(entry.s);
-                let s = self.push(S, req.key, req.size);
-                self.entries[at as usize] = Entry { s, q: NONE, gone: NONE, lir: true };
+                self.arena.resize(&mut self.lists[S as usize], entry.s, req.size);
+                self.arena.move_to_front(&mut self.lists[S as usize], entry.s);
+                self.entries[at as usize] = Entry { s: entry.s, q: NONE, gone: NONE, lir: true };
                 self.lir_used += charge;
                 self.lir_count += 1;
                 self.demote_over_share();

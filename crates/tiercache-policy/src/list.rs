@@ -123,6 +123,13 @@ impl Arena {
         list.bytes -= size as u64;
     }
 
+    /// Gives a node in `list` a new size where it stands, keeping the list's byte total.
+    pub fn resize(&mut self, list: &mut List, index: u32, size: u32) {
+        let node = &mut self.nodes[index as usize];
+        list.bytes = list.bytes - node.size as u64 + size as u64;
+        node.size = size;
+    }
+
     /// Moves a node already in `list` to its head.
     #[inline]
     pub fn move_to_front(&mut self, list: &mut List, index: u32) {
