@@ -41,6 +41,11 @@ POLICIES = {
     "lecar": lambda c: lcs.LeCaR(cache_size=c),
     "lirs": lambda c: lcs.LIRS(cache_size=c),
     "clockpro": lambda c: lcs.ClockPro(cache_size=c),
+    "belady": lambda c: lcs.Belady(cache_size=c),
+    "beladysize": lambda c: lcs.BeladySize(cache_size=c),
+    "size": lambda c: lcs.Size(cache_size=c),
+    "lhd": lambda c: lcs.LHD(cache_size=c),
+    "cacheus": lambda c: lcs.Cacheus(cache_size=c),
 }
 
 

@@ -46,6 +46,8 @@ ROWS = [
     ("lecar (seed 0)", "lecar", "LeCaR"),
     ("lirs", "lirs", "LIRS"),
     ("clock-pro", "clock-pro", "ClockPro"),
+    ("size", "size", "Size"),
+    ("belady-size", "belady-size", "BeladySize"),
 ]
 
 

@@ -82,6 +82,10 @@ pub trait Eviction {
     /// Periodic work done before the lookup (LFRU's sweep).
     fn tick(&mut self, _req: &Request, _sink: &mut Sink) {}
 
+    /// Each request decided, in the stream's order, before its lookup (a periodic tick is not
+    /// a request): the clock of a policy that weighs how far off a key's next request is.
+    fn request(&mut self, _req: &Request) {}
+
     /// A hint that `key` comes soon; prefetch its metadata. Changes nothing.
     #[inline]
     fn prefetch(&self, _key: Key) {}
@@ -226,6 +230,7 @@ impl<E: Eviction> Policy for SingleTier<E> {
     }
 
     fn decide(&mut self, req: &Request, out: &mut Decision) {
+        self.eviction.request(req);
         self.eviction.tick(req, &mut self.sink(out));
         if req.op == Op::Delete {
             if let Some(size) = self.eviction.remove(req.key) {

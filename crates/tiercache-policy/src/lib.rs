@@ -33,6 +33,7 @@ pub mod told;
 
 pub mod arc;
 pub mod belady;
+pub mod belady_size;
 pub mod cas;
 pub mod clock;
 pub mod clock2qplus;
@@ -58,6 +59,7 @@ pub mod seqlist;
 pub mod setassoc;
 pub mod sharded;
 pub mod sieve;
+pub mod size;
 pub mod slru;
 pub mod twoq;
 pub mod wtinylfu;

@@ -276,6 +276,8 @@ registry! {
         Lru = "lru" => crate::lru::Lru,
         Arc = "arc" => crate::arc::Arc,
         Belady = "belady" | "opt" | "min" => crate::belady::Belady,
+        BeladySize = "belady-size" | "beladysize" => crate::belady_size::BeladySize,
+        Size = "size" => crate::size::Size,
         Sieve = "sieve" => crate::sieve::Sieve,
         Gdsf = "gdsf" => crate::gdsf::Gdsf,
         Lfuda = "lfuda" | "lfu-da" => crate::lfuda::Lfuda,

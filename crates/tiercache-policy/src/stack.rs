@@ -112,6 +112,13 @@ impl StackConfig {
     /// `shards`, one such stack per shard (see [`StackConfig::shard`]).
     pub fn build(&self) -> Result<AnyPolicy, PolicyError> {
         match self.shards {
+            Some(shards) if shards > 1 && self.needs_future() => Err(PolicyError::setting(
+                "shards",
+                format!(
+                    "{shards}: the shards model the engine's, and a policy that reads the \
+                     future (belady, belady-size) runs in no engine; leave `shards` out"
+                ),
+            )),
             Some(shards) if shards > 1 => {
                 let stacks = (0..shards)
                     .map(|i| self.shard(i, shards).build())

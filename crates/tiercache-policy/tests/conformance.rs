@@ -291,7 +291,11 @@ proptest! {
         let mut reqs = reqs;
         annotate_next_access(&mut reqs);
         let capacity = Capacity::bytes(amount * 100);
-        for config in all_policies().into_iter().filter(|c| c.name() != "lfru") {
+        // LFRU sweeps by the time; Belady-Size's clock counts every request, as the stream's
+        // next_access indices do, so a stream with requests taken out (and not annotated
+        // again) sets its clock apart from them.
+        let clocked = ["lfru", "belady-size"];
+        for config in all_policies().into_iter().filter(|c| !clocked.contains(&c.name())) {
             if !runs_over(&config, capacity) {
                 continue;
             }
