@@ -530,6 +530,19 @@ mod tests {
         assert!(parse("policy = \"lru\"\ncapacity = 1000\nunit = \"objects\"").is_ok());
     }
 
+    /// The shards model the engine's, which runs no policy that reads the future.
+    #[test]
+    fn a_sharded_stack_refuses_a_policy_that_reads_the_future() {
+        for policy in ["belady", "belady-size"] {
+            let text = format!("policy = \"{policy}\"\ncapacity = \"1MiB\"\nshards = 4\n");
+            let config = parse(&text).unwrap();
+            let e = config.build().err().expect("refused").to_string();
+            assert!(e.contains("shards") && e.contains("reads the"), "{e}");
+            let text = format!("policy = \"{policy}\"\ncapacity = \"1MiB\"\n");
+            assert!(parse(&text).unwrap().build().is_ok());
+        }
+    }
+
     #[test]
     fn large_values_are_a_size_for_hierarchies_only() {
         let two = "policy = \"lru\"\ncapacity = \"1MiB\"\nlower_capacity = \"8MiB\"\n";
