@@ -48,6 +48,7 @@ ROWS = [
     ("clock-pro", "clock-pro", "ClockPro"),
     ("size", "size", "Size"),
     ("belady-size", "belady-size", "BeladySize"),
+    ("lhd (seed 0)", "lhd", "LHD"),
 ]
 
 

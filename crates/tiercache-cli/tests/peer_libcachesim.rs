@@ -12,7 +12,7 @@
 //!   its lowest segment (ours keeps hits quiet).
 //! - CLOCK, LFU (no aging), S3-FIFO and ARC: within 0.5 percentage points, except where our
 //!   semantics differ on purpose (below), where both numbers are pinned.
-//! - Random, LRU with probabilistic promotion, Hyperbolic and LeCaR: ours averaged over four
+//! - Random, LRU with probabilistic promotion, Hyperbolic, LeCaR and LHD: ours averaged over four
 //!   seeds within 0.5 points of libCacheSim averaged over four runs (its draws are not seeded),
 //!   each seed replaying exactly.
 //! - Where a paper's rule is our default and libCacheSim's differs (SLRU's fill, 2Q's capped
@@ -248,7 +248,7 @@ fn belady_size_weighs_every_key() {
     }
 }
 
-/// Random eviction, LRU with probabilistic promotion, Hyperbolic and LeCaR draw: ours averaged
+/// Random eviction, LRU with probabilistic promotion, Hyperbolic, LeCaR and LHD draw: ours averaged
 /// over seeds 0-3 within half a point of libCacheSim averaged over four runs in one process (its
 /// draws are not seeded), at every capacity in both units, or, where its own runs spread wider than
 /// that, within their range; a seed replays. LeCaR at 1 GiB is such a point: it swings between
@@ -262,6 +262,7 @@ fn seeded_policies_agree_over_seeds() {
         ("lruprob", "lru-prob"),
         ("hyperbolic", "hyperbolic"),
         ("lecar", "lecar"),
+        ("lhd", "lhd"),
     ];
     let names: Vec<&str> = seeded.iter().map(|(name, _)| *name).collect();
     for (unit, capacities) in [("objects", &OBJECTS[..]), ("bytes", &BYTES[..])] {

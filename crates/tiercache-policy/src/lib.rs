@@ -45,6 +45,7 @@ pub mod lecar;
 pub mod lfru;
 pub mod lfu;
 pub mod lfuda;
+pub mod lhd;
 pub mod lirs;
 pub mod log;
 pub mod lru;

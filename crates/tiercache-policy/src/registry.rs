@@ -296,6 +296,7 @@ registry! {
         LruProb = "lru-prob" | "lruprob" => crate::lruprob::LruProb,
         Hyperbolic = "hyperbolic" => crate::hyperbolic::Hyperbolic,
         LeCaR = "lecar" => crate::lecar::LeCaR,
+        Lhd = "lhd" => crate::lhd::Lhd,
         TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
         Lirs = "lirs" => crate::lirs::Lirs,
         ClockPro = "clock-pro" | "clockpro" => crate::clockpro::ClockPro,
