@@ -49,6 +49,9 @@ ROWS = [
     ("size", "size", "Size"),
     ("belady-size", "belady-size", "BeladySize"),
     ("lhd (seed 0)", "lhd", "LHD"),
+    ("cacheus (seed 0)", "cacheus", "Cacheus"),
+    ("cacheus (integer_hit_ratio+grow_only)", "cacheus:integer_hit_ratio=true,grow_only=true",
+     "Cacheus"),
 ]
 
 

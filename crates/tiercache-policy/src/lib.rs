@@ -34,6 +34,7 @@ pub mod told;
 pub mod arc;
 pub mod belady;
 pub mod belady_size;
+pub mod cacheus;
 pub mod cas;
 pub mod clock;
 pub mod clock2qplus;

@@ -297,6 +297,7 @@ registry! {
         Hyperbolic = "hyperbolic" => crate::hyperbolic::Hyperbolic,
         LeCaR = "lecar" => crate::lecar::LeCaR,
         Lhd = "lhd" => crate::lhd::Lhd,
+        Cacheus = "cacheus" => crate::cacheus::Cacheus,
         TwoQ = "2q" | "twoq" => crate::twoq::TwoQ,
         Lirs = "lirs" => crate::lirs::Lirs,
         ClockPro = "clock-pro" | "clockpro" => crate::clockpro::ClockPro,
