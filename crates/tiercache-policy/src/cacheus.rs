@@ -269,9 +269,7 @@ impl Cacheus {
         let (half, charge, unit) = (self.capacity / 2.0, self.charge(size), self.unit);
         let ghosts = &mut self.ghosts;
         if let Some(node) = ghosts.index.remove(&key) {
-            let list = ghosts.arena.get(node).aux as usize;
             ghosts.arena.take(&mut ghosts.lists, node);
-            debug_assert!(list < 2);
         }
         let list = &mut ghosts.lists[expert];
         while list.charge(unit) as f64 + charge > half {
@@ -426,7 +424,7 @@ impl Eviction for Cacheus {
     }
 
     fn insert(&mut self, req: &Request) {
-        let charge_size = req.size;
+        let size = req.size;
         match self.slots.get(&req.key).copied() {
             Some(slot) => {
                 // Back from H: into R, its count resumed.
@@ -436,21 +434,22 @@ impl Eviction for Cacheus {
                     }
                     self.set_flag(slot.lru, NEW, false);
                 }
-                self.lru.resize(&mut self.lists[H], slot.lru, charge_size);
+                self.lru.resize(&mut self.lists[H], slot.lru, size);
                 self.relink(slot.lru, R);
                 let frequency = slot.frequency + 1;
-                let lfu = self.count_in(req.key, charge_size, frequency);
+                let lfu = self.count_in(req.key, size, frequency);
                 self.slots.insert(req.key, Slot { lru: slot.lru, frequency, lfu: Some(lfu) });
             }
             None => {
-                let node = self.lru.alloc(req.key, charge_size, SR as u32 | NEW);
+                let node = self.lru.alloc(req.key, size, SR as u32 | NEW);
                 self.lru.push_front(&mut self.lists[SR], node);
-                let lfu = self.count_in(req.key, charge_size, 1);
+                let lfu = self.count_in(req.key, size, 1);
                 self.slots.insert(req.key, Slot { lru: node, frequency: 1, lfu: Some(lfu) });
             }
         }
     }
 
+    /// A removed key leaves its name in H, as an evicted one does (libCacheSim's too).
     fn remove(&mut self, key: Key) -> Option<u32> {
         let size = self.peek(key)?;
         self.retire(key);
