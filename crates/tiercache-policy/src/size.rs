@@ -11,7 +11,7 @@
 //! first key in is the first to go and after it the latest in. Both agree with libCacheSim
 //! exactly (`tests/peer_libcachesim.rs`).
 //!
-//! Invariants: `heap[i].rank >= heap[child].rank` for both children `2i + 1` and `2i + 2`;
+//! Invariants: `rank(heap[i]) >= rank(heap[child])` for both children `2i + 1` and `2i + 2`;
 //! `index` maps each resident key to its place in `heap`; `used` is the keys' charge.
 
 use tiercache_core::{Capacity, Key, Request, Unit};
@@ -24,8 +24,6 @@ use crate::queue::expected_objects;
 struct Slot {
     key: Key,
     size: u32,
-    /// The size the heap orders by: the key's own in bytes, 1 in objects.
-    rank: u32,
 }
 
 pub struct Size {
@@ -51,6 +49,14 @@ impl crate::frame::Registered for Size {
 }
 
 impl Size {
+    /// The size the heap orders by: the key's own in bytes, 1 in objects.
+    fn rank(&self, slot: &Slot) -> u32 {
+        match self.unit {
+            Unit::Bytes => slot.size,
+            Unit::Objects => 1,
+        }
+    }
+
     fn charge(&self, size: u32) -> u64 {
         match self.unit {
             Unit::Bytes => size as u64,
@@ -68,7 +74,7 @@ impl Size {
         let moving = self.heap[at];
         while at > 0 {
             let parent = (at - 1) / 2;
-            if self.heap[parent].rank >= moving.rank {
+            if self.rank(&self.heap[parent]) >= self.rank(&moving) {
                 break;
             }
             self.place(at, self.heap[parent]);
@@ -87,12 +93,10 @@ impl Size {
                 break;
             }
             let right = left + 1;
-            let child = if right < self.heap.len() && self.heap[left].rank < self.heap[right].rank {
-                right
-            } else {
-                left
-            };
-            if moving.rank >= self.heap[child].rank {
+            let right_larger = right < self.heap.len()
+                && self.rank(&self.heap[left]) < self.rank(&self.heap[right]);
+            let child = if right_larger { right } else { left };
+            if self.rank(&moving) >= self.rank(&self.heap[child]) {
                 break;
             }
             self.place(at, self.heap[child]);
@@ -108,7 +112,7 @@ impl Size {
         self.index.remove(gone.key);
         if at < self.heap.len() {
             self.place(at, last);
-            if gone.rank < last.rank {
+            if self.rank(&gone) < self.rank(&last) {
                 self.rise(at);
             } else {
                 self.sink(at);
@@ -142,11 +146,7 @@ impl Eviction for Size {
     }
 
     fn insert(&mut self, req: &Request) {
-        let rank = match self.unit {
-            Unit::Bytes => req.size,
-            Unit::Objects => 1,
-        };
-        let slot = Slot { key: req.key, size: req.size, rank };
+        let slot = Slot { key: req.key, size: req.size };
         self.heap.push(slot);
         self.used += self.charge(req.size);
         self.rise(self.heap.len() - 1);

@@ -134,7 +134,8 @@ impl Filter {
         Filter { counters: vec![0; counters as usize], probes }
     }
 
-    fn slots(&self, key: Key) -> impl Iterator<Item = usize> {
+    /// A key's probes: `(a + i·b) mod n` for `a` and `b` its two hashes, `n` the counters.
+    fn slots(&self, key: Key) -> impl Iterator<Item = usize> + use<> {
         let hash = |seed| twox_hash::XxHash64::oneshot(seed, &key.to_le_bytes()) as u32;
         let (a, b) = (hash(FILTER_SEEDS[0]), hash(FILTER_SEEDS[1]));
         let n = self.counters.len() as u32;
@@ -147,8 +148,7 @@ impl Filter {
 
     fn add(&mut self, key: Key) {
         let least = self.get(key);
-        let slots: Vec<usize> = self.slots(key).collect();
-        for x in slots {
+        for x in self.slots(key) {
             if self.counters[x] == least {
                 self.counters[x] += 1;
             }
