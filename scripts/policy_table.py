@@ -40,6 +40,7 @@ ROWS = [
     ("gdsf", "gdsf", "GDSF"),
     ("lfuda", "lfuda", "LFUDA"),
     ("w-tinylfu", "w-tinylfu", "WTinyLFU"),
+    ("w-tinylfu (libcachesim_rules)", "w-tinylfu:libcachesim_rules=true", "WTinyLFU"),
     ("random (seed 0)", "random", "Random"),
     ("lru-prob (seed 0)", "lru-prob", "LRUProb"),
     ("hyperbolic (seed 0)", "hyperbolic", "Hyperbolic"),

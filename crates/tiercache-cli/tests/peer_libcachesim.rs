@@ -217,20 +217,20 @@ fn paper_defaults_differ_as_pinned() {
 }
 
 /// W-TinyLFU with libCacheSim's rules (`w-tinylfu:libcachesim_rules=true`: its counting filter,
-/// what it counts, its window drain, its segments' fill): within half a point of libCacheSim in
-/// bytes (0.34 the most), within a point in objects (0.15 at 2,000, 0.86 to 0.99 at the other
-/// sizes; not traced further). Both sides are deterministic.
+/// what it counts, its window drain, its segments' fill): identical to libCacheSim in objects
+/// at every size, within a quarter point in bytes (0.23 the most, at 16 MiB; not traced
+/// further). Both sides are deterministic.
 #[test]
-fn w_tinylfu_with_libcachesims_rules_comes_within_a_point() {
-    for (unit, capacities, bound) in [("objects", &OBJECTS[..], 1.0), ("bytes", &BYTES[..], 0.5)] {
+fn w_tinylfu_with_libcachesims_rules_agrees() {
+    for (unit, capacities, bound) in [("objects", &OBJECTS[..], 0.0), ("bytes", &BYTES[..], 0.25)] {
         let peer = peer_of(unit, capacities, &["wtinylfu"]);
         for &capacity in capacities {
             let (theirs, ..) = peer["wtinylfu"][&capacity.to_string()];
             let (ours, _) = ours("w-tinylfu:libcachesim_rules=true", unit, capacity);
             let gap = (theirs - ours).abs() * 100.0;
             assert!(
-                gap <= bound,
-                "at {capacity} {unit}: ours {ours:.4}, libCacheSim {theirs:.4} ({gap:.2} points)"
+                gap <= bound + 1e-9,
+                "at {capacity} {unit}: ours {ours:.6}, libCacheSim {theirs:.6} ({gap:.2} points)"
             );
         }
     }
