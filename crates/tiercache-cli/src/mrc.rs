@@ -13,7 +13,7 @@ use clap::Args;
 use serde::Serialize;
 use tiercache_core::{format_size, Request};
 use tiercache_policy::{AdmissionConfig, PolicyConfig};
-use tiercache_sim::mrc::{self, MrcPoint, SampledRun, Sampling};
+use tiercache_sim::mrc::{self, Estimator, MrcPoint, SampledRun, Sampling};
 
 use crate::progress::Progress;
 use crate::sweep::{capacities, load, plot, print_table};
@@ -43,6 +43,11 @@ pub struct MrcArgs {
     /// Independent samples per point; the curve is their mean, its spread their range.
     #[arg(long, default_value_t = 3)]
     pub samples: u32,
+    /// How a sample's miss ratio stands for the stream's: `stratified` weighs its hit ratio
+    /// per class of keys by request count (⌊log₂⌋) with each class's share of the stream, from a
+    /// counting pass; `plain` takes its misses over its requests, as SHARDS does.
+    #[arg(long, default_value = "stratified", value_parser = ["stratified", "plain"])]
+    pub estimator: String,
     /// Sample LRU too, instead of its exact curve from stack distances.
     #[arg(long)]
     pub sample_lru: bool,
@@ -106,6 +111,10 @@ pub fn run(args: &MrcArgs) -> anyhow::Result<()> {
         admission: &admission,
         seed: args.seed,
         logical_time,
+        estimator: match args.estimator.as_str() {
+            "plain" => Estimator::Plain,
+            _ => Estimator::Stratified,
+        },
     };
     let points = curves(args, &requests, &run, sampling)?;
     let curve_seconds = start.elapsed().as_secs_f64();
@@ -245,9 +254,13 @@ fn describe(points: &[MrcPoint], requests: &[Request], sampling: Sampling, sampl
         Sampling::Keys(keys) => format!("at most {keys} keys (rate {:.4})", first.rate),
     };
     let widest = sampled.iter().map(|p| p.spread).fold(0.0, f64::max);
+    let estimator = match first.estimator {
+        "plain" => "each sample's misses over its requests",
+        _ => "each sample's hit ratio per class of key frequency, weighted by the class's share",
+    };
     println!(
-        "others: sampled by key hash, {how}, {samples} samples per point; their miss ratios \
-         differ by at most {:.2} points (the spread in mrc.csv)",
+        "others: sampled by key hash, {how}, {samples} samples per point ({estimator}); their \
+         miss ratios differ by at most {:.2} points (the spread in mrc.csv)",
         widest * 100.0
     );
     let small: std::collections::BTreeMap<u64, String> = sampled
@@ -325,12 +338,13 @@ fn write_csv(
     check: Option<&Check>,
 ) -> anyhow::Result<()> {
     let mut text = String::from(
-        "policy,capacity,unit,miss_ratio,byte_miss_ratio,method,rate,simulated_requests,spread,samples",
+        "policy,capacity,unit,miss_ratio,byte_miss_ratio,method,rate,simulated_requests,spread,samples,\
+         estimator",
     );
     text += if check.is_some() { ",full_miss_ratio,error\n" } else { "\n" };
     for (i, p) in points.iter().enumerate() {
         text += &format!(
-            "{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{}",
             p.policy,
             p.capacity,
             p.unit,
@@ -340,7 +354,8 @@ fn write_csv(
             p.rate,
             p.simulated_requests,
             p.spread,
-            p.samples
+            p.samples,
+            p.estimator
         );
         if let Some(check) = check {
             text += &format!(",{},{}", check.full_miss_ratio[i], check.error[i]);

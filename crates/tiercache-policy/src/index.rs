@@ -114,6 +114,29 @@ impl KeyIndex {
         }
     }
 
+    /// Counts `key` once more (its value as a count: 1 when absent; at most `u32::MAX - 1`).
+    #[inline]
+    pub fn count(&mut self, key: u64) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        match self.probe(key) {
+            (i, true) => {
+                let value = &mut self.slots[i].value;
+                *value = (*value + 1).min(EMPTY - 1);
+            }
+            (i, false) => {
+                self.slots[i] = Slot { key, value: 1 };
+                self.len += 1;
+            }
+        }
+    }
+
+    /// Every key and its value, in the table's order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.slots.iter().filter(|s| s.value != EMPTY).map(|s| (s.key, s.value))
+    }
+
     #[inline]
     pub fn remove(&mut self, key: u64) -> Option<u32> {
         match self.probe(key) {
@@ -164,6 +187,21 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
     use tiercache_core::SeededRng;
+
+    /// Counting keeps each key's count as its value, through the table's growth.
+    #[test]
+    fn counts_agree_with_a_hash_map() {
+        let mut rng = SeededRng::new(5);
+        let (mut index, mut reference) = (KeyIndex::with_capacity(4), HashMap::new());
+        for _ in 0..20_000 {
+            let key = rng.below(3_000);
+            index.count(key);
+            *reference.entry(key).or_insert(0u32) += 1;
+        }
+        let counted: HashMap<u64, u32> = index.iter().collect();
+        assert_eq!(counted, reference);
+        assert_eq!(index.len(), reference.len());
+    }
 
     #[test]
     fn agrees_with_a_hash_map_under_random_operations() {

@@ -136,7 +136,7 @@ fn sweep_json(
 /// `unit`, sampled at `rate` or at most `sample_keys` keys over `samples` samples, LRU exact
 /// from stack distances unless `sample_lru`; returns the points as a JSON list.
 #[pyfunction]
-#[pyo3(signature = (trace, format, policies, capacities, unit, rate, sample_keys, samples, sample_lru, seed))]
+#[pyo3(signature = (trace, format, policies, capacities, unit, rate, sample_keys, samples, sample_lru, seed, estimator))]
 #[allow(clippy::too_many_arguments)]
 fn mrc_json(
     py: Python<'_>,
@@ -150,8 +150,9 @@ fn mrc_json(
     samples: u32,
     sample_lru: bool,
     seed: u64,
+    estimator: &str,
 ) -> PyResult<String> {
-    use tiercache_sim::mrc::{curves, SampledRun, Sampling};
+    use tiercache_sim::mrc::{curves, Estimator, SampledRun, Sampling};
     let run = || -> anyhow::Result<String> {
         let policies: Vec<tiercache_policy::PolicyConfig> = policies
             .iter()
@@ -161,6 +162,11 @@ fn mrc_json(
             "bytes" => tiercache_core::Unit::Bytes,
             "objects" => tiercache_core::Unit::Objects,
             other => anyhow::bail!("unit '{other}': use bytes or objects"),
+        };
+        let estimator = match estimator {
+            "stratified" => Estimator::Stratified,
+            "plain" => Estimator::Plain,
+            other => anyhow::bail!("estimator '{other}': use stratified or plain"),
         };
         let capacities = capacities
             .iter()
@@ -194,6 +200,7 @@ fn mrc_json(
             admission: &[],
             seed,
             logical_time,
+            estimator,
         };
         let (points, _) = curves(&requests, &run, sampling, samples, !sample_lru, &|| {})?;
         Ok(serde_json::to_string(&points)?)
