@@ -227,6 +227,9 @@ def test_mrc_gives_the_command_lines_curves(tmp_path):
         assert point.miss_ratio == pytest.approx(full["miss_ratio"], abs=1e-12)
     with pytest.raises(tiercache.ConfigError, match="rate must be in"):
         tiercache.mrc(CLOUD, policies=["lru"], capacities=["1MiB"], rate=0)
+    # A small size's rate raised so that its sampled cache holds 100 objects.
+    raised = tiercache.mrc(CLOUD, policies=["s3fifo"], capacities=["4MiB"], min_sampled_objects=100)
+    assert raised.loc[0, "rate"] > 0.01 and raised.loc[0, "estimator"] == "stratified"
 
 
 def test_a_failing_cell_is_reported_not_lost():

@@ -222,6 +222,7 @@ def mrc(
     seed: int = 0,
     format: str = "auto",
     estimator: str = "stratified",
+    min_sampled_objects: Optional[int] = None,
 ):
     """Miss-ratio curves at a fraction of :func:`sweep`'s cost, as ``tiercache mrc`` makes them;
     returns a pandas DataFrame, one row per (policy, capacity) in that order, with the columns
@@ -235,7 +236,9 @@ def mrc(
     samples and ``spread`` the range of their miss ratios. A sample's miss ratio is
     post-stratified (``estimator="stratified"``): its hit ratio per class of keys by request
     count, weighted by each class's share of the whole trace; ``"plain"`` takes its misses over
-    its requests, as SHARDS does. The work runs without the GIL.
+    its requests, as SHARDS does. With ``min_sampled_objects``, a size whose sampled cache would
+    hold fewer objects than that is sampled at the rate that gives it that many (the whole trace
+    from a rate of 0.5 up). The work runs without the GIL.
     """
     import pandas as pd
 
@@ -253,6 +256,7 @@ def mrc(
         bool(sample_lru),
         int(seed),
         str(estimator),
+        None if min_sampled_objects is None else int(min_sampled_objects),
     )
     return pd.DataFrame(json.loads(points))
 

@@ -40,6 +40,11 @@ pub struct MrcArgs {
     /// bounded whatever the trace; the rate follows from a first pass).
     #[arg(long, value_name = "KEYS")]
     pub sample_keys: Option<u64>,
+    /// Raise the rate, for each size whose sampled cache would hold fewer objects (of the
+    /// trace's mean size) than this, until it holds this many (from a rate of 0.5 up, the size
+    /// is simulated on the whole trace, once). Small sizes then cost more, and say more.
+    #[arg(long, value_name = "OBJECTS", conflicts_with = "sample_keys")]
+    pub min_sampled_objects: Option<u64>,
     /// Independent samples per point; the curve is their mean, its spread their range.
     #[arg(long, default_value_t = 3)]
     pub samples: u32,
@@ -115,6 +120,7 @@ pub fn run(args: &MrcArgs) -> anyhow::Result<()> {
             "plain" => Estimator::Plain,
             _ => Estimator::Stratified,
         },
+        min_sampled_objects: args.min_sampled_objects,
     };
     let points = curves(args, &requests, &run, sampling)?;
     let curve_seconds = start.elapsed().as_secs_f64();
@@ -149,6 +155,10 @@ pub fn run(args: &MrcArgs) -> anyhow::Result<()> {
 
 fn sampling(args: &MrcArgs) -> anyhow::Result<Sampling> {
     anyhow::ensure!(args.samples >= 1, "--samples must be at least 1");
+    anyhow::ensure!(
+        args.min_sampled_objects != Some(0),
+        "--min-sampled-objects must be at least 1"
+    );
     if let Some(keys) = args.sample_keys {
         anyhow::ensure!(keys >= 1, "--sample-keys must be at least 1");
         return Ok(Sampling::Keys(keys));
@@ -169,7 +179,11 @@ fn curves(
     sampling: Sampling,
 ) -> anyhow::Result<Vec<MrcPoint>> {
     let sampled = run.policies.iter().filter(|p| **p != PolicyConfig::Lru || args.sample_lru);
-    let total = (sampled.count() * run.capacities.len()) as u64 * args.samples as u64;
+    let per_policy: u64 = mrc::samplings(requests, run, sampling)
+        .into_iter()
+        .map(|s| mrc::samples_of(s, args.samples) as u64)
+        .sum();
+    let total = sampled.count() as u64 * per_policy;
     let progress = Mutex::new(Progress::new("sampled simulations", Some(total)));
     let finished = AtomicU64::new(0);
     let done = || {
@@ -249,17 +263,33 @@ fn describe(points: &[MrcPoint], requests: &[Request], sampling: Sampling, sampl
     }
     let sampled: Vec<&MrcPoint> = points.iter().filter(|p| p.method == "sampled").collect();
     let Some(first) = sampled.first() else { return };
-    let how = match sampling {
-        Sampling::Rate(_) => format!("rate {:.4}", first.rate),
+    let mut how = match sampling {
+        Sampling::Rate(rate) => format!("rate {rate:.4}"),
         Sampling::Keys(keys) => format!("at most {keys} keys (rate {:.4})", first.rate),
     };
+    if let Sampling::Rate(rate) = sampling {
+        let raised: std::collections::BTreeMap<u64, String> = sampled
+            .iter()
+            .filter(|p| p.rate > rate * (1.0 + 1e-9))
+            .map(|p| (p.capacity, format!("{} at {:.4}", label(p), p.rate)))
+            .collect();
+        if !raised.is_empty() {
+            let raised: Vec<String> = raised.into_values().collect();
+            how += &format!(
+                " (raised where the sampled cache would be small: {}; a rate of 1 is the \
+                 whole trace, one run)",
+                raised.join(", ")
+            );
+        }
+    }
     let widest = sampled.iter().map(|p| p.spread).fold(0.0, f64::max);
     let estimator = match first.estimator {
         "plain" => "each sample's misses over its requests",
         _ => "each sample's hit ratio per class of key frequency, weighted by the class's share",
     };
     println!(
-        "others: sampled by key hash, {how}, {samples} samples per point ({estimator}); their \
+        "others: sampled by key hash, {how}, {samples} samples per point below a rate of 1 \
+         ({estimator}); their \
          miss ratios differ by at most {:.2} points (the spread in mrc.csv)",
         widest * 100.0
     );
@@ -271,8 +301,8 @@ fn describe(points: &[MrcPoint], requests: &[Request], sampling: Sampling, sampl
     let small: Vec<String> = small.into_values().collect();
     if !small.is_empty() {
         println!(
-            "note: at {} the sampled cache holds under {FEW_OBJECTS} objects; raise --rate for \
-             these sizes",
+            "note: at {} the sampled cache holds under {FEW_OBJECTS} objects; raise the rate for \
+             these sizes (--min-sampled-objects {FEW_OBJECTS})",
             small.join(", ")
         );
     }

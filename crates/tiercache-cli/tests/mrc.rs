@@ -100,6 +100,44 @@ fn stratified_sampling_holds_a_skewed_trace_within_a_point() {
     assert!(plain > 0.015, "plain: mean absolute error {plain} (the samples' hot keys)");
 }
 
+/// `--min-sampled-objects` raises the rate where the sampled cache would be small: on arc_OLTP
+/// (512-byte blocks) 93.4 KiB holds 186 blocks, so 100 of them need a rate above a half, and the
+/// point is the whole trace's simulation, once (no error); 280.3 KiB holds 560, a rate of 0.178.
+#[test]
+fn small_sizes_can_be_sampled_at_a_higher_rate() {
+    let trace = data_trace("arc_OLTP.lis.zst");
+    let report = mrc_json(
+        "min-objects",
+        &[
+            "--trace",
+            trace.to_str().unwrap(),
+            "--capacities",
+            "95682,287047",
+            "--policy",
+            "fifo",
+            "--min-sampled-objects",
+            "100",
+            "--check",
+        ],
+    );
+    let (whole, raised) = (&report["points"][0], &report["points"][1]);
+    assert_eq!((whole["rate"].as_f64(), whole["samples"].as_u64()), (Some(1.0), Some(1)));
+    let error = report["check"]["error"][0].as_f64().unwrap();
+    assert!(error.abs() < 1e-9, "the whole trace's point is off by {error}");
+    let rate = raised["rate"].as_f64().unwrap();
+    assert!((0.17..0.19).contains(&rate) && raised["samples"] == 3, "{raised}");
+    let err = tiercache_fails(&[
+        "mrc",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--min-sampled-objects",
+        "100",
+        "--sample-keys",
+        "1000",
+    ]);
+    assert!(err.contains("--sample-keys"), "{err}");
+}
+
 /// A bound on the keys sampled sets the rate: cloudPhysicsIO has 48,974 keys, so 1,000 keys
 /// is a rate near 2%, and the requests simulated are near 2% of 113,872 per sample.
 #[test]

@@ -136,7 +136,7 @@ fn sweep_json(
 /// `unit`, sampled at `rate` or at most `sample_keys` keys over `samples` samples, LRU exact
 /// from stack distances unless `sample_lru`; returns the points as a JSON list.
 #[pyfunction]
-#[pyo3(signature = (trace, format, policies, capacities, unit, rate, sample_keys, samples, sample_lru, seed, estimator))]
+#[pyo3(signature = (trace, format, policies, capacities, unit, rate, sample_keys, samples, sample_lru, seed, estimator, min_sampled_objects))]
 #[allow(clippy::too_many_arguments)]
 fn mrc_json(
     py: Python<'_>,
@@ -151,6 +151,7 @@ fn mrc_json(
     sample_lru: bool,
     seed: u64,
     estimator: &str,
+    min_sampled_objects: Option<u64>,
 ) -> PyResult<String> {
     use tiercache_sim::mrc::{curves, Estimator, SampledRun, Sampling};
     let run = || -> anyhow::Result<String> {
@@ -181,6 +182,11 @@ fn mrc_json(
             "mrc needs a policy and a capacity"
         );
         anyhow::ensure!(samples >= 1, "samples must be at least 1");
+        anyhow::ensure!(
+            sample_keys.is_none() || min_sampled_objects.is_none(),
+            "min_sampled_objects raises a fixed rate: give rate, not sample_keys"
+        );
+        anyhow::ensure!(min_sampled_objects != Some(0), "min_sampled_objects must be at least 1");
         let sampling = match sample_keys {
             Some(keys) => Sampling::Keys(keys.max(1)),
             None if rate > 0.0 && rate <= 1.0 => Sampling::Rate(rate),
@@ -201,6 +207,7 @@ fn mrc_json(
             seed,
             logical_time,
             estimator,
+            min_sampled_objects,
         };
         let (points, _) = curves(&requests, &run, sampling, samples, !sample_lru, &|| {})?;
         Ok(serde_json::to_string(&points)?)

@@ -298,6 +298,9 @@ pub struct SampledRun<'a> {
     pub seed: u64,
     pub logical_time: bool,
     pub estimator: Estimator,
+    /// With a fixed rate, a rate raised for each capacity whose sampled cache would hold fewer
+    /// objects than this ([`samplings`]).
+    pub min_sampled_objects: Option<u64>,
 }
 
 /// Requests, hits and their bytes per stratum (deletes aside, as the simulator's ratios).
@@ -409,15 +412,28 @@ pub fn sampled(
     done: &(dyn Fn() + Sync),
 ) -> Result<Vec<MrcPoint>, PolicyError> {
     let needs_future = run.policies.iter().any(|p| p.needs_future());
+    let per_capacity = samplings(requests, run, sampling);
+    // Each distinct sampling once, its samples by salt.
+    let mut distinct: Vec<Sampling> = Vec::new();
+    for s in &per_capacity {
+        if !distinct.contains(s) {
+            distinct.push(*s);
+        }
+    }
+    let wanted: Vec<(usize, u64)> = distinct
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| (1..=samples_of(*s, samples) as u64).map(move |salt| (i, salt)))
+        .collect();
     // The samples, and beside them the counting pass that strata take.
     let stratified = run.estimator == Estimator::Stratified;
     let (strata, sets): (Option<Strata>, Vec<Sample>) = rayon::join(
         || stratified.then(|| Strata::of(requests)),
         || {
-            (1..=samples as u64)
-                .into_par_iter()
-                .map(|salt| {
-                    let mut sample = sample(requests, sampling, salt);
+            wanted
+                .par_iter()
+                .map(|&(i, salt)| {
+                    let mut sample = sample(requests, distinct[i], salt);
                     if run.logical_time {
                         let at = |(i, r): (usize, &mut Request)| r.time_us = i as u64;
                         sample.requests.iter_mut().enumerate().for_each(at);
@@ -441,10 +457,16 @@ pub fn sampled(
             Stratified { sample, strata_of }
         })
         .collect();
+    // One group of runs per point, one run per sample of its capacity's sampling.
+    let mut groups: Vec<(Capacity, std::ops::Range<usize>)> = Vec::new();
     let mut jobs: Vec<(&PolicyConfig, Capacity, &Stratified)> = Vec::new();
     for policy in run.policies {
-        for capacity in run.capacities {
-            jobs.extend(sets.iter().map(|sample| (policy, *capacity, sample)));
+        for (capacity, s) in run.capacities.iter().zip(&per_capacity) {
+            let which = distinct.iter().position(|d| d == s).expect("listed");
+            let start = jobs.len();
+            let of_it = wanted.iter().zip(&sets).filter(|((i, _), _)| *i == which);
+            jobs.extend(of_it.map(|(_, sample)| (policy, *capacity, sample)));
+            groups.push((*capacity, start..jobs.len()));
         }
     }
     let reports = jobs
@@ -475,18 +497,18 @@ pub fn sampled(
             Ok((point, sample.rate, sample.requests.len() as u64))
         })
         .collect::<Result<Vec<_>, PolicyError>>()?;
-    let points = reports
-        .chunks(sets.len())
-        .zip(jobs.chunks(sets.len()))
-        .map(|(runs, jobs)| {
+    let points = groups
+        .into_iter()
+        .map(|(capacity, range)| {
+            let runs = &reports[range];
             let n = runs.len() as f64;
             let miss: Vec<f64> = runs.iter().map(|(r, _, _)| r.0).collect();
             let (low, high) =
                 miss.iter().fold((f64::MAX, f64::MIN), |(l, h), &m| (l.min(m), h.max(m)));
             MrcPoint {
                 policy: runs[0].0 .2.clone(),
-                capacity: jobs[0].1.amount,
-                unit: jobs[0].1.unit.as_str(),
+                capacity: capacity.amount,
+                unit: capacity.unit.as_str(),
                 miss_ratio: miss.iter().sum::<f64>() / n,
                 byte_miss_ratio: runs.iter().map(|(r, _, _)| r.1).sum::<f64>() / n,
                 method: "sampled",
@@ -499,6 +521,40 @@ pub fn sampled(
         })
         .collect();
     Ok(points)
+}
+
+/// The rate above which a sample is taken whole: sampling half the keys three times costs more
+/// than the full simulation, and says less.
+const WHOLE_FROM: f64 = 0.5;
+
+/// Each capacity's sampling: `sampling`, or where `run.min_sampled_objects` asks (a fixed rate
+/// only), a rate raised so that the sampled cache holds that many objects of the stream's mean
+/// size, the whole stream from [`WHOLE_FROM`] up.
+pub fn samplings(requests: &[Request], run: &SampledRun, sampling: Sampling) -> Vec<Sampling> {
+    let mean_size =
+        requests.iter().map(|r| r.size as f64).sum::<f64>() / requests.len().max(1) as f64;
+    run.capacities
+        .iter()
+        .map(|capacity| match (sampling, run.min_sampled_objects) {
+            (Sampling::Rate(rate), Some(least)) => {
+                let objects = match capacity.unit {
+                    Unit::Objects => capacity.amount as f64,
+                    Unit::Bytes => capacity.amount as f64 / mean_size.max(1.0),
+                };
+                let needed = (least as f64 / objects).max(rate);
+                Sampling::Rate(if needed >= WHOLE_FROM { 1.0 } else { needed })
+            }
+            _ => sampling,
+        })
+        .collect()
+}
+
+/// The samples a point takes at `sampling`: one of the whole stream, else `samples`.
+pub fn samples_of(sampling: Sampling, samples: u32) -> u32 {
+    match sampling {
+        Sampling::Rate(rate) if rate >= 1.0 => 1,
+        _ => samples,
+    }
 }
 
 /// Every policy's curve, in the policies' order: LRU's exact from stack distances when
@@ -640,6 +696,7 @@ mod tests {
             seed: 0,
             logical_time: true,
             estimator: Estimator::Stratified,
+            min_sampled_objects: None,
         };
         let (points, note) = curves(&requests, &run, Sampling::Rate(0.5), 2, true, &|| {}).unwrap();
         let methods: Vec<(&str, &str)> =
