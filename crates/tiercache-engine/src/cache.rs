@@ -778,6 +778,14 @@ impl CacheCore {
         self.shard(key).contains(key)
     }
 
+    /// Whether `key` is resident on a memory tier (DRAM or mapped), so that reading it now waits
+    /// on no device: an async caller reads such a key on its own thread and sends the rest to a
+    /// thread that may block. As stale as [`contains`](Self::contains)'s answer: the key may
+    /// move to a lower tier before the read, which then reads the device.
+    pub fn in_memory(&self, key: Key) -> bool {
+        self.shard(key).in_memory(key)
+    }
+
     /// Whether `key` is resident and dirty, so that the backing device's copy is older. As
     /// stale as [`contains`](Self::contains)'s answer.
     pub fn is_dirty(&self, key: Key) -> bool {

@@ -107,6 +107,17 @@ impl<H: KeyHash> KeyedCache<H> {
         self.value_of(key, &held).map(read)
     }
 
+    /// As [`get_with`](Self::get_with) where the object lies on a memory tier
+    /// ([`Cache::in_memory`]), so that the read waits on no device; `None` otherwise, whether
+    /// or not `key` is cached. (An object that moves down between the look and the read is read
+    /// from its device.)
+    pub fn get_in_memory_with<R>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if !self.cache.in_memory(self.hasher.hash(key)) {
+            return None;
+        }
+        self.get_with(key, read)
+    }
+
     /// Whether `key` is cached (its own object, not another key's under its hash).
     pub fn contains(&self, key: &[u8]) -> bool {
         let hash = self.hasher.hash(key);

@@ -507,6 +507,23 @@ fn the_limits_of_objects_are_errors_naming_them() {
     assert!(e.contains("share 1048572 bytes"), "{e}"); // max_value less the key's length
 }
 
+/// A read answered only from memory: a value on the DRAM tier is handed over in place; one on
+/// a file tier is not (that read may wait on the device), though `get_with` finds it; another
+/// key's object under the same hash is never handed over.
+#[test]
+fn a_read_from_memory_only_never_goes_to_a_device() {
+    let dram = KeyedCache::new(objects(TierKind::Dram, 2, 1024, 1)).unwrap();
+    dram.insert(b"sst/000001@7", b"a data block").unwrap();
+    assert_eq!(dram.get_in_memory_with(b"sst/000001@7", <[u8]>::to_vec).unwrap(), b"a data block");
+    assert!(dram.get_in_memory_with(b"sst/000001@8", |_| ()).is_none());
+    let path = scratch("in-memory.tier");
+    let _ = std::fs::remove_file(&path);
+    let file = KeyedCache::new(objects(TierKind::File { path }, 2, 1024, 1)).unwrap();
+    file.insert(b"sst/000001@7", b"a data block").unwrap();
+    assert!(file.get_in_memory_with(b"sst/000001@7", |_| ()).is_none());
+    assert_eq!(file.get_with(b"sst/000001@7", <[u8]>::to_vec).unwrap(), b"a data block");
+}
+
 /// 64 threads fetch one cold object spanning pages at once: the loader runs once, and every
 /// thread gets the whole value.
 #[test]
