@@ -116,10 +116,7 @@ pub fn run(args: &MrcArgs) -> anyhow::Result<()> {
         admission: &admission,
         seed: args.seed,
         logical_time,
-        estimator: match args.estimator.as_str() {
-            "plain" => Estimator::Plain,
-            _ => Estimator::Stratified,
-        },
+        estimator: Estimator::parse(&args.estimator).map_err(anyhow::Error::msg)?,
         min_sampled_objects: args.min_sampled_objects,
     };
     let points = curves(args, &requests, &run, sampling)?;
@@ -235,7 +232,7 @@ fn check(
         .filter(|(p, _)| p.method == "sampled")
         .map(|(_, e)| e.abs())
         .collect();
-    let mean_size = mean_size(&requests);
+    let mean_size = mrc::mean_size(&requests);
     let trusted: Vec<f64> = points
         .iter()
         .zip(&error)
@@ -257,7 +254,7 @@ fn check(
 
 /// How the curves were made, and which sampled points stand on caches too small to trust.
 fn describe(points: &[MrcPoint], requests: &[Request], sampling: Sampling, samples: u32) {
-    let mean_size = mean_size(requests);
+    let mean_size = mrc::mean_size(requests);
     if points.iter().any(|p| p.method == "exact") {
         println!("lru: exact, from stack distances ({} requests, one pass)", requests.len());
     }
@@ -312,10 +309,6 @@ fn describe(points: &[MrcPoint], requests: &[Request], sampling: Sampling, sampl
 fn too_small(p: &MrcPoint, mean_size: f64) -> bool {
     let objects = if p.unit == "objects" { 1.0 } else { mean_size };
     p.method == "sampled" && p.capacity as f64 * p.rate / objects < FEW_OBJECTS
-}
-
-fn mean_size(requests: &[Request]) -> f64 {
-    requests.iter().map(|r| r.size as f64).sum::<f64>() / requests.len().max(1) as f64
 }
 
 fn label(p: &MrcPoint) -> String {

@@ -576,13 +576,33 @@ impl CacheCore {
     /// until the handle drops; a block on a file or flash tier, or one whose shard has all its
     /// spare slots pinned, comes as a copy. A miss admits nothing.
     pub fn get_ref(&self, key: Key) -> Option<BlockRef<'_>> {
+        self.get_ref_where(key, false)
+    }
+
+    /// As [`get_ref`](Self::get_ref) where `key` lies on a memory tier (DRAM or mapped), so
+    /// that the read waits on no device; `None` otherwise, whether or not `key` is cached. An
+    /// async caller reads such a key on its own thread and sends the rest to a thread that may
+    /// block.
+    pub fn get_ref_in_memory(&self, key: Key) -> Option<BlockRef<'_>> {
+        self.get_ref_where(key, true)
+    }
+
+    /// [`get_ref`](Self::get_ref), or with `memory_only` its form that answers only a key on a
+    /// memory tier (asked under the same lock that holds it).
+    fn get_ref_where(&self, key: Key, memory_only: bool) -> Option<BlockRef<'_>> {
         if let Some(held) = self.get_ref_unlocked(key) {
             return Some(held);
         }
         let started = self.started();
         let req = self.request(key, Op::Lookup);
         let index = self.shard_of(key);
-        let step = self.lock(index).hold(&req, started);
+        let step = {
+            let mut shard = self.lock(index);
+            if memory_only && !shard.in_memory(key) {
+                return None;
+            }
+            shard.hold(&req, started)
+        };
         let held = match step {
             Hold::Held(held) => held,
             Hold::Miss => return None,
@@ -776,14 +796,6 @@ impl CacheCore {
     /// used unless the caller keeps the key from being loaded.
     pub fn contains(&self, key: Key) -> bool {
         self.shard(key).contains(key)
-    }
-
-    /// Whether `key` is resident on a memory tier (DRAM or mapped), so that reading it now waits
-    /// on no device: an async caller reads such a key on its own thread and sends the rest to a
-    /// thread that may block. As stale as [`contains`](Self::contains)'s answer: the key may
-    /// move to a lower tier before the read, which then reads the device.
-    pub fn in_memory(&self, key: Key) -> bool {
-        self.shard(key).in_memory(key)
     }
 
     /// Whether `key` is resident and dirty, so that the backing device's copy is older. As

@@ -108,14 +108,11 @@ impl<H: KeyHash> KeyedCache<H> {
     }
 
     /// As [`get_with`](Self::get_with) where the object lies on a memory tier
-    /// ([`Cache::in_memory`]), so that the read waits on no device; `None` otherwise, whether
-    /// or not `key` is cached. (An object that moves down between the look and the read is read
-    /// from its device.)
+    /// ([`Cache::get_ref_in_memory`]), so that the read waits on no device; `None` otherwise,
+    /// whether or not `key` is cached.
     pub fn get_in_memory_with<R>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        if !self.cache.in_memory(self.hasher.hash(key)) {
-            return None;
-        }
-        self.get_with(key, read)
+        let held = self.cache.get_ref_in_memory(self.hasher.hash(key))?;
+        self.value_of(key, &held).map(read)
     }
 
     /// Whether `key` is cached (its own object, not another key's under its hash).

@@ -381,14 +381,14 @@ impl Shard {
 
     // Where a block is.
 
-    /// Where `key`'s block is, if resident: in the place map, or, for a block at rest on a
-    /// placed tier, the slot its policy gives it, or gave it if the decision being applied
-    /// has just dropped or moved it (`pending`).
     /// Whether `key` lies on a memory tier, read where it lies.
     pub fn in_memory(&self, key: Key) -> bool {
         self.place(key).is_some_and(|place| self.tiers[place.tier as usize].region.in_place())
     }
 
+    /// Where `key`'s block is, if resident: in the place map, or, for a block at rest on a
+    /// placed tier, the slot its policy gives it, or gave it if the decision being applied
+    /// has just dropped or moved it (`pending`).
     pub fn place(&self, key: Key) -> Option<Place> {
         if let Some(place) = self.places.get(&key) {
             return Some(*place);

@@ -344,6 +344,14 @@ impl WTinyLfu {
         }
     }
 
+    /// Protected's least recent keys back to probation's head while protected is over its share.
+    fn cool_protected(&mut self) {
+        while self.used_by(PROTECTED) > self.protected_target {
+            let Some(tail) = self.arena.back(&self.lists[PROTECTED as usize]) else { break };
+            self.arena.relink(&mut self.lists, tail, PROBATION);
+        }
+    }
+
     /// The main cache's victim: probation's least recent key, else protected's.
     fn main_victim(&self) -> Option<u32> {
         self.arena
@@ -367,12 +375,7 @@ impl WTinyLfu {
             _ => {
                 self.counts.as_mut().expect("counts").main_hit(req.key);
                 self.arena.relink(&mut self.lists, node, PROTECTED);
-                while self.used_by(PROTECTED) > self.protected_target {
-                    let Some(tail) = self.arena.back(&self.lists[PROTECTED as usize]) else {
-                        break;
-                    };
-                    self.arena.relink(&mut self.lists, tail, PROBATION);
-                }
+                self.cool_protected();
                 // libCacheSim evicts probation's least recent keys here while probation is over
                 // its share (it can be: the segments' shares are rounded down, and a candidate
                 // with no segment's room enters probation).
@@ -415,12 +418,7 @@ impl Eviction for WTinyLfu {
             WINDOW | PROTECTED => self.arena.move_to_front(&mut self.lists[n.aux as usize], node),
             _ => {
                 self.arena.relink(&mut self.lists, node, PROTECTED);
-                while self.used_by(PROTECTED) > self.protected_target {
-                    let Some(tail) = self.arena.back(&self.lists[PROTECTED as usize]) else {
-                        break;
-                    };
-                    self.arena.relink(&mut self.lists, tail, PROBATION);
-                }
+                self.cool_protected();
             }
         }
         Some(n.size)

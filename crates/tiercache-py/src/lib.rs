@@ -164,11 +164,7 @@ fn mrc_json(
             "objects" => tiercache_core::Unit::Objects,
             other => anyhow::bail!("unit '{other}': use bytes or objects"),
         };
-        let estimator = match estimator {
-            "stratified" => Estimator::Stratified,
-            "plain" => Estimator::Plain,
-            other => anyhow::bail!("estimator '{other}': use stratified or plain"),
-        };
+        let estimator = Estimator::parse(estimator).map_err(anyhow::Error::msg)?;
         let capacities = capacities
             .iter()
             .map(|c| {

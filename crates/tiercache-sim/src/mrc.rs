@@ -280,6 +280,15 @@ pub enum Estimator {
 }
 
 impl Estimator {
+    /// `plain` or `stratified`; anything else names the two.
+    pub fn parse(name: &str) -> Result<Estimator, String> {
+        match name {
+            "plain" => Ok(Estimator::Plain),
+            "stratified" => Ok(Estimator::Stratified),
+            other => Err(format!("estimator '{other}': use stratified or plain")),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Estimator::Plain => "plain",
@@ -304,7 +313,6 @@ pub struct SampledRun<'a> {
 }
 
 /// Requests, hits and their bytes per stratum (deletes aside, as the simulator's ratios).
-#[derive(Clone, Default)]
 struct Tally {
     requests: Vec<u64>,
     bytes: Vec<u64>,
@@ -396,8 +404,8 @@ impl Strata {
     }
 }
 
-/// A sample and, with the stratified estimator, each of its requests' stratum.
-struct Stratified {
+/// A sample ready to run: with the stratified estimator, each of its requests' stratum.
+struct Prepared {
     sample: Sample,
     strata_of: Vec<u8>,
 }
@@ -447,19 +455,19 @@ pub fn sampled(
         },
     );
     // With the stratified estimator, each sampled request's stratum.
-    let sets: Vec<Stratified> = sets
+    let sets: Vec<Prepared> = sets
         .into_par_iter()
         .map(|sample| {
             let strata_of = match &strata {
                 Some(strata) => sample.requests.iter().map(|r| strata.of_key(r.key)).collect(),
                 None => Vec::new(),
             };
-            Stratified { sample, strata_of }
+            Prepared { sample, strata_of }
         })
         .collect();
     // One group of runs per point, one run per sample of its capacity's sampling.
     let mut groups: Vec<(Capacity, std::ops::Range<usize>)> = Vec::new();
-    let mut jobs: Vec<(&PolicyConfig, Capacity, &Stratified)> = Vec::new();
+    let mut jobs: Vec<(&PolicyConfig, Capacity, &Prepared)> = Vec::new();
     for policy in run.policies {
         for (capacity, s) in run.capacities.iter().zip(&per_capacity) {
             let which = distinct.iter().position(|d| d == s).expect("listed");
@@ -471,7 +479,7 @@ pub fn sampled(
     }
     let reports = jobs
         .par_iter()
-        .map(|(policy, capacity, Stratified { sample, strata_of })| {
+        .map(|(policy, capacity, Prepared { sample, strata_of })| {
             let stack = StackConfig {
                 admission: run.admission.to_vec(),
                 seed: run.seed,
@@ -531,22 +539,26 @@ const WHOLE_FROM: f64 = 0.5;
 /// only), a rate raised so that the sampled cache holds that many objects of the stream's mean
 /// size, the whole stream from [`WHOLE_FROM`] up.
 pub fn samplings(requests: &[Request], run: &SampledRun, sampling: Sampling) -> Vec<Sampling> {
-    let mean_size =
-        requests.iter().map(|r| r.size as f64).sum::<f64>() / requests.len().max(1) as f64;
+    let (Sampling::Rate(rate), Some(least)) = (sampling, run.min_sampled_objects) else {
+        return vec![sampling; run.capacities.len()];
+    };
+    let mean_size = mean_size(requests).max(1.0);
     run.capacities
         .iter()
-        .map(|capacity| match (sampling, run.min_sampled_objects) {
-            (Sampling::Rate(rate), Some(least)) => {
-                let objects = match capacity.unit {
-                    Unit::Objects => capacity.amount as f64,
-                    Unit::Bytes => capacity.amount as f64 / mean_size.max(1.0),
-                };
-                let needed = (least as f64 / objects).max(rate);
-                Sampling::Rate(if needed >= WHOLE_FROM { 1.0 } else { needed })
-            }
-            _ => sampling,
+        .map(|capacity| {
+            let objects = match capacity.unit {
+                Unit::Objects => capacity.amount as f64,
+                Unit::Bytes => capacity.amount as f64 / mean_size,
+            };
+            let needed = (least as f64 / objects).max(rate);
+            Sampling::Rate(if needed >= WHOLE_FROM { 1.0 } else { needed })
         })
         .collect()
+}
+
+/// The requests' mean size in bytes (0 for none).
+pub fn mean_size(requests: &[Request]) -> f64 {
+    requests.iter().map(|r| r.size as f64).sum::<f64>() / requests.len().max(1) as f64
 }
 
 /// The samples a point takes at `sampling`: one of the whole stream, else `samples`.
